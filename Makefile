@@ -1,0 +1,53 @@
+# Two commands do all set-up on a fresh machine: `make conformance` and `make test`.
+# Both create .venv with Python 3.12, install the project, fetch and verify the
+# Kokoro-82M assets, then run. Re-running with nothing changed is quick.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+ASSETS := $(VENV)/.assets-stamp
+
+# Python 3.12: `python3.12` on PATH when it runs, else the newest pyenv 3.12.
+PYTHON312 ?= $(shell \
+  if python3.12 -c 'import sys' >/dev/null 2>&1; then command -v python3.12; \
+  else ls -d "$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)"/versions/3.12*/bin/python3.12 2>/dev/null | sort -V | tail -n 1; fi)
+
+.PHONY: help venv assets test lint conformance bench clean
+
+help:
+	@echo "make conformance   certify the reference server through the simulator (main job)"
+	@echo "make test          lint + unit, property and integration tests"
+	@echo "make bench         benchmarks -> bench/results/*.json, bench/RESULTS.md"
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install python3.12 or pyenv install 3.12" >&2; exit 1; }
+	@test -x $(PY) || $(PYTHON312) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --progress-bar off -e '.[all,dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+$(ASSETS): $(STAMP)
+	$(PY) -m reference_server.assets fetch
+	@touch $@
+
+assets: $(ASSETS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: $(ASSETS) lint
+	HF_HUB_OFFLINE=1 $(PY) -m pytest tests
+
+conformance: $(ASSETS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest conformance --target simulator --report conformance-report
+
+bench: $(ASSETS)
+	HF_HUB_OFFLINE=1 $(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis conformance-report
