@@ -1,0 +1,24 @@
+"""The sans-I/O core of the Kokoro bidirectional streaming TTS protocol (spec/PROTOCOL.md).
+
+Plain objects and functions with no sockets, threads or event loops, in the manner of h11 and
+python-websockets: the reference server, the SageMaker simulator, the agent and the conformance suite
+are thin shells around them. One module per concept:
+
+- ``protocol.errors``: the error-code registry and ``ProtocolError`` (§9).
+- ``protocol.limits``: the named limits and their defaults (§10).
+- ``protocol.voices``: the 54 Kokoro-82M v1.0 voices and their languages (§4.1).
+- ``protocol.schemas``: access to the JSON Schemas in spec/schemas (Appendix A).
+- ``protocol.messages``: typed client and server frames and strict parsing (§3.1, §4, §5, §11.1).
+- ``protocol.frames``: classifying server messages and cutting audio into safe frames (§3.3, §3.4).
+- ``protocol.pcm``: PCM16 conversion, resampling, sample alignment, WAV headers (§3.3, §11.2).
+- ``protocol.sse``: server-sent event encoding and decoding (§11.4).
+- ``protocol.eventstream``: AWS event-stream messages and SageMaker PayloadParts (§12).
+- ``protocol.chunker``: incremental sentence chunking of streamed text.
+- ``protocol.session``: the server and client session state machines (§4–§7).
+
+Importing ``protocol`` or any of its modules never imports a web framework, a WebSocket or HTTP
+library, an AWS SDK or an inference runtime (checked by tests/protocol/test_import_light.py), so every
+shell can depend on it. This package imports none of its submodules: import the one you need.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,94 @@
+"""Named limits of a server, with their defaults and the reason for each (PROTOCOL.md §10)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["AUDIO_FRAME_HARD_LIMIT", "MIN_AUDIO_FRAME_BYTES", "Limits"]
+
+AUDIO_FRAME_HARD_LIMIT = 1_048_576
+"""No audio frame is ever longer than this many bytes, whatever the settings (§3.3).
+
+1 MiB is python-websockets' default ``max_size``: a client built on it with default settings would
+fail with close code 1009 on anything longer.
+"""
+
+MIN_AUDIO_FRAME_BYTES = 64
+"""The smallest ``max_audio_frame_bytes`` a server may be configured with (§10).
+
+Below a few samples the padding rule of §3.3 cannot always keep a frame from being a JSON object;
+64 bytes leaves room to spare and no real player wants frames shorter than a millisecond anyway.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The limits of PROTOCOL.md §10. Every field is a setting; the defaults are the protocol's.
+
+    Attributes:
+        max_message_bytes: longest client message (WebSocket message or ``POST /invocations`` body),
+            in bytes of UTF-8. Default 64 KiB: room for ``max_text_chars`` characters even when every
+            one is sent as a 6-byte ``\\uXXXX`` escape, while keeping the parser's work per message
+            small. Longer → ``message_too_large``.
+        max_text_chars: longest ``text``, in Unicode code points. Default 10,000 (about ten minutes of
+            speech): agents send sentences, and a bound keeps one request from holding the synthesizer
+            for long. Longer → ``text_too_long``.
+        max_queue: most requests a session may hold queued plus active. Default 32: an agent pipelining
+            a long answer sentence by sentence stays below it, and it bounds per-session memory.
+            More → ``queue_full``.
+        max_sessions: most concurrent WebSocket sessions per server. Default 64: a rough real-time
+            budget for one accelerator (Kokoro-82M serves 55–78 hours of audio per hour on one H100,
+            REFERENCE.md §3). More → ``too_many_sessions`` (fatal, 1013).
+        max_audio_frame_bytes: longest audio frame the server sends, in bytes; even, between
+            :data:`MIN_AUDIO_FRAME_BYTES` and :data:`AUDIO_FRAME_HARD_LIMIT`. Default 32 KiB
+            (16,384 samples, 0.68 s at 24 kHz): short enough for smooth playback and for any
+            transport to carry whole, long enough that per-frame overhead is negligible.
+        max_request_age_s: oldest ``request_timestamp`` accepted, in seconds. Default 56, the AWS
+            sample's value (REFERENCE.md §3): a request that old has sat out most of the 60 s in which
+            SageMaker expects an answer, so its caller has likely given up. Older → ``request_stale``.
+        close_timeout_s: after sending its WebSocket Close frame, how long the server waits for the
+            client's before dropping the connection, in seconds. Default 10, python-websockets'
+            default; it bounds how long a vanished client holds a session.
+        lookahead: requests synthesized ahead of the one being sent. Default 1: the next request's
+            audio is ready when the current one ends (no gap between sentences) while one session
+            cannot monopolize the synthesizer.
+        max_json_depth: deepest nesting of arrays and objects in a client message; the top-level
+            object is depth 1. Default 32: valid messages need 1, the rest is room for extensions,
+            and the bound stops recursion attacks on JSON parsers. Deeper → ``invalid_json``.
+
+    Raises:
+        ValueError: a limit is out of its range.
+    """
+
+    max_message_bytes: int = 65_536
+    max_text_chars: int = 10_000
+    max_queue: int = 32
+    max_sessions: int = 64
+    max_audio_frame_bytes: int = 32_768
+    max_request_age_s: float = 56.0
+    close_timeout_s: float = 10.0
+    lookahead: int = 1
+    max_json_depth: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("max_message_bytes", "max_text_chars", "max_queue", "max_sessions", "max_json_depth"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        if isinstance(self.lookahead, bool) or not isinstance(self.lookahead, int) or self.lookahead < 0:
+            raise ValueError(f"lookahead must be a non-negative integer, not {self.lookahead!r}")
+        frame = self.max_audio_frame_bytes
+        if (
+            isinstance(frame, bool)
+            or not isinstance(frame, int)
+            or frame % 2
+            or not MIN_AUDIO_FRAME_BYTES <= frame <= AUDIO_FRAME_HARD_LIMIT
+        ):
+            raise ValueError(
+                f"max_audio_frame_bytes must be an even integer from {MIN_AUDIO_FRAME_BYTES} "
+                f"to {AUDIO_FRAME_HARD_LIMIT}, not {frame!r}"
+            )
+        for name in ("max_request_age_s", "close_timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")

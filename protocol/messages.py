@@ -1,0 +1,898 @@
+"""The message layer: typed client and server frames, and strict parsing of what a peer sent.
+
+Client messages (PROTOCOL.md §4) are parsed by :func:`parse_client_message`, which applies the JSON-text
+rules of §3.1, validates against the schema files of spec/schemas (:mod:`protocol.schemas`), adds the
+rules a schema cannot express, and turns every refusal into a :class:`~protocol.errors.ProtocolError`
+carrying the most specific registry code, in the order of §9.2. ``POST /invocations`` bodies (§11.1)
+go through :func:`parse_invocations_request` with the same rules.
+
+Server control frames (§5) are built from the frozen dataclasses below, whose ``to_json()`` output
+always validates against its schema, and are read back by :func:`parse_server_control`.
+
+Session rules (queue_full, duplicate_request_id, unknown_request) are not checked here: they need the
+session's state and live in :mod:`protocol.session`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from itertools import accumulate
+from typing import Any, Literal
+
+from protocol import schemas
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.limits import Limits
+from protocol.voices import DEFAULT_VOICE
+
+__all__ = [
+    "CHANNELS",
+    "DEFAULT_SAMPLE_RATE",
+    "DEFAULT_SPEED",
+    "DEFAULT_VOICE",
+    "ENCODING",
+    "FORMATS",
+    "REQUEST_ID_MAX_CHARS",
+    "SAMPLE_RATES",
+    "SPEED_MAX",
+    "SPEED_MIN",
+    "STATUSES",
+    "TRANSPORTS",
+    "VOICE_PATTERN",
+    "Cancel",
+    "ClientMessage",
+    "Close",
+    "ErrorFrame",
+    "InvalidServerFrame",
+    "InvocationsRequest",
+    "ServerControl",
+    "SynthesisComplete",
+    "SynthesisRequest",
+    "SynthesisStart",
+    "UnknownFrameType",
+    "Word",
+    "decode_json_object",
+    "parse_client_message",
+    "parse_invocations_request",
+    "parse_server_control",
+    "rfc3339_to_epoch",
+]
+
+SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000)
+"""Output sample rates a request may ask for, in Hz (§4.1)."""
+DEFAULT_SAMPLE_RATE = 24000
+"""Kokoro-82M's native rate; no resampling happens at this rate."""
+SPEED_MIN = 0.5
+SPEED_MAX = 2.0
+DEFAULT_SPEED = 1.0
+REQUEST_ID_MAX_CHARS = 128
+ENCODING = "pcm_s16le"
+"""Audio frames are signed 16-bit little-endian PCM (§3.3)."""
+CHANNELS = 1
+STATUSES: tuple[str, ...] = ("completed", "cancelled", "failed")
+"""Values of ``synthesis_complete.status`` (§5.3)."""
+FORMATS: tuple[str, ...] = ("wav", "pcm", "mp3")
+"""Values of ``format`` for ``POST /invocations`` (§11.1)."""
+TRANSPORTS: tuple[str, ...] = ("binary", "sse")
+"""Values of ``transport`` for ``POST /invocations`` (§11.1)."""
+
+VOICE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
+"""Shape of a voice name (§4.1); applied with ``fullmatch``. The schema holds the same pattern."""
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))", re.ASCII
+)
+_ERROR_CODE_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,63}", re.ASCII)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+_JSON_WHITESPACE = " \t\n\r"
+
+
+def _is_number(value: object) -> bool:
+    # JSON true/false arrive as bool, a subclass of int; they are never numbers here.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _to_json(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# --- client messages (§4) -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisRequest:
+    """A synthesis request (PROTOCOL.md §4.1).
+
+    The constructor does not validate: tests and conformance probes build invalid requests on purpose.
+    :func:`parse_client_message` is the validator.
+
+    Attributes:
+        text: the text to speak.
+        voice: voice name.
+        speed: speaking-rate factor, 0.5–2.0.
+        sample_rate: output rate in Hz, one of :data:`SAMPLE_RATES`.
+        request_id: the client's id, or ``None`` for the server to assign one.
+        request_timestamp: when the client issued the request, Unix epoch seconds (RFC 3339 strings
+            are converted on parsing), or ``None``.
+    """
+
+    text: str
+    voice: str = DEFAULT_VOICE
+    speed: float = DEFAULT_SPEED
+    sample_rate: int = DEFAULT_SAMPLE_RATE
+    request_id: str | None = None
+    request_timestamp: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of §4.1, without ``type`` (as the AWS sample's clients send it)."""
+        obj: dict[str, Any] = {
+            "text": self.text,
+            "voice": self.voice,
+            "speed": self.speed,
+            "sample_rate": self.sample_rate,
+        }
+        if self.request_id is not None:
+            obj["request_id"] = self.request_id
+        if self.request_timestamp is not None:
+            obj["request_timestamp"] = self.request_timestamp
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict`; send it UTF-8 encoded, as TEXT or BINARY (§3.1)."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Cancel one queued or active request, or all of them when ``request_id`` is ``None`` (§4.2)."""
+
+    request_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "cancel"}`` plus ``request_id`` when set."""
+        obj: dict[str, Any] = {"type": "cancel"}
+        if self.request_id is not None:
+            obj["request_id"] = self.request_id
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict`."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Finish every accepted request, then close the WebSocket with 1000 (§4.3, §7.1)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "close"}``."""
+        return {"type": "close"}
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict`."""
+        return _to_json(self.to_dict())
+
+
+ClientMessage = SynthesisRequest | Cancel | Close
+
+
+@dataclass(frozen=True, slots=True)
+class InvocationsRequest:
+    """A parsed ``POST /invocations`` body (PROTOCOL.md §11.1).
+
+    Attributes:
+        request: the synthesis fields, validated as for the WebSocket (§4.1).
+        format: ``"wav"``, ``"pcm"`` or ``"mp3"``.
+        transport: ``"binary"`` or ``"sse"``.
+        stream: binary transport only: stream the body (``True``) or send it whole with exact sizes.
+    """
+
+    request: SynthesisRequest
+    format: Literal["wav", "pcm", "mp3"] = "wav"
+    transport: Literal["binary", "sse"] = "binary"
+    stream: bool = True
+
+
+# --- server control frames (§5) -------------------------------------------------------------------------
+
+
+def _check_request_id(request_id: object, *, optional: bool = False) -> None:
+    if optional and request_id is None:
+        return
+    if not isinstance(request_id, str) or not 1 <= len(request_id) <= REQUEST_ID_MAX_CHARS:
+        raise ValueError(f"request_id must be a string of 1 to {REQUEST_ID_MAX_CHARS} characters")
+
+
+def _check_seconds(name: str, value: object) -> None:
+    if not _is_number(value) or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
+        raise ValueError(f"{name} must be a finite number >= 0, not {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word's timing within a request's audio, in seconds from its first sample (§5.3).
+
+    Raises:
+        ValueError: a time is negative or not finite, or ``start_s > end_s``.
+    """
+
+    word: str
+    start_s: float
+    end_s: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.word, str):
+            raise ValueError("word must be a string")
+        _check_seconds("start_s", self.start_s)
+        _check_seconds("end_s", self.end_s)
+        if self.start_s > self.end_s:
+            raise ValueError(f"word starts after it ends ({self.start_s} > {self.end_s})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"word", "start_s", "end_s"}``."""
+        return {"word": self.word, "start_s": self.start_s, "end_s": self.end_s}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SynthesisStart:
+    """``synthesis_start``: opens a request's bracket and describes its audio (PROTOCOL.md §5.1).
+
+    Raises:
+        ValueError: a field is out of its range (so :meth:`to_json` always validates).
+    """
+
+    request_id: str
+    sample_rate: int
+    voice: str
+    speed: float
+    encoding: str = ENCODING
+    channels: int = CHANNELS
+
+    def __post_init__(self) -> None:
+        _check_request_id(self.request_id)
+        if not _is_number(self.sample_rate) or self.sample_rate not in SAMPLE_RATES:
+            raise ValueError(f"sample_rate must be one of {SAMPLE_RATES}, not {self.sample_rate!r}")
+        if not isinstance(self.voice, str) or not self.voice:
+            raise ValueError("voice must be a non-empty string")
+        if not _is_number(self.speed) or not SPEED_MIN <= self.speed <= SPEED_MAX:
+            raise ValueError(f"speed must be a number from {SPEED_MIN} to {SPEED_MAX}, not {self.speed!r}")
+        if self.encoding != ENCODING or self.channels != CHANNELS or isinstance(self.channels, bool):
+            raise ValueError(f"audio frames are always {ENCODING}, {CHANNELS} channel (§3.3)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of §5.1."""
+        return {
+            "type": "synthesis_start",
+            "request_id": self.request_id,
+            "sample_rate": self.sample_rate,
+            "encoding": self.encoding,
+            "channels": self.channels,
+            "voice": self.voice,
+            "speed": self.speed,
+        }
+
+    def to_json(self) -> str:
+        """Compact JSON text; send it as a TEXT frame (§3.2)."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisComplete:
+    """``synthesis_complete``: closes a request's bracket (PROTOCOL.md §5.3).
+
+    Attributes:
+        request_id: the request.
+        status: ``"completed"``, ``"cancelled"`` or ``"failed"``.
+        audio_bytes: sum of the lengths of this request's audio frames (even).
+        total_duration_s: ``audio_bytes / 2 / sample_rate``.
+        elapsed_s: wall seconds from the request's acceptance to this frame.
+        words: word timings, or ``None`` when the server has none (a list is stored as a tuple).
+
+    Raises:
+        ValueError: a field is out of its range (so :meth:`to_json` always validates).
+    """
+
+    request_id: str
+    status: Literal["completed", "cancelled", "failed"]
+    audio_bytes: int
+    total_duration_s: float
+    elapsed_s: float
+    words: tuple[Word, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _check_request_id(self.request_id)
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, not {self.status!r}")
+        if isinstance(self.audio_bytes, bool) or not isinstance(self.audio_bytes, int):
+            raise ValueError("audio_bytes must be an integer")
+        if self.audio_bytes < 0 or self.audio_bytes % 2:
+            raise ValueError(f"audio_bytes must be even and >= 0, not {self.audio_bytes}")
+        _check_seconds("total_duration_s", self.total_duration_s)
+        _check_seconds("elapsed_s", self.elapsed_s)
+        if self.words is not None:
+            words = tuple(self.words)
+            if not all(isinstance(w, Word) for w in words):
+                raise ValueError("words must be Word instances")
+            object.__setattr__(self, "words", words)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of §5.3 (``words`` only when set)."""
+        obj: dict[str, Any] = {
+            "type": "synthesis_complete",
+            "request_id": self.request_id,
+            "status": self.status,
+            "audio_bytes": self.audio_bytes,
+            "total_duration_s": self.total_duration_s,
+            "elapsed_s": self.elapsed_s,
+        }
+        if self.words is not None:
+            obj["words"] = [w.to_dict() for w in self.words]
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text; send it as a TEXT frame (§3.2)."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFrame:
+    """``error`` (PROTOCOL.md §5.4, §9).
+
+    Attributes:
+        code: a registry :class:`~protocol.errors.ErrorCode`; a code this version does not know (from
+            a newer server) is kept as a plain ``str``.
+        message: for people. Normalized to contain the code (prefixed ``"<code>: "`` when it does
+            not), so clients that match codes by substring keep working (§5.4).
+        request_id: the request or message concerned, ``None`` when unknown.
+        fatal: the server closes the WebSocket right after this frame (§9.4).
+
+    Raises:
+        ValueError: ``code`` is not a lower-case identifier, or another field has the wrong type.
+    """
+
+    code: ErrorCode | str
+    message: str
+    request_id: str | None = None
+    fatal: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, str) or not _ERROR_CODE_PATTERN.fullmatch(self.code):
+            raise ValueError(f"code must be a lower-case identifier, not {self.code!r}")
+        try:
+            object.__setattr__(self, "code", ErrorCode(self.code))
+        except ValueError:
+            pass  # a code from a newer server: kept as a plain str (§1.7)
+        if not isinstance(self.message, str):
+            raise ValueError("message must be a string")
+        if str(self.code) not in self.message:
+            object.__setattr__(self, "message", f"{self.code}: {self.message}")
+        _check_request_id(self.request_id, optional=True)
+        if not isinstance(self.fatal, bool):
+            raise ValueError("fatal must be a bool")
+
+    @classmethod
+    def from_error(cls, error: ProtocolError) -> ErrorFrame:
+        """The frame that answers ``error`` (§6.3)."""
+        return cls(code=error.code, message=error.message, request_id=error.request_id, fatal=error.fatal)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of §5.4; ``request_id`` is always present (``null`` when unknown)."""
+        return {
+            "type": "error",
+            "code": str(self.code),
+            "message": self.message,
+            "request_id": self.request_id,
+            "fatal": self.fatal,
+        }
+
+    def to_json(self) -> str:
+        """Compact JSON text; send it as a TEXT frame (§3.2)."""
+        return _to_json(self.to_dict())
+
+
+ServerControl = SynthesisStart | SynthesisComplete | ErrorFrame
+
+
+class InvalidServerFrame(ValueError):
+    """A server control frame breaks its schema or a rule of §5 (from :func:`parse_server_control`)."""
+
+
+class UnknownFrameType(InvalidServerFrame):
+    """A server control frame has a ``type`` this version does not know.
+
+    A client SHOULD ignore such a frame (§5): a newer server may send frame types added later.
+    """
+
+
+# --- strict JSON text (§3.1) ----------------------------------------------------------------------------
+
+
+class _Refused(ValueError):
+    """Raised from inside ``json.loads`` hooks; the message says why the text is refused."""
+
+
+def _no_constants(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise _Refused(f"number {literal[:32]} is out of range")
+    return value
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _Refused(f"duplicate member name {json.dumps(key)[:64]}")
+        obj[key] = value
+    return obj
+
+
+def _max_depth(text: str) -> int:
+    """Deepest nesting of arrays and objects in ``text``, without recursion and in linear time.
+
+    Exact for valid JSON; for invalid JSON any answer is fine, since the parser refuses it anyway.
+    Escaped backslashes go first, then escaped quotes; every quote left delimits a string, so the even
+    pieces of a split on quotes are exactly the text outside strings.
+    """
+    unescaped = text.replace("\\\\", "").replace('\\"', "")
+    brackets = _NOT_BRACKET.sub("", "".join(unescaped.split('"')[::2]))
+    return max(accumulate(_BRACKET_DELTA[c] for c in brackets), default=0)
+
+
+def _find_lone_surrogate(value: Any) -> bool:
+    """Whether any string (member names included) of a parsed JSON value holds a surrogate code point.
+
+    ``json`` joins escaped surrogate pairs into one character, so any surrogate left is a lone one.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def decode_json_object(data: bytes | str, *, max_bytes: int, max_depth: int) -> dict[str, Any]:
+    """Decode one client message to a JSON object under the strict rules of PROTOCOL.md §3.1.
+
+    Args:
+        data: the whole message: ``bytes`` (a BINARY frame or HTTP body) or ``str`` (a TEXT frame).
+        max_bytes: longest message in UTF-8 bytes (``Limits.max_message_bytes``).
+        max_depth: deepest nesting allowed (``Limits.max_json_depth``); the top-level object is 1.
+
+    Returns:
+        The object, with members in message order.
+
+    Raises:
+        ProtocolError: ``message_too_large``; ``invalid_utf8`` (bad UTF-8 bytes, or a ``str`` holding a
+            lone surrogate); ``invalid_json`` (empty, byte order mark, syntax error, trailing data,
+            NaN/Infinity, a number out of double range or of more than 4300 digits, a duplicate member
+            name, nesting deeper than ``max_depth``, an escaped lone surrogate); ``not_an_object``.
+    """
+    if isinstance(data, str):
+        # A character is at least one UTF-8 byte: the cheap length test refuses huge input early.
+        if len(data) > max_bytes:
+            raise ProtocolError(ErrorCode.MESSAGE_TOO_LARGE, f"message is longer than {max_bytes} bytes")
+        try:
+            size = len(data.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise ProtocolError(ErrorCode.INVALID_UTF8, "message holds a lone surrogate") from None
+        if size > max_bytes:
+            raise ProtocolError(
+                ErrorCode.MESSAGE_TOO_LARGE, f"message has {size} bytes; the limit is {max_bytes}"
+            )
+        text = data
+    else:
+        if len(data) > max_bytes:
+            raise ProtocolError(
+                ErrorCode.MESSAGE_TOO_LARGE, f"message has {len(data)} bytes; the limit is {max_bytes}"
+            )
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(ErrorCode.INVALID_UTF8, f"invalid UTF-8 at byte {exc.start}") from None
+    if not text.strip(_JSON_WHITESPACE):
+        raise ProtocolError(ErrorCode.INVALID_JSON, "empty message")
+    if text.startswith("\ufeff"):
+        # RFC 8259 §8.1: senders MUST NOT add a BOM. Refusing it keeps this parser and the §3.4
+        # classification rule in agreement (a BOM-prefixed audio frame is audio, not control).
+        raise ProtocolError(ErrorCode.INVALID_JSON, "byte order mark before the JSON text")
+    depth = _max_depth(text)
+    if depth > max_depth:
+        raise ProtocolError(ErrorCode.INVALID_JSON, f"nesting depth {depth} exceeds {max_depth}")
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_unique_members,
+            parse_float=_finite_float,
+            parse_constant=_no_constants,
+        )
+    except _Refused as exc:
+        raise ProtocolError(ErrorCode.INVALID_JSON, str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise ProtocolError(
+            ErrorCode.INVALID_JSON, f"not a JSON text: {exc.msg} (line {exc.lineno} column {exc.colno})"
+        ) from None
+    except ValueError:
+        # int() refuses literals of more than sys.get_int_max_str_digits() (4300) digits.
+        raise ProtocolError(ErrorCode.INVALID_JSON, "number literal too long") from None
+    except RecursionError:  # unreachable after the depth check; kept so no input can escape as one
+        raise ProtocolError(ErrorCode.INVALID_JSON, "nesting too deep") from None
+    if _find_lone_surrogate(value):
+        # RFC 7493 (I-JSON) §2.1: such a string cannot be encoded as UTF-8 again.
+        raise ProtocolError(ErrorCode.INVALID_JSON, "string holds an escaped lone surrogate")
+    if not isinstance(value, dict):
+        raise ProtocolError(
+            ErrorCode.NOT_AN_OBJECT, f"top-level JSON value is {type(value).__name__}, not an object"
+        )
+    return value
+
+
+# --- field rules (§4.1, §9.2) ---------------------------------------------------------------------------
+
+# What invalid_field says a member must be.
+_EXPECTED = {
+    "type": 'a string ("synthesize", "cancel" or "close")',
+    "request_id": f"a string of 1 to {REQUEST_ID_MAX_CHARS} characters",
+    "text": "a string",
+    "voice": "a string",
+    "speed": "a number",
+    "sample_rate": "an integer",
+    "request_timestamp": "Unix epoch seconds (a number) or an RFC 3339 date-time string",
+    "format": "a string",
+    "transport": '"binary" or "sse"',
+    "stream": "a boolean",
+}
+
+# §9.2: members are checked in this order and the first failure is the answer.
+_REQUEST_ORDER = ("request_id", "text", "voice", "speed", "sample_rate", "request_timestamp")
+_INVOCATIONS_ORDER = (
+    "request_id",
+    "text",
+    "voice",
+    "speed",
+    "sample_rate",
+    "format",
+    "transport",
+    "stream",
+    "request_timestamp",
+)
+
+
+def _show(value: object) -> str:
+    shown = json.dumps(value, ensure_ascii=True)
+    return shown if len(shown) <= 40 else shown[:39] + "…"
+
+
+def rfc3339_to_epoch(value: str) -> float | None:
+    """Unix epoch seconds of an RFC 3339 ``date-time`` (§5.6 of RFC 3339), or ``None`` if it is not one.
+
+    The offset is required (``Z`` or ``±hh:mm``); a leap second ``:60`` counts as the next second.
+    """
+    match = _RFC3339.fullmatch(value)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in match.group(1, 2, 3, 4, 5, 6))
+    fraction, zulu, sign, off_hour, off_minute = match.group(7, 8, 9, 10, 11)
+    leap = 1 if second == 60 else 0
+    try:
+        if zulu:
+            tz = UTC
+        else:
+            if int(off_hour) > 23 or int(off_minute) > 59:
+                return None
+            offset = timedelta(hours=int(off_hour), minutes=int(off_minute))
+            tz = timezone(offset if sign == "+" else -offset)
+        moment = datetime(year, month, day, hour, minute, second - leap, tzinfo=tz)
+    except ValueError:
+        return None
+    return moment.timestamp() + leap + (float(fraction) if fraction else 0.0)
+
+
+def _schema_failure(member: str, value: object, request_id: str | None) -> ProtocolError:
+    """The most specific code for a member the schema refused (§9.2): it depends on the value's JSON type."""
+    if member == "text":
+        if value is None:
+            return ProtocolError(ErrorCode.TEXT_REQUIRED, "text is required", request_id)
+        if isinstance(value, str):
+            return ProtocolError(ErrorCode.TEXT_REQUIRED, "text is empty", request_id)
+    elif member == "voice" and isinstance(value, str):
+        return ProtocolError(ErrorCode.INVALID_VOICE, f"voice {_show(value)} is not a voice name", request_id)
+    elif member == "speed" and _is_number(value):
+        return ProtocolError(
+            ErrorCode.INVALID_SPEED,
+            f"speed must be from {SPEED_MIN} to {SPEED_MAX}, not {_show(value)}",
+            request_id,
+        )
+    elif member == "sample_rate" and _is_number(value):
+        rates = ", ".join(map(str, SAMPLE_RATES))
+        return ProtocolError(
+            ErrorCode.INVALID_SAMPLE_RATE,
+            f"sample_rate must be one of {rates}, not {_show(value)}",
+            request_id,
+        )
+    elif member == "format" and isinstance(value, str):
+        return ProtocolError(
+            ErrorCode.UNSUPPORTED_FORMAT,
+            f"format must be one of {', '.join(FORMATS)}, not {_show(value)}",
+            request_id,
+        )
+    if member == "request_id":
+        request_id = None  # the id itself is what is wrong: the error cannot name it
+    expected = _EXPECTED.get(member, "valid")
+    return ProtocolError(ErrorCode.INVALID_FIELD, f"{member} must be {expected}", request_id)
+
+
+def _check_fields(
+    obj: dict[str, Any],
+    *,
+    schema: str,
+    order: tuple[str, ...],
+    limits: Limits,
+    now: float | None,
+    known_voices: Collection[str] | None,
+    mp3_available: bool = True,
+) -> None:
+    """Apply schema ``schema`` and the rules it cannot express, member by member in ``order`` (§9.2)."""
+    refused: dict[str, Any] = {}
+    for error in schemas.validator(schema).iter_errors(obj):
+        if error.path:
+            refused.setdefault(str(error.path[0]), error)
+        elif error.validator == "required":
+            refused.setdefault("text", error)  # the only required member of a request
+        else:  # pragma: no cover - obj is a dict and the schemas constrain nothing else at the root
+            raise ProtocolError(ErrorCode.INVALID_FIELD, error.message[:200])
+    request_id = obj.get("request_id") if "request_id" not in refused else None
+    stray = sorted(refused.keys() - set(order))
+    if stray:  # pragma: no cover - every member a schema constrains is in `order`
+        raise _schema_failure(stray[0], obj.get(stray[0]), request_id)
+
+    for member in order:
+        value = obj.get(member)
+        if member in refused:
+            raise _schema_failure(member, value, request_id)
+        if value is None:
+            continue
+        if member == "text":
+            if not value.strip():
+                raise ProtocolError(ErrorCode.TEXT_REQUIRED, "text holds only whitespace", request_id)
+            if len(value) > limits.max_text_chars:
+                raise ProtocolError(
+                    ErrorCode.TEXT_TOO_LONG,
+                    f"text has {len(value)} characters; the limit is {limits.max_text_chars}",
+                    request_id,
+                )
+        elif member == "voice":
+            # fullmatch: a schema pattern's "$" lets a trailing newline through in Python's re.
+            if not VOICE_PATTERN.fullmatch(value):
+                raise ProtocolError(
+                    ErrorCode.INVALID_VOICE, f"voice {_show(value)} is not a voice name", request_id
+                )
+            if known_voices is not None and value not in known_voices:
+                raise ProtocolError(ErrorCode.INVALID_VOICE, f"unknown voice {_show(value)}", request_id)
+        elif member == "format":
+            if value == "mp3" and not mp3_available:
+                raise ProtocolError(
+                    ErrorCode.UNSUPPORTED_FORMAT, "this server cannot produce mp3", request_id
+                )
+        elif member == "request_timestamp":
+            stamp = _timestamp(value)
+            if stamp is None:
+                raise ProtocolError(
+                    ErrorCode.INVALID_FIELD, f"request_timestamp must be {_EXPECTED[member]}", request_id
+                )
+            age = (time.time() if now is None else now) - stamp
+            if age > limits.max_request_age_s:
+                raise ProtocolError(
+                    ErrorCode.REQUEST_STALE,
+                    f"request_timestamp is {age:.1f} s old; the limit is {limits.max_request_age_s:g} s",
+                    request_id,
+                )
+
+
+def _timestamp(value: object) -> float | None:
+    if isinstance(value, str):
+        return rfc3339_to_epoch(value)
+    try:
+        stamp = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an integer beyond the double range
+        return None
+    return stamp if math.isfinite(stamp) else None
+
+
+def _request_from(obj: dict[str, Any]) -> SynthesisRequest:
+    """Build the request from an object that passed :func:`_check_fields`; absent and null take defaults."""
+
+    def given(name: str, default: Any) -> Any:
+        value = obj.get(name)
+        return default if value is None else value
+
+    stamp = obj.get("request_timestamp")
+    return SynthesisRequest(
+        text=obj["text"],
+        voice=given("voice", DEFAULT_VOICE),
+        speed=float(given("speed", DEFAULT_SPEED)),
+        sample_rate=int(given("sample_rate", DEFAULT_SAMPLE_RATE)),
+        request_id=obj.get("request_id"),
+        request_timestamp=None if stamp is None else _timestamp(stamp),
+    )
+
+
+def parse_client_message(
+    data: bytes | str,
+    *,
+    limits: Limits | None = None,
+    now: float | None = None,
+    known_voices: Collection[str] | None = None,
+) -> ClientMessage:
+    """Parse and validate one client WebSocket message (PROTOCOL.md §3.1, §4, §9.2).
+
+    Args:
+        data: the whole message, ``bytes`` from a BINARY frame or ``str`` from a TEXT frame; both are
+            treated the same.
+        limits: the server's limits (§10); defaults to :class:`~protocol.limits.Limits`'.
+        now: the current time in Unix epoch seconds, for ``request_stale``; ``None`` reads the clock.
+        known_voices: the voices the server has; ``None`` accepts any name of the §4.1 shape.
+
+    Returns:
+        A :class:`SynthesisRequest` (``request_id`` ``None`` when the client sent none; the session
+        assigns one), :class:`Cancel` or :class:`Close`.
+
+    Raises:
+        ProtocolError: the message is refused. The code is the first failure in the order of §9.2;
+            ``request_id`` is set whenever the message carried a valid one.
+    """
+    limits = limits or Limits()
+    obj = decode_json_object(data, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
+    kind = obj.get("type")
+    if kind is None or kind == "synthesize":
+        _check_fields(
+            obj,
+            schema="synthesis_request",
+            order=_REQUEST_ORDER,
+            limits=limits,
+            now=now,
+            known_voices=known_voices,
+        )
+        return _request_from(obj)
+    if kind == "cancel":
+        _check_fields(obj, schema="cancel", order=("request_id",), limits=limits, now=now, known_voices=None)
+        return Cancel(request_id=obj.get("request_id"))
+    if kind == "close":
+        _check_fields(obj, schema="close", order=(), limits=limits, now=now, known_voices=None)
+        return Close()
+    if isinstance(kind, str):
+        raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown message type {_show(kind)}", _valid_id(obj))
+    raise ProtocolError(ErrorCode.INVALID_FIELD, f"type must be {_EXPECTED['type']}", _valid_id(obj))
+
+
+def _valid_id(obj: dict[str, Any]) -> str | None:
+    request_id = obj.get("request_id")
+    if isinstance(request_id, str) and 1 <= len(request_id) <= REQUEST_ID_MAX_CHARS:
+        return request_id
+    return None
+
+
+def parse_invocations_request(
+    body: bytes | str,
+    *,
+    limits: Limits | None = None,
+    now: float | None = None,
+    known_voices: Collection[str] | None = None,
+    mp3_available: bool = True,
+) -> InvocationsRequest:
+    """Parse and validate a ``POST /invocations`` body (PROTOCOL.md §11.1).
+
+    The same rules as :func:`parse_client_message` apply (``type`` is ignored), plus ``format``,
+    ``transport`` and ``stream``. Answer a refusal with ``error.code.http_status`` and
+    ``error.http_body()`` (§11.6).
+
+    Args:
+        body: the request body.
+        limits: ``max_message_bytes`` bounds the body; see :func:`parse_client_message` for the rest.
+        now: the current time in Unix epoch seconds; ``None`` reads the clock.
+        known_voices: the voices the server has; ``None`` accepts any name of the §4.1 shape.
+        mp3_available: whether the server can encode MP3 (§11.5); if not, ``format: "mp3"`` is refused
+            with ``unsupported_format``.
+
+    Raises:
+        ProtocolError: the body is refused (first failure in the order of §9.2).
+    """
+    limits = limits or Limits()
+    obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
+    _check_fields(
+        obj,
+        schema="invocations_request",
+        order=_INVOCATIONS_ORDER,
+        limits=limits,
+        now=now,
+        known_voices=known_voices,
+        mp3_available=mp3_available,
+    )
+    return InvocationsRequest(
+        request=_request_from(obj),
+        format=obj.get("format") or "wav",
+        transport=obj.get("transport") or "binary",
+        stream=True if obj.get("stream") is None else obj["stream"],
+    )
+
+
+# --- reading server control frames (§5) -----------------------------------------------------------------
+
+_SERVER_SCHEMAS = {
+    "synthesis_start": "synthesis_start",
+    "synthesis_complete": "synthesis_complete",
+    "error": "error",
+}
+
+
+def parse_server_control(obj: dict[str, Any]) -> ServerControl:
+    """Validate a server control frame, already classified as a JSON object (§3.4), and type it (§5).
+
+    Args:
+        obj: the decoded JSON object.
+
+    Returns:
+        :class:`SynthesisStart`, :class:`SynthesisComplete` or :class:`ErrorFrame`. Unknown members
+        are ignored.
+
+    Raises:
+        UnknownFrameType: ``type`` names no server frame of this version (a client SHOULD ignore it).
+        InvalidServerFrame: the frame breaks its schema or a rule of §5.
+    """
+    if not isinstance(obj, dict):
+        raise InvalidServerFrame(f"a control frame is a JSON object, not {type(obj).__name__}")
+    kind = obj.get("type")
+    name = _SERVER_SCHEMAS.get(kind) if isinstance(kind, str) else None
+    if name is None:
+        raise UnknownFrameType(f"unknown server frame type {_show(kind)}")
+    from jsonschema.exceptions import best_match
+
+    error = best_match(schemas.validator(name).iter_errors(obj))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "frame"
+        raise InvalidServerFrame(f"{kind}: {where}: {error.message[:200]}")
+    try:
+        if name == "synthesis_start":
+            return SynthesisStart(
+                request_id=obj["request_id"],
+                sample_rate=int(obj["sample_rate"]),
+                voice=obj["voice"],
+                speed=float(obj["speed"]),
+            )
+        if name == "synthesis_complete":
+            words = obj.get("words")
+            return SynthesisComplete(
+                request_id=obj["request_id"],
+                status=obj["status"],
+                audio_bytes=int(obj["audio_bytes"]),
+                total_duration_s=float(obj["total_duration_s"]),
+                elapsed_s=float(obj["elapsed_s"]),
+                words=None if words is None else _words(words),
+            )
+        return ErrorFrame(
+            code=obj["code"], message=obj["message"], request_id=obj.get("request_id"), fatal=obj["fatal"]
+        )
+    except ValueError as exc:
+        raise InvalidServerFrame(f"{kind}: {exc}") from None
+
+
+def _words(items: Iterable[dict[str, Any]]) -> tuple[Word, ...]:
+    return tuple(Word(item["word"], float(item["start_s"]), float(item["end_s"])) for item in items)
