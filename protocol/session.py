@@ -1,0 +1,648 @@
+"""Sans-I/O session state machines for the bidirectional TTS protocol.
+
+Two plain objects hold every rule of a session, in the manner of h11 and python-websockets: the caller
+feeds what it received and takes out what to send. They do no I/O, start no threads and never sleep, so
+the reference server, the simulator, the agent and the conformance suite all run the same rules.
+
+:class:`ServerSession` is the server's half (PROTOCOL.md §4–§7). The adapter feeds each client WebSocket
+message to :meth:`ServerSession.receive_frame`, acts on the returned events (start synthesis, stop it,
+drain and close), reports synthesis progress with :meth:`~ServerSession.start`,
+:meth:`~ServerSession.audio` and :meth:`~ServerSession.complete`, and writes whatever
+:meth:`~ServerSession.data_to_send` returns, in order.
+
+:class:`ClientSession` is the client's half. It builds request frames and checks every server message
+against the ordering and framing rules (§3, §5, §6), raising :class:`ProtocolViolation` on the first
+broken rule. The conformance suite's verdicts rest on it.
+
+State machine of a server session (one table, top to bottom)::
+
+    OPEN      --close message-->          DRAINING   accepted requests still get answered
+    OPEN      --fatal error / abort()-->  CLOSED
+    DRAINING  --last request completed--> (finished: the adapter closes with 1000)
+    DRAINING  --abort()-->                CLOSED
+
+Invariants kept by every transition:
+
+* each accepted request gets exactly one ``synthesis_start`` and one ``synthesis_complete`` (§6.1),
+  cancelled ones included;
+* brackets follow the order in which requests were accepted and never overlap (§6.2);
+* audio frames leave only inside their request's bracket, cut by :func:`protocol.frames.cut_audio_frames`
+  (§3.3);
+* a rejected message yields exactly one ``error`` frame and changes nothing else (§6.3).
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, replace
+
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.frames import Audio, Control, classify, cut_audio_frames
+from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
+from protocol.messages import (
+    Cancel,
+    Close,
+    ErrorFrame,
+    SynthesisComplete,
+    SynthesisRequest,
+    SynthesisStart,
+    Word,
+    parse_client_message,
+    parse_server_control,
+)
+from protocol.pcm import SampleAligner
+
+__all__ = [
+    "AudioReceived",
+    "ClientEvent",
+    "ClientSession",
+    "CloseRequested",
+    "ErrorReceived",
+    "ProtocolViolation",
+    "RequestAccepted",
+    "RequestCancelled",
+    "ServerEvent",
+    "ServerSession",
+    "SessionState",
+    "SessionStateError",
+    "SynthesisCompleted",
+    "SynthesisStarted",
+]
+
+Frame = bytes | str
+"""One WebSocket message to send: ``str`` goes out as a TEXT frame, ``bytes`` as a BINARY frame."""
+
+CLOSE_NORMAL = 1000
+
+
+class SessionState(enum.Enum):
+    """Lifecycle of a server session (PROTOCOL.md §7)."""
+
+    OPEN = "open"
+    """Messages are read and answered."""
+    DRAINING = "draining"
+    """``close`` received: later messages are ignored, accepted requests are still answered (§7.1)."""
+    CLOSED = "closed"
+    """A fatal error or :meth:`ServerSession.abort`: nothing more is sent but what is queued."""
+
+
+class SessionStateError(RuntimeError):
+    """The adapter used a session out of order (a bug in the caller, never a protocol error).
+
+    Raised, for example, when audio is reported for a request that is not the one whose turn it is.
+    """
+
+
+class ProtocolViolation(Exception):
+    """The server broke a rule of the protocol; seen by :class:`ClientSession`.
+
+    Attributes:
+        section: the PROTOCOL.md section of the broken rule, e.g. ``"§6.2"``.
+    """
+
+    def __init__(self, message: str, section: str) -> None:
+        super().__init__(f"{message} (PROTOCOL.md {section})")
+        self.section = section
+
+
+# --- server side -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RequestAccepted:
+    """A synthesis request joined the session's queue; the adapter should schedule its synthesis.
+
+    ``request.request_id`` is always set (assigned by the session when the client sent none).
+    """
+
+    request: SynthesisRequest
+
+
+@dataclass(frozen=True, slots=True)
+class RequestCancelled:
+    """A queued or active request was cancelled (§4.2).
+
+    ``started`` tells whether its ``synthesis_start`` was already sent. If it was, the adapter stops
+    producing audio and calls :meth:`ServerSession.complete`; if not, the session answers the request
+    by itself in its turn and the adapter only drops any synthesis it began ahead.
+    """
+
+    request_id: str
+    started: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CloseRequested:
+    """The client sent ``close`` (§4.3, §7.1): finish accepted work, then close with 1000."""
+
+
+ServerEvent = RequestAccepted | RequestCancelled | CloseRequested
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Book-keeping for one accepted request until its ``synthesis_complete`` is queued."""
+
+    request: SynthesisRequest
+    accepted_at: float
+    started: bool = False
+    cancelled: bool = False
+    audio_bytes: int = 0
+
+
+class ServerSession:
+    """The server's half of one bidirectional session (PROTOCOL.md §4–§9).
+
+    Args:
+        limits: the session limits (§10); defaults are :class:`protocol.limits.Limits`' defaults.
+        known_voices: voice names the backend can speak; ``None`` accepts any well-formed name.
+        clock: monotonic seconds, used for ``elapsed_s``; injectable for tests.
+        wallclock: Unix epoch seconds, used to judge ``request_timestamp`` (§4.1, ``request_stale``).
+    """
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        known_voices: Collection[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wallclock: Callable[[], float] = time.time,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.known_voices = frozenset(known_voices) if known_voices is not None else None
+        self._clock = clock
+        self._wallclock = wallclock
+        self.state = SessionState.OPEN
+        self.close_code: int | None = None
+        """The WebSocket close code to use once :attr:`finished` (1000) or after a fatal error."""
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        self._answered_cancelled: set[str] = set()
+        self._outgoing: list[Frame] = []
+        self._ids = itertools.count(1)
+
+    # -- input from the client --------------------------------------------------------------------
+
+    def receive_frame(self, data: bytes | str) -> list[ServerEvent]:
+        """Handle one whole client WebSocket message, TEXT (``str``) or BINARY (``bytes``) (§3.1).
+
+        Returns the events the adapter must act on. A bad message queues one ``error`` frame and returns
+        no event; the session stays usable unless the error is fatal (§9). Messages that arrive after
+        ``close`` or after a fatal error are ignored (§7.1).
+        """
+        if self.state is not SessionState.OPEN:
+            return []
+        try:
+            message = parse_client_message(
+                data, limits=self.limits, now=self._wallclock(), known_voices=self.known_voices
+            )
+        except ProtocolError as exc:
+            self._reject(exc)
+            return []
+        if isinstance(message, SynthesisRequest):
+            return self._accept(message)
+        if isinstance(message, Cancel):
+            return self._cancel(message.request_id)
+        if isinstance(message, Close):
+            self.state = SessionState.DRAINING
+            self.close_code = CLOSE_NORMAL
+            return [CloseRequested()]
+        raise AssertionError(f"unhandled message {message!r}")  # parse_client_message's contract
+
+    def _reject(self, exc: ProtocolError) -> None:
+        frame = ErrorFrame(
+            code=exc.code, message=exc.message, request_id=exc.request_id, fatal=exc.code.fatal
+        )
+        self._outgoing.append(frame.to_json())
+        if exc.code.fatal:
+            self.state = SessionState.CLOSED
+            self.close_code = exc.code.close_code
+
+    def _accept(self, request: SynthesisRequest) -> list[ServerEvent]:
+        if request.request_id is None:
+            # Assigned ids skip any id a client chose, so the two never collide (§4.1).
+            request_id = next(f"r{n}" for n in self._ids if f"r{n}" not in self._pending)
+            request = replace(request, request_id=request_id)
+        request_id = request.request_id
+        assert request_id is not None
+        if request_id in self._pending:
+            self._reject(
+                ProtocolError(
+                    ErrorCode.DUPLICATE_REQUEST_ID,
+                    f"request_id {request_id!r} is already queued or being synthesized",
+                    request_id=request_id,
+                )
+            )
+            return []
+        if len(self._pending) >= self.limits.max_queue:
+            self._reject(
+                ProtocolError(
+                    ErrorCode.QUEUE_FULL,
+                    f"{len(self._pending)} requests are queued or active (max_queue={self.limits.max_queue})",
+                    request_id=request_id,
+                )
+            )
+            return []
+        self._answered_cancelled.discard(request_id)  # the id is live again
+        self._pending[request_id] = _Pending(request=request, accepted_at=self._clock())
+        return [RequestAccepted(request)]
+
+    def _cancel(self, request_id: str | None) -> list[ServerEvent]:
+        if request_id is None:
+            targets = [p for p in self._pending.values() if not p.cancelled]
+        else:
+            pending = self._pending.get(request_id)
+            if pending is None or pending.cancelled:
+                self._reject(
+                    ProtocolError(
+                        ErrorCode.UNKNOWN_REQUEST,
+                        f"no queued or active request has request_id {request_id!r}",
+                        request_id=request_id,
+                    )
+                )
+                return []
+            targets = [pending]
+        events: list[ServerEvent] = []
+        for pending in targets:
+            pending.cancelled = True
+            events.append(RequestCancelled(pending.request.request_id, pending.started))  # type: ignore[arg-type]
+        self._answer_cancelled_head()
+        return events
+
+    # -- progress from the synthesizer -------------------------------------------------------------
+
+    def next_request(self) -> SynthesisRequest | None:
+        """The request whose turn it is and which has not started yet, or ``None`` (§6.2).
+
+        ``None`` means either nothing is queued or the head request is still being answered.
+        """
+        head = self._head()
+        if head is None or head.started:
+            return None
+        return head.request
+
+    def start(self, request_id: str, sample_rate: int | None = None) -> bool:
+        """Queue ``synthesis_start`` for the head request (§5.1).
+
+        Args:
+            request_id: must be the id :meth:`next_request` returns.
+            sample_rate: the rate of the audio that follows, in Hz; defaults to the requested rate.
+
+        Returns:
+            ``False`` when the request was cancelled before it started and the session already answered
+            it (a benign race between reader and synthesizer); ``True`` otherwise.
+
+        Raises:
+            SessionStateError: the request is unknown, already started, or not the head of the queue.
+        """
+        if request_id in self._answered_cancelled:
+            return False
+        pending = self._require_head(request_id)
+        if pending.started:
+            raise SessionStateError(f"request {request_id!r} has already started")
+        pending.started = True
+        request = pending.request
+        if sample_rate is not None and sample_rate != request.sample_rate:
+            pending.request = request = replace(request, sample_rate=sample_rate)
+        start = SynthesisStart(
+            request_id=request_id, sample_rate=request.sample_rate, voice=request.voice, speed=request.speed
+        )
+        self._outgoing.append(start.to_json())
+        return True
+
+    def audio(self, request_id: str, pcm: bytes) -> bool:
+        """Queue PCM16LE mono audio for the started head request (§3.3, §5.2).
+
+        The bytes are cut into frames that are whole samples, at most ``limits.max_audio_frame_bytes``
+        long, and never parse as a JSON object.
+
+        Returns:
+            ``False`` if the request was cancelled: nothing is queued and the caller should stop
+            producing audio for it and call :meth:`complete`. ``True`` otherwise.
+
+        Raises:
+            SessionStateError: the request is not the started head request.
+            ValueError: ``pcm`` has an odd number of bytes.
+        """
+        if request_id in self._answered_cancelled:
+            return False
+        pending = self._require_head(request_id)
+        if not pending.started:
+            raise SessionStateError(f"audio for {request_id!r} before its synthesis_start")
+        if pending.cancelled:
+            return False
+        for frame in cut_audio_frames(pcm, self.limits.max_audio_frame_bytes):
+            pending.audio_bytes += len(frame)
+            self._outgoing.append(frame)
+        return True
+
+    def complete(self, request_id: str, words: Iterable[Word] | None = None) -> None:
+        """Queue ``synthesis_complete`` for the started head request and move to the next (§5.3).
+
+        The status is ``cancelled`` when the request was cancelled, else ``completed``. ``audio_bytes``,
+        ``total_duration_s`` and ``elapsed_s`` are computed from what this session sent.
+
+        Raises:
+            SessionStateError: the request is not the started head request.
+        """
+        if request_id in self._answered_cancelled:
+            return
+        self._finish(
+            request_id, "cancelled" if self._require_head(request_id).cancelled else "completed", words
+        )
+
+    def fail(self, request_id: str, message: str) -> None:
+        """Report that synthesis of the head request failed (§9, ``internal_error``).
+
+        Queues an ``internal_error`` frame naming the request, then its ``synthesis_start`` if it had not
+        been sent, then ``synthesis_complete`` with status ``failed``. The session lives on.
+        """
+        if request_id in self._answered_cancelled:
+            return
+        pending = self._require_head(request_id)
+        error = ErrorFrame(code=ErrorCode.INTERNAL_ERROR, message=message, request_id=request_id, fatal=False)
+        self._outgoing.append(error.to_json())
+        if not pending.started:
+            self.start(request_id)
+        self._finish(request_id, "failed", None)
+
+    def _finish(self, request_id: str, status: str, words: Iterable[Word] | None) -> None:
+        pending = self._require_head(request_id)
+        if not pending.started:
+            raise SessionStateError(f"synthesis_complete for {request_id!r} before its synthesis_start")
+        request = pending.request
+        complete = SynthesisComplete(
+            request_id=request_id,
+            status=status,
+            audio_bytes=pending.audio_bytes,
+            total_duration_s=pending.audio_bytes / 2 / request.sample_rate,
+            elapsed_s=max(0.0, self._clock() - pending.accepted_at),
+            words=tuple(words) if words is not None else None,
+        )
+        self._outgoing.append(complete.to_json())
+        del self._pending[request_id]
+        self._answer_cancelled_head()
+
+    def _answer_cancelled_head(self) -> None:
+        # A request cancelled before it started is answered in its turn with an empty bracket, so the
+        # one-start-one-complete rule of §6.1 has no exception and the adapter need not wait for it.
+        while (head := self._head()) is not None and head.cancelled and not head.started:
+            request_id = head.request.request_id
+            assert request_id is not None
+            self.start(request_id)
+            self._finish(request_id, "cancelled", None)
+            self._answered_cancelled.add(request_id)
+
+    def _head(self) -> _Pending | None:
+        return next(iter(self._pending.values()), None)
+
+    def _require_head(self, request_id: str) -> _Pending:
+        head = self._head()
+        if head is None or head.request.request_id != request_id:
+            where = "queued behind another request" if request_id in self._pending else "not pending"
+            raise SessionStateError(f"request {request_id!r} is {where}")
+        return head
+
+    # -- queries and output ----------------------------------------------------------------------------
+
+    def is_cancelled(self, request_id: str) -> bool:
+        """Whether the request was cancelled (also ``True`` once a cancelled request was answered)."""
+        if request_id in self._answered_cancelled:
+            return True
+        pending = self._pending.get(request_id)
+        return pending is not None and pending.cancelled
+
+    @property
+    def pending_ids(self) -> list[str]:
+        """Ids of accepted requests not yet completed, in answer order."""
+        return list(self._pending)
+
+    @property
+    def finished(self) -> bool:
+        """``True`` once the session should be closed: drained after ``close`` (§7.1) or failed fatally."""
+        if self.state is SessionState.CLOSED:
+            return True
+        return self.state is SessionState.DRAINING and not self._pending
+
+    def data_to_send(self) -> list[Frame]:
+        """Take the frames queued so far, oldest first (``str`` → TEXT frame, ``bytes`` → BINARY)."""
+        frames, self._outgoing = self._outgoing, []
+        return frames
+
+    def abort(self, code: ErrorCode = ErrorCode.INTERNAL_ERROR, message: str = "session failed") -> None:
+        """End the session with a fatal ``error`` frame (§7, §9); nothing else will be answered.
+
+        The adapter sends what :meth:`data_to_send` returns, then closes with :attr:`close_code`.
+        """
+        if self.state is SessionState.CLOSED:
+            return
+        frame = ErrorFrame(code=code, message=message, request_id=None, fatal=True)
+        self._outgoing.append(frame.to_json())
+        self.state = SessionState.CLOSED
+        self.close_code = code.close_code or 1011
+
+
+# --- client side -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisStarted:
+    """``synthesis_start`` arrived (§5.1)."""
+
+    frame: SynthesisStart
+
+
+@dataclass(frozen=True, slots=True)
+class AudioReceived:
+    """Audio of the active request, cut to whole PCM16LE samples (§3.3, §3.4)."""
+
+    request_id: str
+    pcm: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SynthesisCompleted:
+    """``synthesis_complete`` arrived (§5.3)."""
+
+    frame: SynthesisComplete
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReceived:
+    """An ``error`` frame arrived (§5.4)."""
+
+    frame: ErrorFrame
+
+
+ClientEvent = SynthesisStarted | AudioReceived | SynthesisCompleted | ErrorReceived
+
+# Error codes that reject the message they answer: the named request never gets a bracket (§6.3).
+_REJECTING = frozenset(ErrorCode) - {ErrorCode.INTERNAL_ERROR, ErrorCode.UNKNOWN_REQUEST}
+
+
+class ClientSession:
+    """The client's half of one bidirectional session: builds requests, checks every server message.
+
+    Feed whole server messages to :meth:`receive_message` (one WebSocket message, or the PayloadParts
+    of one message reassembled up to ``CompletionState=COMPLETE``), or raw PayloadParts to
+    :meth:`receive_part`. Each call returns the events that message produced and raises
+    :class:`ProtocolViolation` when the server broke a rule.
+
+    Requests are expected in the order they were sent. Requests sent by other means (raw bytes, say)
+    can be announced with :meth:`expect`.
+
+    Args:
+        check_frames: enforce the per-frame audio rules of §3.3 (even length, size ceiling, not a JSON
+            object). Leave on for whole WebSocket messages; turn off for transports that may re-split
+            messages at arbitrary bytes, where only the reassembled stream is checked.
+    """
+
+    def __init__(self, *, check_frames: bool = True) -> None:
+        self.check_frames = check_frames
+        self._expected: deque[str | None] = deque()
+        self._active: str | None = None
+        self._active_bytes = 0
+        self._aligner = SampleAligner()
+        self._parts = bytearray()
+        self._ids = itertools.count(1)
+
+    # -- building messages ---------------------------------------------------------------------------------
+
+    def request(self, text: str, *, request_id: str | None = None, **fields: object) -> tuple[str, bytes]:
+        """Build a synthesis request frame (§4.1) and expect its answer.
+
+        Args:
+            text: the text to speak.
+            request_id: chosen by the caller, or ``c<N>`` when omitted.
+            **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``request_timestamp``).
+
+        Returns:
+            ``(request_id, frame)`` where ``frame`` is the UTF-8 JSON object to send (BINARY or TEXT).
+        """
+        request_id = request_id or f"c{next(self._ids)}"
+        frame = SynthesisRequest(text=text, request_id=request_id, **fields).to_json().encode()  # type: ignore[arg-type]
+        self._expected.append(request_id)
+        return request_id, frame
+
+    def expect(self, request_id: str | None = None) -> None:
+        """Announce a request sent by other means; ``None`` matches whatever id the server assigns."""
+        self._expected.append(request_id)
+
+    @staticmethod
+    def cancel(request_id: str | None = None) -> bytes:
+        """Build a ``cancel`` frame (§4.2); without an id it cancels every queued and active request."""
+        return Cancel(request_id=request_id).to_json().encode()
+
+    @staticmethod
+    def close() -> bytes:
+        """Build a ``close`` frame (§4.3)."""
+        return Close().to_json().encode()
+
+    @property
+    def outstanding(self) -> list[str | None]:
+        """Requests still awaiting ``synthesis_complete``, in answer order (``None``: id not yet known)."""
+        return list(self._expected)
+
+    @property
+    def active(self) -> str | None:
+        """The request whose bracket is open, if any."""
+        return self._active
+
+    # -- receiving ------------------------------------------------------------------------------------------
+
+    def receive_part(self, data: bytes, complete: bool = True) -> list[ClientEvent]:
+        """Feed one PayloadPart (§12): parts are joined until ``CompletionState=COMPLETE``."""
+        self._parts += data
+        if not complete:
+            return []
+        message, self._parts = bytes(self._parts), bytearray()
+        return self.receive_message(message)
+
+    def receive_message(self, data: bytes | str) -> list[ClientEvent]:
+        """Classify and check one whole server message (§3.4) and return its events.
+
+        Raises:
+            ProtocolViolation: the message breaks §3, §5 or §6.
+        """
+        if isinstance(data, str):
+            data = data.encode()
+        kind = classify(data)
+        if isinstance(kind, Audio):
+            return self._on_audio(kind.data)
+        assert isinstance(kind, Control)
+        try:
+            frame = parse_server_control(kind.obj)
+        except (ProtocolError, ValueError) as exc:
+            raise ProtocolViolation(f"invalid control frame {kind.obj!r}: {exc}", "§5") from exc
+        if isinstance(frame, SynthesisStart):
+            return self._on_start(frame)
+        if isinstance(frame, SynthesisComplete):
+            return self._on_complete(frame)
+        assert isinstance(frame, ErrorFrame)
+        return self._on_error(frame)
+
+    def _on_start(self, frame: SynthesisStart) -> list[ClientEvent]:
+        if self._active is not None:
+            raise ProtocolViolation(
+                f"synthesis_start of {frame.request_id!r} while {self._active!r} is still active", "§6.2"
+            )
+        if not self._expected:
+            raise ProtocolViolation(
+                f"synthesis_start of {frame.request_id!r}, which was never requested", "§6.1"
+            )
+        expected = self._expected[0]
+        if expected is not None and expected != frame.request_id:
+            where = "out of order" if frame.request_id in self._expected else "never requested"
+            raise ProtocolViolation(
+                f"synthesis_start of {frame.request_id!r} ({where}); {expected!r} is next", "§6.2"
+            )
+        self._expected[0] = frame.request_id
+        self._active = frame.request_id
+        self._active_bytes = 0
+        return [SynthesisStarted(frame)]
+
+    def _on_audio(self, data: bytes) -> list[ClientEvent]:
+        if self._active is None:
+            raise ProtocolViolation(f"{len(data)} audio bytes outside any synthesis bracket", "§6.1")
+        if self.check_frames:
+            if len(data) % 2:
+                raise ProtocolViolation(f"audio frame of {len(data)} bytes is not whole samples", "§3.3")
+            if len(data) > AUDIO_FRAME_HARD_LIMIT:
+                raise ProtocolViolation(f"audio frame of {len(data)} bytes exceeds 1 MiB", "§3.3")
+            if not data:
+                raise ProtocolViolation("empty audio frame", "§3.3")
+        self._active_bytes += len(data)
+        pcm = self._aligner.feed(data)
+        return [AudioReceived(self._active, pcm)] if pcm else []
+
+    def _on_complete(self, frame: SynthesisComplete) -> list[ClientEvent]:
+        if self._active != frame.request_id:
+            raise ProtocolViolation(
+                f"synthesis_complete of {frame.request_id!r} but the active request is {self._active!r}",
+                "§6.1",
+            )
+        if self._aligner.pending:
+            raise ProtocolViolation(f"request {frame.request_id!r} ended on half a sample", "§3.3")
+        if frame.audio_bytes != self._active_bytes:
+            raise ProtocolViolation(
+                f"synthesis_complete says audio_bytes={frame.audio_bytes} but {self._active_bytes} arrived",
+                "§5.3",
+            )
+        self._expected.popleft()
+        self._active = None
+        return [SynthesisCompleted(frame)]
+
+    def _on_error(self, frame: ErrorFrame) -> list[ClientEvent]:
+        rid = frame.request_id
+        if frame.code in _REJECTING and rid is not None and rid != self._active:
+            # The named request was refused and gets no bracket (§6.3). For duplicate_request_id the
+            # refused one is the later copy: the first is still owed its answer.
+            if frame.code == ErrorCode.DUPLICATE_REQUEST_ID:
+                matches = [i for i, e in enumerate(self._expected) if e == rid]
+                if len(matches) > 1:
+                    del self._expected[matches[-1]]
+            elif rid in self._expected:
+                self._expected.remove(rid)
+        return [ErrorReceived(frame)]
