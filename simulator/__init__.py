@@ -1,0 +1,37 @@
+"""A local SageMaker endpoint that the official AWS clients cannot tell apart from the real one.
+
+Front doors (all the real wire protocols): InvokeEndpointWithBidirectionalStream over TLS + HTTP/2
+for ``aws-sdk-sagemaker-runtime-http2``; InvokeEndpoint and InvokeEndpointWithResponseStream over
+HTTP/1.1 for boto3; and an in-process transport for the official bidi client. Behind them, one model
+container: a command it starts, a URL, or an ASGI app in this process. See ``simulator/README.md``
+for the bridge rules (each marked verified or assumed) and the settings.
+
+Reading order: :mod:`simulator.splitting`, :mod:`simulator.faults`, :mod:`simulator.bridge`,
+:mod:`simulator.errors`, :mod:`simulator.wirelog` (the rules, no I/O); then
+:mod:`simulator.container`, :mod:`simulator.asgi_container`, :mod:`simulator.app`,
+:mod:`simulator.h2server`, :mod:`simulator.transport`, :mod:`simulator.server` (the shells);
+:mod:`simulator.client` (helpers over the official clients); ``python -m simulator`` (the CLI).
+"""
+
+from simulator.asgi_container import AsgiContainer
+from simulator.container import CommandContainer, Container, UrlContainer
+from simulator.faults import Fault, FaultKind, FaultPlan
+from simulator.server import Simulator
+from simulator.settings import SimulatorSettings
+from simulator.splitting import SplitPolicy
+from simulator.wirelog import WireLog, WireRecord
+
+__all__ = [
+    "AsgiContainer",
+    "CommandContainer",
+    "Container",
+    "Fault",
+    "FaultKind",
+    "FaultPlan",
+    "Simulator",
+    "SimulatorSettings",
+    "SplitPolicy",
+    "UrlContainer",
+    "WireLog",
+    "WireRecord",
+]

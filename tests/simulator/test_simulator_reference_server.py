@@ -1,0 +1,81 @@
+"""The simulator in front of the REAL reference server (Kokoro-82M), started as a container command.
+
+Skipped unless ``reference_server.app`` imports and its verified assets are present (``make assets``).
+These are the acceptance checks of the simulator issue against the real server: the official client
+over TLS + HTTP/2 and through the in-process transport, three sentences each, requests sent as
+BINARY (where a ``receive_text()``-only container fails) and as UTF8; boto3's response stream under a
+misaligned split.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from sim_support import SENTENCES, Transcript, run, speak
+
+from simulator import CommandContainer, Simulator, SimulatorSettings, SplitPolicy
+from simulator.client import iter_response_stream, open_bidi_session, runtime_client
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _unavailable_reason() -> str | None:
+    try:
+        import reference_server.app  # noqa: F401
+        from reference_server import assets
+
+        assets.locate()
+    except Exception as exc:  # ImportError, AssetError, or a half-written package
+        return f"reference server not usable here: {exc!r}"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_unavailable_reason() is not None, reason=str(_unavailable_reason()))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _reference_container() -> CommandContainer:
+    port = _free_port()
+    return CommandContainer(
+        f"{sys.executable} -m reference_server --port {port}",
+        f"http://127.0.0.1:{port}",
+        startup_timeout_s=240,
+        env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"},
+    )
+
+
+def _assert_three_sentences(transcript: Transcript) -> None:
+    assert transcript.started == transcript.completed == ["c1", "c2", "c3"]
+    assert not transcript.errors
+    for rid in ("c1", "c2", "c3"):
+        pcm = transcript.audio[rid]
+        assert len(pcm) > 24_000 and len(pcm) % 2 == 0  # more than half a second of PCM16LE
+
+
+def test_reference_server_through_tls_and_in_process() -> None:
+    async def main() -> None:
+        settings = SimulatorSettings(split=SplitPolicy.parse("misaligned"))
+        async with Simulator(_reference_container(), settings) as sim:
+            async with open_bidi_session(
+                "tts", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file, timeout=120
+            ) as session:
+                _assert_three_sentences(await speak(session, SENTENCES, data_type="BINARY"))
+            async with open_bidi_session("tts", transport=sim.transport(), timeout=120) as session:
+                _assert_three_sentences(await speak(session, SENTENCES, data_type="UTF8"))
+
+            client = runtime_client(sim.http1_url, max_attempts=1, read_timeout=120)
+            body = await asyncio.to_thread(
+                lambda: b"".join(iter_response_stream(client, "tts", {"text": SENTENCES[0], "format": "wav"}))
+            )
+            assert body[:4] == b"RIFF" and len(body) > 44 and (len(body) - 44) % 2 == 0
+
+    run(main(), timeout=600)
