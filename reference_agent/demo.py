@@ -1,0 +1,284 @@
+"""``agent-infra demo``: the seed's comparison — how much sooner the voice starts in ``bidi`` than ``batch``.
+
+Sends one prompt through both modes of a running agent, ``--trials`` times each (alternating which
+mode goes first), and prints for each invocation the time of the first ``audio_chunk`` after
+``agent_start``. The figure is the agent's own ``t_ms`` stamp, so network and proxy buffering between
+agent and caller do not blur it; the time the caller saw the first audio after sending the request is
+printed beside it, and so is the time the model finished writing (the last ``text_delta``): bidi's
+voice can start before that, batch's never does. Then the medians and the ratio batch / bidi. Every
+stream is also checked with :mod:`reference_agent.checks`; any finding is printed and makes the exit
+status 1.
+
+Targets:
+
+* no ``--endpoint-url``: starts the local stack itself (:class:`reference_agent.local.LocalStack`:
+  simulator + reference server + agent on the scripted model) and stops it afterwards;
+* ``--endpoint-url http://host:port``: an agent serving ``POST /invocations`` (``python -m reference_agent``,
+  the local stack, a container);
+* ``--endpoint-url arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/ID``: a deployed AgentCore Runtime,
+  invoked with boto3 ``bedrock-agentcore`` ``invoke_agent_runtime`` and the default AWS credentials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from reference_agent.checks import AgentSSEDecoder, Finding, check_events
+
+__all__ = ["DEFAULT_PROMPT", "Trial", "build_parser", "compare", "main", "run_trials"]
+
+DEFAULT_PROMPT = "In three or four sentences, why does streaming speech make a voice assistant feel faster?"
+
+REQUEST_TIMEOUT_S = 120.0
+"""Longest wait for one invocation, in seconds: a guard against hangs, far above any real reply."""
+
+Invoke = Callable[[dict[str, Any]], AsyncIterator[bytes]]
+"""Sends one agent request and yields the response body as it arrives."""
+
+
+@dataclass
+class Trial:
+    """One invocation's measurements.
+
+    Attributes:
+        mode: ``"bidi"`` or ``"batch"``.
+        first_audio_ms: ``t_ms`` of the first ``audio_chunk`` (agent clock, since ``agent_start``).
+        seen_ms: caller's clock, from sending the request to receiving the first ``audio_chunk``.
+        reply_ms: ``t_ms`` of the last ``text_delta``: when the model finished writing.
+        audio_s: seconds of audio received.
+        findings: what :mod:`reference_agent.checks` found wrong with the stream.
+        error: the stream's ``error`` event (``code: message``), or a transport failure.
+        events: the decoded events.
+    """
+
+    mode: str
+    first_audio_ms: float | None = None
+    seen_ms: float | None = None
+    reply_ms: float | None = None
+    audio_s: float = 0.0
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """The stream ended with ``agent_end``, carried audio and broke no rule."""
+        return self.error is None and not self.findings and self.first_audio_ms is not None
+
+
+async def measure(invoke: Invoke, payload: dict[str, Any]) -> Trial:
+    """Run one invocation and measure it (see :class:`Trial`)."""
+    trial = Trial(mode=payload.get("mode", "bidi"))
+    decoder = AgentSSEDecoder()
+    events = trial.events
+    sent = time.perf_counter()
+    try:
+        async with asyncio.timeout(REQUEST_TIMEOUT_S):
+            async for chunk in invoke(payload):
+                received = time.perf_counter()
+                for event in decoder.feed(chunk):
+                    events.append(event)
+                    if event.get("type") == "audio_chunk" and trial.seen_ms is None:
+                        trial.seen_ms = (received - sent) * 1000.0
+    except Exception as exc:
+        trial.error = f"{type(exc).__name__}: {exc}"
+    trial.findings = decoder.close() + check_events(events, expect="success")
+    for event in events:
+        if event.get("type") == "audio_chunk" and trial.first_audio_ms is None:
+            trial.first_audio_ms = event.get("t_ms")
+        elif event.get("type") == "text_delta":
+            trial.reply_ms = event.get("t_ms")
+        elif event.get("type") == "audio_stream_end":
+            trial.audio_s = float(event.get("duration_s") or 0.0)
+        elif event.get("type") == "error" and trial.error is None:
+            trial.error = f"{event.get('code')}: {event.get('message')}"
+    return trial
+
+
+def http_invoker(url: str) -> Invoke:
+    """Invoke an agent at ``url`` (``http(s)://host:port``, ``/invocations`` appended if missing)."""
+    import httpx
+
+    target = url.rstrip("/")
+    if not target.endswith("/invocations"):
+        target += "/invocations"
+
+    async def invoke(payload: dict[str, Any]) -> AsyncIterator[bytes]:
+        async with (
+            httpx.AsyncClient(timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=10.0)) as client,
+            client.stream("POST", target, json=payload, headers={"Accept": "text/event-stream"}) as response,
+        ):
+            if response.status_code != 200:
+                body = (await response.aread()).decode("utf-8", "replace")
+                raise RuntimeError(f"HTTP {response.status_code}: {body[:300]}")
+            async for chunk in response.aiter_raw():
+                yield chunk
+
+    return invoke
+
+
+def agentcore_invoker(arn: str) -> Invoke:
+    """Invoke a deployed AgentCore Runtime by ARN with boto3 (region taken from the ARN)."""
+    import boto3
+
+    region = arn.split(":")[3]
+    client = boto3.client("bedrock-agentcore", region_name=region)
+
+    async def invoke(payload: dict[str, Any]) -> AsyncIterator[bytes]:
+        response = await asyncio.to_thread(
+            client.invoke_agent_runtime,
+            agentRuntimeArn=arn,
+            # AgentCore session ids are at least 33 characters.
+            runtimeSessionId=f"agent-demo-{uuid.uuid4().hex}",
+            payload=json.dumps(payload).encode(),
+            contentType="application/json",
+            accept="text/event-stream",
+        )
+        body = response["response"]
+        chunks = body.iter_chunks(4096)
+        while chunk := await asyncio.to_thread(next, chunks, b""):
+            yield chunk
+
+    return invoke
+
+
+async def run_trials(
+    invoke: Invoke, *, prompt: str, voice: str, trials: int, warmup: int = 1, out: TextIO = sys.stdout
+) -> list[Trial]:
+    """Warm up, then run ``trials`` invocations per mode, alternating the order; print each row."""
+    for _ in range(warmup):
+        await measure(invoke, {"prompt": prompt, "mode": "bidi", "voice": voice})
+    results: list[Trial] = []
+    header = (
+        f"{'trial':>5}  {'mode':<5}  {'first audio (agent)':>19}  {'seen by caller':>14}  "
+        f"{'reply written':>13}  {'audio':>7}"
+    )
+    print(f"{header}  checks", file=out)
+    for number in range(1, trials + 1):
+        modes = ("bidi", "batch") if number % 2 else ("batch", "bidi")
+        for mode in modes:
+            trial = await measure(invoke, {"prompt": prompt, "mode": mode, "voice": voice})
+            results.append(trial)
+            print(f"{number:>5}  {_row(trial)}", file=out, flush=True)
+    return results
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f} ms"
+
+
+def _row(trial: Trial) -> str:
+    verdict = "ok" if trial.ok else (trial.error or f"{len(trial.findings)} finding(s)")
+    return (
+        f"{trial.mode:<5}  {_ms(trial.first_audio_ms):>19}  {_ms(trial.seen_ms):>14}  "
+        f"{_ms(trial.reply_ms):>13}  {trial.audio_s:>6.2f}s  {verdict}"
+    )
+
+
+def compare(results: Sequence[Trial]) -> dict[str, float | None]:
+    """Medians of the first-audio times per mode (agent clock, conforming streams only) and their ratio.
+
+    Returns ``{"bidi_ms", "batch_ms", "ratio"}``; a value is ``None`` when no stream of that mode
+    conformed.
+    """
+    medians: dict[str, float | None] = {}
+    for mode in ("bidi", "batch"):
+        times = [
+            t.first_audio_ms for t in results if t.mode == mode and t.ok and t.first_audio_ms is not None
+        ]
+        medians[f"{mode}_ms"] = statistics.median(times) if times else None
+    bidi, batch = medians["bidi_ms"], medians["batch_ms"]
+    medians["ratio"] = batch / bidi if bidi and batch is not None else None
+    return medians
+
+
+def report(results: Sequence[Trial], out: TextIO = sys.stdout) -> int:
+    """Print the medians, the ratio and every finding; return the exit status (0: all conformed)."""
+    summary = compare(results)
+    print(file=out)
+    print(
+        f"first audio after agent_start (median): bidi {_ms(summary['bidi_ms'])}, "
+        f"batch {_ms(summary['batch_ms'])}",
+        file=out,
+    )
+    if summary["ratio"] is not None:
+        print(f"batch / bidi = {summary['ratio']:.2f}x", file=out)
+    failed = [t for t in results if not t.ok]
+    for trial in failed:
+        print(f"\n{trial.mode}: {trial.error or 'stream broke the agent rules'}", file=out)
+        for finding in trial.findings:
+            print(f"  {finding}", file=out)
+    return 1 if failed or summary["ratio"] is None else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The demo's command line (also used by ``agent-infra demo``)."""
+    parser = argparse.ArgumentParser(prog="agent-infra demo", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--endpoint-url",
+        help="a running agent, http(s)://host:port or an AgentCore Runtime ARN (default: the local stack)",
+    )
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="what to ask the agent")
+    parser.add_argument("--voice", default="af_heart", help="Kokoro voice (default af_heart)")
+    parser.add_argument("--trials", type=int, default=3, help="invocations per mode (default 3)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed invocations first (default 1)")
+    return parser
+
+
+async def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    if args.endpoint_url:
+        url = args.endpoint_url
+        invoke = agentcore_invoker(url) if url.startswith("arn:") else http_invoker(url)
+        print(f"agent: {url}\nprompt: {args.prompt!r}\n", file=out)
+        results = await run_trials(
+            invoke, prompt=args.prompt, voice=args.voice, trials=args.trials, warmup=args.warmup, out=out
+        )
+        return report(results, out)
+    from reference_agent.local import LocalStack
+
+    print(
+        "starting the local stack (simulator + reference server + scripted agent) ...", file=out, flush=True
+    )
+    async with LocalStack() as stack:
+        print(f"agent: {stack.agent_url} (local, scripted model)\nprompt: {args.prompt!r}\n", file=out)
+        results = await run_trials(
+            http_invoker(stack.agent_url),
+            prompt=args.prompt,
+            voice=args.voice,
+            trials=args.trials,
+            warmup=args.warmup,
+            out=out,
+        )
+    return report(results, out)
+
+
+def main(args: list[str] | argparse.Namespace | None = None) -> int:
+    """Run the demo; ``args`` is an argv list (``None``: ``sys.argv[1:]``) or a parsed namespace.
+
+    Returns the exit status: 0 when every stream conformed, 1 otherwise, 2 for bad arguments.
+    """
+    if isinstance(args, argparse.Namespace):
+        # A namespace from another parser (``agent-infra``) may lack the options it does not offer.
+        defaults = vars(build_parser().parse_args([]))
+        namespace = argparse.Namespace(
+            **{**defaults, **{k: v for k, v in vars(args).items() if v is not None}}
+        )
+    else:
+        namespace = build_parser().parse_args(args)
+    if namespace.trials < 1:
+        print("--trials must be at least 1", file=sys.stderr)
+        return 2
+    return asyncio.run(_demo(namespace, sys.stdout))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

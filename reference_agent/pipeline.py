@@ -1,0 +1,282 @@
+"""One agent invocation: the model's reply streamed as text and speech, in ``bidi`` or ``batch`` mode.
+
+Both modes open ONE TTS session when the invocation starts and run two concurrent tasks that push
+events into one queue:
+
+* the *writer* drains the Strands agent's text stream (``Agent.stream_async``; text deltas are
+  ``event["data"]``, REFERENCE.md §5), emits each delta as ``text_delta`` and feeds it to a
+  segmenter, sending every segment the segmenter releases to the TTS session;
+* the *speaker* drains the TTS session and emits its audio as ``audio_chunk`` events as it arrives.
+
+The modes differ only in the segmenter, that is, in when synthesis starts:
+
+* ``bidi`` uses :class:`protocol.chunker.IncrementalSentenceChunker`: each sentence goes to the TTS
+  as soon as it is complete, so the first sentence is heard while later ones are still being written.
+  At the end of the reply the chunker is flushed, so the last words are spoken even without final
+  punctuation;
+* ``batch`` (:class:`WholeReply`) releases nothing until the reply is complete, then the whole reply
+  as one synthesis request: the fair baseline.
+
+Every failure ends the stream with one ``error`` event (:class:`reference_agent.events.AgentErrorCode`
+says which leg failed), never a hang or a silent stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from protocol.chunker import IncrementalSentenceChunker, strip_markdown
+from protocol.voices import LANGUAGE_TAGS
+from reference_agent.events import TERMINAL_TYPES, AgentErrorCode, AgentEventWriter
+from reference_agent.request import AgentRequest
+from reference_agent.tts import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_OUTSTANDING,
+    Speaker,
+    TtsConnect,
+    TtsEndpoint,
+    TtsFailure,
+    TtsSession,
+    TtsUnavailable,
+    close_session,
+)
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "LlmFailure",
+    "PipelineSettings",
+    "Segmenter",
+    "WholeReply",
+    "run_agent",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+"""Longest wait for the TTS session to open, in seconds (an untrusted certificate hangs silently)."""
+
+
+class LlmFailure(Exception):
+    """The language model's stream raised; the message names the original exception."""
+
+    code = AgentErrorCode.LLM_ERROR
+
+
+class Segmenter(Protocol):
+    """Decides when text goes to the TTS: ``feed`` returns the segments ready now, ``flush`` the rest."""
+
+    def feed(self, fragment: str) -> list[str]:
+        """Take the next piece of the reply; return the segments complete so far (maybe none)."""
+        ...
+
+    def flush(self) -> str | None:
+        """The reply ended: return whatever is left, or ``None`` when nothing is."""
+        ...
+
+
+class WholeReply:
+    """The ``batch`` segmenter: releases the whole reply as one segment at the end, nothing before.
+
+    The text is cleaned as the bidi chunker cleans it (markdown markers removed, whitespace collapsed),
+    so both modes send the same words.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def feed(self, fragment: str) -> list[str]:
+        """Keep ``fragment``; never releases anything before :meth:`flush`."""
+        self._parts.append(fragment)
+        return []
+
+    def flush(self) -> str | None:
+        """The whole reply, cleaned, or ``None`` if nothing but whitespace is left."""
+        text = " ".join(strip_markdown("".join(self._parts)).split())
+        self._parts.clear()
+        return text or None
+
+
+def _chunker_language(voice: str) -> str:
+    # The chunker takes the language of the voice (its first letter is Kokoro's language code); an
+    # unknown voice is left for the TTS to refuse, and English rules are used meanwhile.
+    return LANGUAGE_TAGS.get(voice[:1], "en").split("-")[0]
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSettings:
+    """How one invocation reaches its legs.
+
+    Attributes:
+        agent_factory: builds the Strands ``Agent`` for one request (one per request: an Agent cannot
+            serve two calls at once, REFERENCE.md §5).
+        tts_connect: opens the TTS session.
+        endpoint: where the TTS session goes.
+        connect_timeout_s: longest wait for ``tts_connect``.
+        idle_timeout_s: longest TTS silence while an answer is owed.
+        max_outstanding: unanswered TTS requests allowed before the writer waits.
+    """
+
+    agent_factory: Callable[[AgentRequest], Any]
+    tts_connect: TtsConnect
+    endpoint: TtsEndpoint
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    max_outstanding: int = DEFAULT_MAX_OUTSTANDING
+
+
+async def run_agent(
+    request: AgentRequest,
+    settings: PipelineSettings,
+    *,
+    request_id: str,
+    session_id: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> AsyncIterator[dict[str, Any]]:
+    """Run one invocation and yield its events (``reference_agent.events``), terminal event last.
+
+    Every queue, task and client is created here, inside the running loop: ``BedrockAgentCoreApp``
+    runs async handlers on its own worker loop (REFERENCE.md §5). Closing the generator early (the
+    caller went away) cancels the work and closes the TTS session.
+
+    Never raises for a failed leg: failures become the final ``error`` event.
+    """
+    writer = AgentEventWriter(request_id, request.mode, clock)
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    yield writer.start(session_id)
+    runner = asyncio.create_task(_run(request, settings, writer, queue.put_nowait))
+    ended = False
+    try:
+        while True:
+            event = await queue.get()
+            yield event
+            if event["type"] in TERMINAL_TYPES:
+                ended = True
+                return
+    finally:
+        if not ended:
+            runner.cancel()
+        # After the terminal event the runner is only closing the TTS session (bounded by
+        # close_session); wait for it so no connection outlives the invocation.
+        await asyncio.wait({runner})
+
+
+async def _run(
+    request: AgentRequest,
+    settings: PipelineSettings,
+    writer: AgentEventWriter,
+    emit: Callable[[dict[str, Any]], None],
+) -> None:
+    session: TtsSession | None = None
+    try:
+        endpoint = settings.endpoint
+        session = await _connect(settings.tts_connect, endpoint, settings.connect_timeout_s)
+        speaker = Speaker(
+            session,
+            voice=request.voice,
+            speed=request.speed,
+            sample_rate=request.sample_rate,
+            max_outstanding=settings.max_outstanding,
+            idle_timeout_s=settings.idle_timeout_s,
+        )
+        emit(writer.audio_stream_start(voice=request.voice, sample_rate=request.sample_rate))
+        segmenter: Segmenter = (
+            IncrementalSentenceChunker(language=_chunker_language(request.voice))
+            if request.mode == "bidi"
+            else WholeReply()
+        )
+        try:
+            agent = settings.agent_factory(request)
+        except Exception as exc:
+            raise LlmFailure(f"cannot build the model: {type(exc).__name__}: {exc}") from exc
+        await _both(
+            _write(agent, request.prompt, segmenter, speaker, writer, emit),
+            _speak(speaker, writer, emit),
+        )
+        emit(writer.audio_stream_end(speaker.segments))
+        emit(writer.end())
+    except (TtsUnavailable, TtsFailure, LlmFailure) as exc:
+        emit(writer.error(exc.code, str(exc)))
+    except Exception as exc:
+        logger.exception("agent invocation %s failed", writer.request_id)
+        emit(writer.error(AgentErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
+    finally:
+        if session is not None:
+            await close_session(session)
+
+
+async def _connect(connect: TtsConnect, endpoint: TtsEndpoint, timeout_s: float) -> TtsSession:
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await connect(endpoint)
+    except TtsUnavailable:
+        raise
+    except TimeoutError:
+        # The official client hangs rather than fails on an untrusted certificate (REFERENCE.md §1)
+        # and on missing credentials (its signing task fails where nothing awaits it).
+        where = f"endpoint {endpoint.name!r}" + (f" at {endpoint.url}" if endpoint.url else "")
+        raise TtsUnavailable(
+            f"no TTS session after {timeout_s:g} s ({where}): is it reachable, its certificate trusted, "
+            "and are AWS credentials configured?"
+        ) from None
+    except Exception as exc:
+        raise TtsUnavailable(f"cannot open the TTS stream: {type(exc).__name__}: {exc}") from exc
+
+
+async def _both(*coroutines: Any) -> None:
+    """Run the coroutines concurrently; the first failure cancels the others and is raised."""
+    tasks = [asyncio.create_task(c) for c in coroutines]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in tasks:
+            if task in done and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+
+
+async def _write(
+    agent: Any,
+    prompt: str,
+    segmenter: Segmenter,
+    speaker: Speaker,
+    writer: AgentEventWriter,
+    emit: Callable[[dict[str, Any]], None],
+) -> None:
+    stream = agent.stream_async(prompt)
+    try:
+        while True:
+            try:
+                event = await anext(stream)
+            except StopAsyncIteration:
+                break
+            except Exception as exc:
+                raise LlmFailure(f"the model failed: {type(exc).__name__}: {exc}") from exc
+            # Only text deltas are forwarded: Strands events also hold live objects (the agent, spans)
+            # that must never reach the SSE encoder (REFERENCE.md §5).
+            text = event.get("data") if isinstance(event, dict) else None
+            if not isinstance(text, str) or not text:
+                continue
+            emit(writer.text_delta(text))
+            for segment in segmenter.feed(text):
+                await speaker.say(segment)
+    finally:
+        # A failure to close the model's stream must not replace the error that ended it.
+        with contextlib.suppress(Exception):
+            await stream.aclose()
+    tail = segmenter.flush()
+    if tail:
+        await speaker.say(tail)
+    speaker.finish()
+
+
+async def _speak(speaker: Speaker, writer: AgentEventWriter, emit: Callable[[dict[str, Any]], None]) -> None:
+    async for pcm in speaker.audio():
+        emit(writer.audio_chunk(pcm))

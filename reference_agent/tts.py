@@ -1,0 +1,315 @@
+"""The agent's TTS leg: one persistent bidirectional session, spoken to one sentence at a time.
+
+Two layers:
+
+* :class:`TtsSession` is the transport: whole client messages go out, PayloadParts come back
+  (PROTOCOL.md §12). :mod:`reference_agent.sagemaker_tts` implements it over the official
+  ``aws-sdk-sagemaker-runtime-http2`` client, which reaches the simulator and a live endpoint alike;
+  tests plug in an in-process stand-in.
+* :class:`Speaker` runs the session protocol on top with :class:`protocol.session.ClientSession`:
+  :meth:`Speaker.say` sends one synthesis request per text (§4.1), :meth:`Speaker.audio` yields the
+  audio as it arrives and checks every server message (§3, §5, §6) until every request is answered
+  after :meth:`Speaker.finish`. Input stays open until then (REFERENCE.md §1, closing: a client that
+  ends its input early can lose its last message); ending it ends the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from protocol.session import (
+    AudioReceived,
+    ClientSession,
+    ErrorReceived,
+    ProtocolViolation,
+    SynthesisCompleted,
+    SynthesisStarted,
+)
+from reference_agent.events import AgentErrorCode, Segment
+
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT_S",
+    "DEFAULT_MAX_OUTSTANDING",
+    "Speaker",
+    "TtsConnect",
+    "TtsEndpoint",
+    "TtsFailure",
+    "TtsSession",
+    "TtsUnavailable",
+    "close_session",
+]
+
+DEFAULT_MAX_OUTSTANDING = 8
+"""Requests a speaker keeps unanswered at once before :meth:`Speaker.say` waits.
+
+Well under the server's ``max_queue`` of 32 (PROTOCOL.md §10), so a long reply written faster than it
+is spoken is held back here instead of being refused with ``queue_full``.
+"""
+
+DEFAULT_IDLE_TIMEOUT_S = 30.0
+"""Longest wait for the next server message while an answer is owed, in seconds.
+
+Kokoro speaks one sentence chunk in well under this on a CPU (REFERENCE.md §4); a TTS that stays
+silent longer has stalled, and the agent reports it instead of hanging.
+"""
+
+
+class TtsUnavailable(Exception):
+    """The TTS session could not be opened (connection refused, TLS, HTTP error before the stream)."""
+
+    code = AgentErrorCode.TTS_UNAVAILABLE
+
+
+class TtsFailure(Exception):
+    """The open TTS session failed: stream error, ``error`` frame, protocol violation, early end.
+
+    Attributes:
+        code: :attr:`AgentErrorCode.TTS_ERROR`, or :attr:`AgentErrorCode.TIMEOUT` for a stalled TTS.
+    """
+
+    def __init__(self, message: str, code: AgentErrorCode = AgentErrorCode.TTS_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class TtsEndpoint:
+    """Where the TTS session goes.
+
+    Attributes:
+        name: the SageMaker endpoint name.
+        url: endpoint URL override (the simulator's ``https://127.0.0.1:PORT``), or ``None`` for the
+            client's default resolution (``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2``, then the
+            regional endpoint).
+        region: AWS region, or ``None`` for the client's default resolution.
+    """
+
+    name: str
+    url: str | None = None
+    region: str | None = None
+
+
+class TtsSession(Protocol):
+    """A bidirectional TTS stream at the PayloadPart level (PROTOCOL.md §12).
+
+    The agent sends only whole messages, so each :meth:`send` is one message with
+    ``CompletionState=COMPLETE``. :meth:`receive` yields ``(bytes, complete)`` per PayloadPart and ends
+    when the server's stream ends; server exceptions (``ModelStreamError``, ``InternalStreamFailure``)
+    are raised from it. A session is used by one task for sending and one for receiving.
+    """
+
+    async def send(self, data: bytes) -> None:
+        """Send one whole client message (a UTF-8 JSON object, DataType ``UTF8``)."""
+        ...
+
+    def receive(self) -> AsyncIterator[tuple[bytes, bool]]:
+        """The server's PayloadParts as ``(bytes, complete)``, until the stream ends.
+
+        Raises:
+            TtsUnavailable: the stream never opened.
+            Exception: whatever the transport raises for a failed stream.
+        """
+        ...
+
+    async def close_input(self) -> None:
+        """End the input stream; the output may still be read."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release everything; safe to call more than once."""
+        ...
+
+
+TtsConnect = Callable[[TtsEndpoint], Awaitable[TtsSession]]
+"""Opens a :class:`TtsSession`; raises :class:`TtsUnavailable` (or any exception) when it cannot."""
+
+
+class Speaker:
+    """Speaks texts over one :class:`TtsSession` and yields the audio in order.
+
+    Use from two tasks: one calls :meth:`say` per text and then :meth:`finish`; the other iterates
+    :meth:`audio`, then ends the session with :func:`close_session`. :attr:`segments` lists every
+    answered request in order.
+
+    Args:
+        session: an open TTS session.
+        voice, speed, sample_rate: fields of every synthesis request (PROTOCOL.md §4.1).
+        max_outstanding: unanswered requests allowed before :meth:`say` waits.
+        idle_timeout_s: longest silence from the server while an answer is owed.
+    """
+
+    def __init__(
+        self,
+        session: TtsSession,
+        *,
+        voice: str,
+        speed: float,
+        sample_rate: int,
+        max_outstanding: int = DEFAULT_MAX_OUTSTANDING,
+        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+    ) -> None:
+        if max_outstanding < 1:
+            raise ValueError(f"max_outstanding must be >= 1, got {max_outstanding}")
+        self.session = session
+        self.voice = voice
+        self.speed = speed
+        self.sample_rate = sample_rate
+        self.max_outstanding = max_outstanding
+        self.idle_timeout_s = idle_timeout_s
+        # Frames may be re-split by SageMaker (REFERENCE.md §1), so only reassembled messages are
+        # checked, not the size of each part.
+        self._client = ClientSession(check_frames=False)
+        self._texts: dict[str, str] = {}
+        self._answered = asyncio.Condition()
+        self._finished = False
+        self._wait_scope: asyncio.Timeout | None = None
+        self.segments: list[Segment] = []
+        """Answered requests, in order: the text sent and the audio bytes its answer reported."""
+
+    @property
+    def outstanding(self) -> int:
+        """Requests sent and not yet answered with ``synthesis_complete``."""
+        return len(self._client.outstanding)
+
+    async def say(self, text: str) -> None:
+        """Send one synthesis request for ``text``; waits while ``max_outstanding`` are unanswered.
+
+        Raises:
+            RuntimeError: called after :meth:`finish`.
+            TtsFailure: the transport refused the message.
+        """
+        if self._finished:
+            raise RuntimeError("say() after finish()")
+        async with self._answered:
+            await self._answered.wait_for(lambda: self.outstanding < self.max_outstanding)
+        request_id, frame = self._client.request(
+            text, voice=self.voice, speed=self.speed, sample_rate=self.sample_rate
+        )
+        self._texts[request_id] = text
+        await self._send(frame)
+        self._arm_deadline()
+
+    def finish(self) -> None:
+        """No more texts: :meth:`audio` returns once every request sent so far is answered.
+
+        No ``close`` message is sent: the session ends when the caller ends the input after the last
+        answer (SageMaker then closes the container's WebSocket, REFERENCE.md §1), so every request
+        is answered first. A ``close`` would make the server end the response on its own, racing the
+        client's end of input; the CRT transport fails a write after the response has completed.
+        """
+        if self._finished:
+            return
+        self._finished = True
+        scope = self._wait_scope
+        if scope is not None and self.outstanding == 0:
+            # audio() is waiting for a part that will never come: end that wait now.
+            scope.reschedule(asyncio.get_running_loop().time())
+        else:
+            self._arm_deadline()
+
+    async def _send(self, frame: bytes) -> None:
+        try:
+            await self.session.send(frame)
+        except (TtsUnavailable, TtsFailure):
+            raise
+        except Exception as exc:
+            raise TtsFailure(f"sending to the TTS failed: {type(exc).__name__}: {exc}") from exc
+
+    def _owed(self) -> bool:
+        return self._finished or self.outstanding > 0
+
+    def _arm_deadline(self) -> None:
+        # The receive wait has no deadline while nothing is owed (the model may think for a while);
+        # the first request sent during that wait starts the clock.
+        scope = self._wait_scope
+        if scope is not None and scope.when() is None:
+            scope.reschedule(asyncio.get_running_loop().time() + self.idle_timeout_s)
+
+    async def audio(self) -> AsyncIterator[bytes]:
+        """Yield the audio of every request as it arrives: whole PCM16LE samples, never empty.
+
+        Returns once :meth:`finish` was called and every request was answered.
+
+        Raises:
+            TtsUnavailable: the stream never opened.
+            TtsFailure: a stream exception, an ``error`` frame, a failed or cancelled request, a
+                different sample rate than asked, a protocol violation, the stream ending while
+                answers are owed, or ``idle_timeout_s`` of silence while answers are owed.
+        """
+        parts = aiter(self.session.receive())
+        loop = asyncio.get_running_loop()
+        while not (self._finished and self.outstanding == 0):
+            deadline = loop.time() + self.idle_timeout_s if self._owed() else None
+            try:
+                async with asyncio.timeout(deadline) as scope:
+                    self._wait_scope = scope
+                    try:
+                        part = await anext(parts, None)
+                    finally:
+                        self._wait_scope = None
+            except TimeoutError:
+                if self._finished and self.outstanding == 0:
+                    return
+                raise TtsFailure(
+                    f"no answer from the TTS for {self.idle_timeout_s:g} s "
+                    f"with {self.outstanding} request(s) outstanding",
+                    AgentErrorCode.TIMEOUT,
+                ) from None
+            except (TtsUnavailable, TtsFailure):
+                raise
+            except Exception as exc:
+                raise TtsFailure(f"TTS stream failed: {type(exc).__name__}: {exc}") from exc
+            if part is None:
+                if self._finished and self.outstanding == 0:
+                    return
+                raise TtsFailure(
+                    f"TTS stream ended with {self.outstanding} request(s) unanswered"
+                    + ("" if self._finished else " before the reply was complete")
+                )
+            data, complete = part
+            try:
+                events = self._client.receive_part(data, complete)
+            except ProtocolViolation as exc:
+                raise TtsFailure(f"TTS broke the protocol: {exc}") from exc
+            for event in events:
+                pcm = await self._on_event(event)
+                if pcm:
+                    yield pcm
+
+    async def _on_event(self, event: object) -> bytes | None:
+        if isinstance(event, AudioReceived):
+            return event.pcm
+        if isinstance(event, SynthesisStarted):
+            if event.frame.sample_rate != self.sample_rate:
+                raise TtsFailure(
+                    f"TTS answered at {event.frame.sample_rate} Hz, {self.sample_rate} Hz was asked"
+                )
+            return None
+        if isinstance(event, SynthesisCompleted):
+            frame = event.frame
+            if frame.status != "completed":
+                raise TtsFailure(f"TTS request {frame.request_id} ended with status {frame.status}")
+            self.segments.append(Segment(self._texts.pop(frame.request_id, ""), frame.audio_bytes))
+            async with self._answered:
+                self._answered.notify_all()
+            return None
+        if isinstance(event, ErrorReceived):
+            frame = event.frame
+            raise TtsFailure(f"TTS error {frame.code}: {frame.message}")
+        raise AssertionError(f"unexpected client event {event!r}")  # ClientSession's contract
+
+
+async def close_session(session: TtsSession, timeout_s: float = 5.0) -> None:
+    """End the input of ``session`` and release it; never raises, never waits more than ``timeout_s``.
+
+    Called only once the output is drained or abandoned (REFERENCE.md §1, closing).
+    """
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(timeout_s):
+            with contextlib.suppress(Exception):
+                await session.close_input()
+            await session.aclose()

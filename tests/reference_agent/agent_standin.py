@@ -1,0 +1,194 @@
+"""An in-process TTS stand-in for the agent's tests: the real session protocol, cheap audio.
+
+:class:`StandInTts` is a :class:`reference_agent.tts.TtsSession` whose far end is
+:class:`protocol.session.ServerSession`: requests are parsed, answered in order, bracketed and cut into
+audio frames exactly as the reference server does, but the "speech" is a deterministic sawtooth whose
+length depends on the text. Server messages come back as PayloadParts, optionally split into small
+parts (as SageMaker may, PROTOCOL.md §12). Faults: a ``ModelStreamError`` after N messages, a stall, a
+refusing endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from protocol.session import ServerSession
+from reference_agent.tts import TtsEndpoint, TtsUnavailable
+
+SAMPLES_PER_CHAR = 40
+"""Audio length per character of text: a 60-character sentence gives 2,400 samples (0.1 s at 24 kHz)."""
+
+
+def speech_for(text: str) -> bytes:
+    """The stand-in's PCM16LE "speech" for ``text``: deterministic, never empty for non-empty text."""
+    base = sum(map(ord, text)) % 997
+    samples = (((i * 53 + base) % 4000) - 2000 for i in range(SAMPLES_PER_CHAR * max(1, len(text))))
+    return b"".join(s.to_bytes(2, "little", signed=True) for s in samples)
+
+
+class StandInTts:
+    """A TTS session answered in-process by a :class:`ServerSession`.
+
+    Args:
+        part_size: split every server message into PayloadParts of at most this many bytes.
+        fail_after_messages: after this many server messages, end the stream with a
+            ``ModelStreamError`` (the official client raises it from ``receive()``).
+        stall: accept requests but never answer (to exercise the agent's idle timeout).
+        sample_rate: announce this rate in ``synthesis_start`` instead of the requested one.
+
+    Attributes:
+        texts: the text of every request received, in order.
+        produced: every audio byte sent, in order.
+        input_closed, closed: whether the agent ended its input / released the session.
+    """
+
+    def __init__(
+        self,
+        *,
+        part_size: int | None = None,
+        fail_after_messages: int | None = None,
+        stall: bool = False,
+        sample_rate: int | None = None,
+    ) -> None:
+        self.part_size = part_size
+        self.fail_after_messages = fail_after_messages
+        self.stall = stall
+        self.sample_rate = sample_rate
+        self.server = ServerSession()
+        self.texts: list[str] = []
+        self.produced = bytearray()
+        self.input_closed = False
+        self.closed = False
+        self._messages = 0
+        self._out: asyncio.Queue[tuple[bytes, bool] | BaseException | None] = asyncio.Queue()
+        self._ended = False
+
+    async def send(self, data: bytes) -> None:
+        if self.input_closed:
+            raise RuntimeError("send after close_input")
+        # The agent sends DataType UTF8, which reaches the container as a TEXT frame (REFERENCE.md §1).
+        # Accepted requests and close are answered by _pump, in arrival order.
+        self.server.receive_frame(data.decode("utf-8"))
+        if not self.stall:
+            self._pump()
+
+    def _pump(self) -> None:
+        while (request := self.server.next_request()) is not None:
+            request_id = request.request_id
+            assert request_id is not None
+            self.texts.append(request.text)
+            self.server.start(request_id, sample_rate=self.sample_rate)
+            self.server.audio(request_id, speech_for(request.text))
+            self.server.complete(request_id)
+        for frame in self.server.data_to_send():
+            self._emit(
+                frame.encode("utf-8") if isinstance(frame, str) else frame, audio=isinstance(frame, bytes)
+            )
+        if self.server.finished:
+            self._end(None)
+
+    def _emit(self, message: bytes, *, audio: bool) -> None:
+        if self._ended:
+            return
+        if self.fail_after_messages is not None and self._messages >= self.fail_after_messages:
+            from aws_sdk_sagemaker_runtime_http2.models import ModelStreamError
+
+            self._end(ModelStreamError(message="container closed the stream", error_code="StreamBroken"))
+            return
+        self._messages += 1
+        if audio:
+            self.produced += message
+        size = self.part_size or len(message)
+        for offset in range(0, len(message), size):
+            end = offset + size
+            self._out.put_nowait((message[offset:end], end >= len(message)))
+
+    def _end(self, error: BaseException | None) -> None:
+        if not self._ended:
+            self._ended = True
+            self._out.put_nowait(error)
+
+    async def receive(self) -> AsyncIterator[tuple[bytes, bool]]:
+        while True:
+            item = await self._out.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    async def close_input(self) -> None:
+        self.input_closed = True
+
+    async def aclose(self) -> None:
+        self.input_closed = True
+        self.closed = True
+
+
+class StandInFactory:
+    """A ``tts_connect`` that opens :class:`StandInTts` sessions and keeps them for inspection.
+
+    Args:
+        refuse: raise :class:`TtsUnavailable` instead of opening (the endpoint is down).
+        **options: passed to every :class:`StandInTts`.
+    """
+
+    def __init__(self, *, refuse: bool = False, **options: object) -> None:
+        self.refuse = refuse
+        self.options = options
+        self.sessions: list[StandInTts] = []
+        self.endpoints: list[TtsEndpoint] = []
+
+    async def __call__(self, endpoint: TtsEndpoint) -> StandInTts:
+        self.endpoints.append(endpoint)
+        if self.refuse:
+            raise TtsUnavailable(f"cannot open the TTS stream: connection refused ({endpoint.name})")
+        session = StandInTts(**self.options)  # type: ignore[arg-type]
+        self.sessions.append(session)
+        return session
+
+
+def standin_container():
+    """The stand-in as a model container for the simulator: a Starlette app on SageMaker's routes.
+
+    ``GET /ping`` and the WebSocket route ``/invocations-bidirectional-stream`` (PROTOCOL.md §2),
+    answering with :class:`ServerSession` and :func:`speech_for`. Control frames go out as TEXT,
+    audio as BINARY (§3); both frame types are accepted. ``app.state.texts`` and
+    ``app.state.produced`` record what every session was asked and sent.
+    """
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route, WebSocketRoute
+    from starlette.websockets import WebSocket
+
+    async def ping(request):
+        return JSONResponse({"status": "ok"})
+
+    async def bidi(websocket: WebSocket) -> None:
+        await websocket.accept()
+        server = ServerSession()
+        while not server.finished:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            data = message.get("text")
+            server.receive_frame(data if data is not None else message.get("bytes") or b"")
+            while (request := server.next_request()) is not None:
+                request_id = request.request_id
+                app.state.texts.append(request.text)
+                server.start(request_id)
+                server.audio(request_id, speech_for(request.text))
+                server.complete(request_id)
+            for frame in server.data_to_send():
+                if isinstance(frame, str):
+                    await websocket.send_text(frame)
+                else:
+                    app.state.produced += frame
+                    await websocket.send_bytes(frame)
+        await websocket.close(server.close_code or 1000)
+
+    app = Starlette(routes=[Route("/ping", ping), WebSocketRoute("/invocations-bidirectional-stream", bidi)])
+    app.state.texts = []
+    app.state.produced = bytearray()
+    return app
