@@ -1,0 +1,296 @@
+"""The conformance suite as a pytest plugin: options, the server under test, verdicts and reports.
+
+Options (``pytest conformance --help`` lists them under "conformance"):
+
+``--target simulator|live``
+    ``simulator`` (default): the SageMaker simulator in front of a container this run starts
+    (``--container-cmd``, default the reference server on Kokoro ONNX) or reaches (``--container-url``).
+    ``live``: a deployed endpoint (``--endpoint-name``, ``--region``) through the official clients and the
+    default AWS credential chain; every case is skipped, with the reason, when one of the three is missing.
+``--strict``
+    pytest's own option; here it also turns failed SHOULD cases from NON-STRICT into FAILED.
+``--cases PATTERN[,PATTERN...]``
+    run only the cases whose id matches a pattern (``fnmatch``: ``9.1.*``, ``3.3.?``).
+``--report DIR``
+    write ``DIR/index.json`` and ``DIR/cases/<id>.json`` (:mod:`conformance.report`).
+
+The verdict of each case is computed here from its outcome and level (:func:`conformance.cases.verdict_for`)
+and printed as a table at the end of the run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance import recordings
+from conformance.cases import MARKER, Case, Unimplemented, Verdict, verdict_for
+from conformance.loop import LoopThread
+from conformance.probe import Probe, Recording
+from conformance.report import Results
+from conformance.target import (
+    ContainerProcess,
+    LiveTarget,
+    SimulatorTarget,
+    Target,
+    live_credentials_available,
+)
+
+DEFAULT_CONTAINER_CMD = (
+    f"{shlex.quote(sys.executable)} -m reference_server --host 127.0.0.1 --port {{port}} --backend onnx"
+)
+"""The reference server, started the way a third party's container runs: a separate process on a free
+loopback port (Kokoro-82M ONNX on the CPU)."""
+
+_RESULTS = pytest.StashKey[Results]()
+_CASE = pytest.StashKey[Case]()
+_MESSAGE_LIMIT = 4000
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "conformance suite (spec/PROTOCOL.md)")
+    group.addoption("--target", choices=("simulator", "live"), default="simulator", help="default: simulator")
+    group.addoption(
+        "--container-cmd",
+        default=DEFAULT_CONTAINER_CMD,
+        help="command that starts the container under test; {port} is replaced by a free loopback port "
+        "(default: the reference server)",
+    )
+    group.addoption("--container-url", help="certify a container already listening here instead")
+    group.addoption(
+        "--startup-timeout", type=float, default=300.0, help="seconds the container may take to answer /ping"
+    )
+    group.addoption("--endpoint-name", help="live target: the SageMaker endpoint")
+    group.addoption("--region", help="live target: its AWS region")
+    group.addoption("--agent-runtime-arn", help="live target: a deployed agent (AgentCore runtime ARN)")
+    group.addoption("--cases", help="comma-separated fnmatch patterns of case ids to run")
+    group.addoption("--report", type=Path, help="write index.json and cases/<id>.json here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}(case): a conformance case (conformance.cases.Case)")
+    # Third-party deprecations raised while the agent app runs; nothing the suite or the server can act on.
+    config.addinivalue_line("filterwarnings", "ignore:Support for class-based `config` is deprecated")
+    config.addinivalue_line("filterwarnings", "ignore:datetime.datetime.utcnow:DeprecationWarning")
+    config.stash[_RESULTS] = Results()
+
+
+def _strict(config: pytest.Config) -> bool:
+    return bool(config.getini("strict"))
+
+
+def _live_skip_reason(config: pytest.Config) -> str | None:
+    missing = [
+        f"--{name}" for name in ("endpoint-name", "region") if not config.getoption(name.replace("-", "_"))
+    ]
+    if missing:
+        return f"the live target needs {' and '.join(missing)}"
+    if not live_credentials_available():
+        return "the live target needs AWS credentials (none found in the default credential chain)"
+    return None
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    results = config.stash[_RESULTS]
+    patterns = [p.strip() for p in (config.getoption("cases") or "").split(",") if p.strip()]
+    selected: list[pytest.Item] = []
+    deselected: list[pytest.Item] = []
+    seen: dict[str, str] = {}
+    for item in items:
+        marker = item.get_closest_marker(MARKER)
+        if marker is None:
+            selected.append(item)
+            continue
+        case: Case = marker.args[0]
+        if case.id in seen:
+            raise pytest.UsageError(f"case id {case.id} is used by {seen[case.id]} and {item.nodeid}")
+        seen[case.id] = item.nodeid
+        if patterns and not any(fnmatch.fnmatchcase(case.id, p) for p in patterns):
+            deselected.append(item)
+            continue
+        item.stash[_CASE] = case
+        results.add(case, item.nodeid)
+        selected.append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+    if config.getoption("target") == "live":
+        reason = _live_skip_reason(config)
+        if reason is not None:
+            for item in items:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + " ..."
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    case = item.stash.get(_CASE, None)
+    result = item.config.stash[_RESULTS].get(item.nodeid)
+    if case is None or result is None or report.when == "teardown":
+        return report
+    result.duration_s += report.duration
+    meta = item.config.stash[_RESULTS].meta
+    if report.when == "setup" and "startup_s" in meta and not meta.get("startup_charged"):
+        # The first case that needs the target pays for starting it: that is not the case's own time.
+        meta["startup_charged"] = True
+        result.duration_s = max(0.0, result.duration_s - meta["startup_s"])
+    if report.when == "setup":
+        if report.failed:
+            result.verdict = Verdict.FAILED
+            result.message = _short(call.excinfo.exconly() if call.excinfo else report.longreprtext)
+        elif report.skipped:
+            result.verdict = Verdict.SKIPPED
+            result.message = _skip_reason(report)
+        return report
+    if call.excinfo is not None and call.excinfo.errisinstance(Unimplemented):
+        result.verdict = Verdict.UNIMPLEMENTED
+        result.message = str(call.excinfo.value)
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"UNIMPLEMENTED: {call.excinfo.value}")
+    elif report.passed:
+        result.verdict = Verdict.OK
+    elif report.skipped:
+        result.verdict = Verdict.SKIPPED
+        result.message = _skip_reason(report)
+    else:
+        verdict = verdict_for(case.level, False, strict=_strict(item.config))
+        result.verdict = verdict
+        result.message = _short(call.excinfo.exconly() if call.excinfo else report.longreprtext)
+        if verdict is not Verdict.FAILED:
+            # A failed SHOULD or MAY is not a failure of the run: reported as an expected failure.
+            report.outcome = "skipped"
+            report.wasxfail = f"{verdict}: {result.message.splitlines()[0][:300]}"
+    return report
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    results = config.stash[_RESULTS]
+    if not results.ran:
+        return
+    terminalreporter.write_sep("=", "conformance verdicts")
+    for line in results.table():
+        terminalreporter.write_line(line)
+    if "startup_s" in results.meta:
+        terminalreporter.write_line(f"container and simulator started in {results.meta['startup_s']:.1f} s")
+    directory = config.getoption("report")
+    if directory is not None:
+        terminalreporter.write_line(f"report: {directory / 'index.json'}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    directory: Path | None = config.getoption("report")
+    results = config.stash[_RESULTS]
+    if directory is None or not results.ran:
+        return
+    shutil.rmtree(directory / "cases", ignore_errors=True)
+    results.meta.setdefault("target", config.getoption("target"))
+    results.meta["strict"] = _strict(config)
+    results.write(directory)
+
+
+# --- fixtures -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def client_loop() -> Iterator[LoopThread]:
+    """The event loop (on its own thread) that runs every client of the run."""
+    loop = LoopThread("conformance-client")
+    yield loop
+    loop.stop()
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """The server under test, reached through the simulator or live (started once per run)."""
+    config = request.config
+    meta = config.stash[_RESULTS].meta
+    if config.getoption("target") == "live":
+        endpoint, region = config.getoption("endpoint_name"), config.getoption("region")
+        meta.update(endpoint_name=endpoint, region=region)
+        yield LiveTarget(endpoint, region)
+        return
+    started = time.monotonic()
+    url = config.getoption("container_url")
+    process: ContainerProcess | None = None
+    if url is None:
+        directory: Path | None = config.getoption("report")
+        log_dir = directory if directory is not None else Path(tempfile.mkdtemp(prefix="conformance-"))
+        process = ContainerProcess(
+            config.getoption("container_cmd"),
+            log_dir / "container.log",
+            startup_timeout_s=config.getoption("startup_timeout"),
+        )
+        meta.update(container_cmd=process.command, container_log=str(process.log_path))
+        process.start()
+        url = process.url
+    meta["container_url"] = url
+    try:
+        simulator = SimulatorTarget(url, process)
+    except BaseException:
+        if process is not None:
+            process.stop()
+        raise
+    meta["startup_s"] = round(time.monotonic() - started, 2)
+    try:
+        yield simulator
+    finally:
+        try:
+            simulator.stop()
+        finally:
+            if process is not None:
+                process.stop()
+
+
+@pytest.fixture
+def conf(request: pytest.FixtureRequest, target: Target, client_loop: LoopThread) -> Iterator[Probe]:
+    """The case's :class:`conformance.probe.Probe`; its logs go into the case's report entry."""
+    probe = Probe(target, client_loop, request.config.stash[_RESULTS].get(request.node.nodeid))
+    yield probe
+    probe.finish()
+
+
+@pytest.fixture(scope="session")
+def agent_runtime_arn(request: pytest.FixtureRequest) -> str | None:
+    """``--agent-runtime-arn``: the deployed agent the live AGENT cases call."""
+    return request.config.getoption("agent_runtime_arn")
+
+
+@pytest.fixture(scope="session")
+def pipelined(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.pipelined`, recorded once per run."""
+    return recordings.pipelined(target, client_loop)
+
+
+@pytest.fixture(scope="session")
+def variations(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.variations`, recorded once per run."""
+    return recordings.variations(target, client_loop)
+
+
+@pytest.fixture(scope="session")
+def long_text(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.long_text`, recorded once per run."""
+    return recordings.long_text(target, client_loop)

@@ -1,0 +1,41 @@
+"""Assertions the cases share; each failure message says what was expected and what was seen (no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from conformance.audio import check_speech
+from conformance.session import Answer
+from protocol.messages import ErrorFrame
+
+__all__ = ["completed", "one_error", "spoken"]
+
+
+def completed(answer: Answer, *, status: str = "completed") -> None:
+    """The request's bracket closed with ``status`` (§5.3) and carries audio when completed."""
+    assert answer.complete is not None, f"{answer.request_id!r} got no synthesis_complete"
+    assert answer.complete.status == status, (
+        f"{answer.request_id!r} ended with status {answer.complete.status!r}, expected {status!r}"
+    )
+    if status == "completed":
+        assert answer.audio, f"{answer.request_id!r} completed without any audio"
+
+
+def spoken(answer: Answer, text: str, *, speed: float = 1.0) -> None:
+    """The request completed and its audio is plausible speech of ``text`` (:mod:`conformance.audio`)."""
+    completed(answer)
+    problems = check_speech(bytes(answer.audio), answer.start.sample_rate, text, speed)
+    assert not problems, f"{answer.request_id!r}: " + "; ".join(problems)
+
+
+def one_error(errors: Sequence[ErrorFrame], code: str, request_id: str | None) -> ErrorFrame:
+    """Exactly one error frame arrived, per-message (``fatal`` false), with ``code`` and ``request_id``."""
+    seen = [f"{e.code} (request_id={e.request_id!r}, fatal={e.fatal})" for e in errors]
+    assert len(errors) == 1, f"expected exactly one error frame ({code}), got {len(errors)}: {seen}"
+    error = errors[0]
+    assert error.code == code, f"expected code {code}, got {error.code}: {error.message!r}"
+    assert not error.fatal, f"{code} is a per-message refusal (§9.1) but the frame says fatal: true"
+    assert error.request_id == request_id, (
+        f"the error frame's request_id is {error.request_id!r}, expected {request_id!r} (§9.2)"
+    )
+    return error

@@ -1,0 +1,72 @@
+"""Deliberately broken servers that prove the conformance suite has teeth.
+
+Each mutant is :class:`~conformance.mutants.base.ToneServer` (spec-correct, a cheap deterministic tone
+instead of Kokoro) with one behaviour broken (:mod:`conformance.mutants.variants`). :data:`MUTANTS` names
+each one, the rule it breaks and the case ids that must report it ``FAILED``;
+``tests/conformance/test_teeth.py`` runs the suite against every mutant and checks exactly that, and that the
+unbroken server (``base``) passes.
+
+Run one as a container: ``python -m conformance.mutants NAME --port P``, for example
+``pytest conformance --container-cmd "python -m conformance.mutants odd-frames --port {port}"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.mutants.base import ToneServer
+from conformance.mutants.variants import (
+    BlockingSynthesis,
+    ClosesAfterFirstRequest,
+    ClosesOnBadMessage,
+    ClosesWithoutDraining,
+    IgnoresClose,
+    InterleavesRequests,
+    JsonObjectAudioFrame,
+    OddAudioFrames,
+    TextOnlyReceive,
+    WithoutCancel,
+    WrongSampleRate,
+)
+
+__all__ = ["MUTANTS", "Mutant"]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A server to certify and what the suite must say about it.
+
+    Attributes:
+        name: the command-line name.
+        server: the server class.
+        caught_by: case ids that must be ``FAILED`` (empty for the unbroken control, which must pass them).
+    """
+
+    name: str
+    server: type[ToneServer]
+    caught_by: tuple[str, ...]
+
+    @property
+    def breaks(self) -> str:
+        """The rule it breaks, in words (the server class's docstring)."""
+        return (self.server.__doc__ or "").strip().splitlines()[0]
+
+
+MUTANTS: dict[str, Mutant] = {
+    m.name: m
+    for m in (
+        Mutant("base", ToneServer, ()),
+        Mutant("text-only", TextOnlyReceive, ("3.1.1", "9.1.1")),
+        Mutant("close-after-first", ClosesAfterFirstRequest, ("7.0.1", "7.1.1")),
+        Mutant("odd-frames", OddAudioFrames, ("3.3.2",)),
+        Mutant("json-frame", JsonObjectAudioFrame, ("3.3.4",)),
+        Mutant("blocking", BlockingSynthesis, ("8.1.1", "2.2.2", "2.3.1")),
+        Mutant("ignores-close", IgnoresClose, ("7.1.1",)),
+        Mutant("no-drain", ClosesWithoutDraining, ("7.1.1",)),
+        Mutant("interleave", InterleavesRequests, ("6.2.1",)),
+        Mutant("close-on-bad", ClosesOnBadMessage, ("9.1.5", "9.1.40")),
+        Mutant("wrong-rate", WrongSampleRate, ("4.1.9",)),
+        Mutant("no-cancel", WithoutCancel, ()),  # conforming: cancel is OPTIONAL (§1.5)
+    )
+}
+"""Every mutant by name; ``base`` is the unbroken control."""

@@ -1,0 +1,312 @@
+"""The mutants' common ancestor: a small, spec-correct server with a cheap tone synthesizer.
+
+:class:`ToneServer` serves the three routes of PROTOCOL.md §2 with Starlette and uvicorn. Its sessions run
+the team's sans-I/O :class:`protocol.session.ServerSession` (parsing, error codes, brackets, safe audio
+cutting, cancel, draining on close), so the server is correct by construction; each mutant
+(:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneSession` or :class:`ToneServer` to
+break one rule. Speech is a deterministic tone (:class:`ToneSynthesizer`) whose length follows the text, so
+every case that checks plausibility passes on the unbroken server: it is the control of the teeth test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import math
+import re
+import time
+import zlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from protocol.errors import ProtocolError
+from protocol.limits import Limits
+from protocol.messages import SynthesisRequest, parse_invocations_request
+from protocol.pcm import float_to_pcm16, wav_header
+from protocol.session import CloseRequested, RequestAccepted, RequestCancelled, ServerSession, SessionState
+from protocol.sse import encode_event
+from protocol.voices import KOKORO_VOICES
+
+__all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+class ToneSynthesizer:
+    """A stand-in for Kokoro: a voice-dependent tone, as long as speech of the text would be.
+
+    Attributes:
+        seconds_per_char: audio per character at speed 1 (Kokoro: about 0.06).
+        padding_s: audio added per segment (Kokoro pads with breath and silence).
+        work_factor: seconds of emulated synthesis work per second of audio (Kokoro on two CPU cores:
+            1 to 3.5; kept low so the mutants run fast, high enough that the long text takes seconds).
+    """
+
+    seconds_per_char = 0.06
+    padding_s = 0.1
+    work_factor = 0.35
+
+    def segments(self, text: str) -> list[str]:
+        """The text cut into sentences (one synthesis segment each)."""
+        return [s for s in _SENTENCE.split(text.strip()) if s]
+
+    def render(self, segment: str, voice: str, speed: float, sample_rate: int) -> bytes:
+        """PCM16LE mono at ``sample_rate``: a tone whose pitch depends on ``voice``, faded in and out."""
+        seconds = (self.padding_s + self.seconds_per_char * len(segment)) / speed
+        n = max(2, round(seconds * sample_rate))
+        t = np.arange(n) / sample_rate
+        pitch = 140.0 + zlib.crc32(voice.encode()) % 160
+        envelope = np.minimum(1.0, np.minimum(t, t[::-1]) * 40.0)
+        wave = 0.25 * np.sin(2 * math.pi * pitch * t) + 0.08 * np.sin(2 * math.pi * 2.5 * pitch * t)
+        return float_to_pcm16((wave * envelope).astype(np.float32))
+
+    def work_s(self, pcm: bytes, sample_rate: int) -> float:
+        """Seconds of emulated work for ``pcm``."""
+        return self.work_factor * len(pcm) / 2 / sample_rate
+
+
+class ToneSession:
+    """One WebSocket session: a reader, a synthesis worker and a writer around a :class:`ServerSession`.
+
+    The hooks a mutant may override are :meth:`receive`, :meth:`on_accepted`, :meth:`on_refused`,
+    :meth:`on_close_requested`, :meth:`work`, :meth:`synthesize`, :meth:`after_complete`, :meth:`outgoing`,
+    :meth:`should_close` and :meth:`close_code`.
+    """
+
+    def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
+        self.server = server
+        self.websocket = websocket
+        self.session = ServerSession(server.limits, known_voices=server.voices)
+        self.closing = True
+        """Close the WebSocket once the session is finished (§7.1); a mutant may clear it."""
+        self.answered = 0
+        """Requests whose ``synthesis_complete`` was queued."""
+        self._wake = asyncio.Event()
+        self._outbox = asyncio.Event()
+
+    async def run(self) -> None:
+        """Serve until the client disconnects or the session is finished and closed."""
+        reader = asyncio.create_task(self.read())
+        writer = asyncio.create_task(self.write())
+        worker = asyncio.create_task(self.work())
+        try:
+            done, _ = await asyncio.wait({reader, writer, worker}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in (reader, writer, worker):
+                task.cancel()
+            await asyncio.gather(reader, writer, worker, return_exceptions=True)
+
+    def kick(self) -> None:
+        """Wake the writer: frames may be waiting in the session."""
+        self._outbox.set()
+
+    # -- reader ----------------------------------------------------------------------------------------
+
+    async def receive(self) -> bytes | str | None:
+        """The next client message, TEXT (``str``) or BINARY (``bytes``); ``None`` on disconnect (§3.1)."""
+        message = await self.websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return None
+        data = message.get("bytes")
+        return data if data is not None else message.get("text", "")
+
+    async def read(self) -> None:
+        while (data := await self.receive()) is not None:
+            was_open = self.session.state is SessionState.OPEN
+            events = self.session.receive_frame(data)
+            if was_open and not events:
+                self.on_refused()
+            for event in events:
+                if isinstance(event, CloseRequested):
+                    self.on_close_requested()
+                elif isinstance(event, RequestAccepted):
+                    self.on_accepted(event.request)
+                elif isinstance(event, RequestCancelled):
+                    self._wake.set()
+            self.kick()
+
+    def on_accepted(self, request: SynthesisRequest) -> None:
+        """A request joined the queue; the worker answers it in its turn."""
+        self._wake.set()
+
+    def on_refused(self) -> None:
+        """A message was refused (its error frame is queued). The session goes on (§6.3)."""
+
+    def on_close_requested(self) -> None:
+        """``close`` arrived; the writer closes once the accepted requests are answered (§7.1)."""
+
+    # -- worker ----------------------------------------------------------------------------------------
+
+    async def work(self) -> None:
+        """Answer requests one at a time, in order (§6.2)."""
+        session = self.session
+        while True:
+            request = session.next_request()
+            if request is None:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            request_id = request.request_id
+            assert request_id is not None
+            if session.start(request_id):
+                self.kick()
+                async for pcm in self.synthesize(request):
+                    if not session.audio(request_id, pcm):
+                        break  # cancelled (§4.2)
+                    self.kick()
+                session.complete(request_id)
+                self.after_complete(request_id)
+            self.kick()
+
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+        """The request's audio, segment by segment, off the event loop's critical path (§8)."""
+        synth = self.server.synth
+        for segment in synth.segments(request.text):
+            pcm = synth.render(segment, request.voice, request.speed, request.sample_rate)
+            await asyncio.sleep(synth.work_s(pcm, request.sample_rate))
+            yield pcm
+
+    def after_complete(self, request_id: str) -> None:
+        """A request's ``synthesis_complete`` was queued."""
+        self.answered += 1
+
+    # -- writer ----------------------------------------------------------------------------------------
+
+    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
+        """The frames about to be sent (``str``: TEXT, ``bytes``: BINARY); a mutant may rewrite them."""
+        return frames
+
+    async def write(self) -> None:
+        while True:
+            await self._outbox.wait()
+            self._outbox.clear()
+            for frame in self.outgoing(self.session.data_to_send()):
+                if isinstance(frame, str):
+                    await self.websocket.send_text(frame)
+                else:
+                    await self.websocket.send_bytes(frame)
+            if self.should_close():
+                await self.websocket.close(self.close_code())
+                return
+
+    def should_close(self) -> bool:
+        """Whether to close the WebSocket now: the session is finished (drained after close, §7.1)."""
+        return self.closing and self.session.finished
+
+    def close_code(self) -> int:
+        """The WebSocket close code (1000 after close, §7.1)."""
+        return self.session.close_code or 1000
+
+
+class ToneServer:
+    """The unbroken server. ``session_class`` is the hook most mutants replace."""
+
+    name = "base"
+    session_class: type[ToneSession] = ToneSession
+
+    def __init__(self) -> None:
+        self.limits = Limits()
+        self.voices = KOKORO_VOICES
+        self.synth = ToneSynthesizer()
+        self._ids = 0
+
+    def app(self) -> Starlette:
+        """The ASGI app: ``GET /ping``, ``POST /invocations``, the WebSocket route (§2)."""
+        return Starlette(
+            routes=[
+                Route("/ping", self.ping, methods=["GET"]),
+                Route("/invocations", self.invocations, methods=["POST"]),
+                WebSocketRoute("/invocations-bidirectional-stream", self.websocket),
+            ]
+        )
+
+    async def ping(self, request: Request) -> Response:
+        return JSONResponse({"status": "Healthy"})
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        await self.session_class(self, websocket).run()
+
+    # -- POST /invocations (§11) -------------------------------------------------------------------------
+
+    async def invocations(self, request: Request) -> Response:
+        body = await request.body()
+        try:
+            parsed = parse_invocations_request(
+                body, limits=self.limits, known_voices=self.voices, mp3_available=False
+            )
+        except ProtocolError as exc:
+            return JSONResponse(exc.http_body(), status_code=exc.code.http_status or 400)
+        speech = parsed.request
+        if speech.request_id is None:
+            self._ids += 1
+            request_id = f"h{self._ids}"
+        else:
+            request_id = speech.request_id
+        pcm = b"".join(
+            self.synth.render(s, speech.voice, speech.speed, speech.sample_rate)
+            for s in self.synth.segments(speech.text)
+        )
+        await asyncio.sleep(self.synth.work_s(pcm, speech.sample_rate))
+        if parsed.transport == "sse":
+            return StreamingResponse(
+                self._sse(request_id, parsed.format, speech, pcm),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache"},
+            )
+        if parsed.format == "wav":
+            header = wav_header(speech.sample_rate, data_bytes=None if parsed.stream else len(pcm))
+            media_type = "audio/wav"
+        else:
+            header, media_type = b"", f"audio/pcm;rate={speech.sample_rate};encoding=s16le;channels=1"
+        if not parsed.stream:
+            return Response(header + pcm, media_type=media_type)
+        return StreamingResponse(self._chunks(header + pcm), media_type=media_type)
+
+    async def _chunks(self, data: bytes) -> AsyncIterator[bytes]:
+        step = self.limits.max_audio_frame_bytes
+        for i in range(0, len(data), step):
+            yield data[i : i + step]
+
+    async def _sse(
+        self, request_id: str, fmt: str, speech: SynthesisRequest, pcm: bytes
+    ) -> AsyncIterator[bytes]:
+        started = time.monotonic()
+        start: dict[str, Any] = {
+            "type": "synthesis_start",
+            "request_id": request_id,
+            "sample_rate": speech.sample_rate,
+            "encoding": "pcm_s16le",
+            "channels": 1,
+            "format": fmt,
+            "voice": speech.voice,
+            "speed": speech.speed,
+        }
+        yield encode_event(start, event="synthesis_start")
+        data = (wav_header(speech.sample_rate, data_bytes=None) if fmt == "wav" else b"") + pcm
+        step = self.limits.max_audio_frame_bytes
+        chunks = [data[i : i + step] for i in range(0, len(data), step)]
+        for seq, chunk in enumerate(chunks):
+            event = {"type": "audio_chunk", "request_id": request_id, "seq": seq}
+            event["data"] = base64.b64encode(chunk).decode("ascii")
+            yield encode_event(event, event="audio_chunk")
+        complete = {
+            "type": "synthesis_complete",
+            "request_id": request_id,
+            "status": "completed",
+            "audio_bytes": len(data),
+            "chunks": len(chunks),
+            "total_duration_s": len(pcm) / 2 / speech.sample_rate,
+            "elapsed_s": time.monotonic() - started,
+        }
+        yield encode_event(complete, event="synthesis_complete")

@@ -1,0 +1,267 @@
+"""The mutants: each is :class:`~conformance.mutants.base.ToneServer` with one behaviour broken.
+
+Each breaks a rule real servers have broken (the first is the AWS sample's own ``KeyError('text')``,
+REFERENCE.md §1); :data:`conformance.mutants.MUTANTS` lists, for each, the case ids that must catch it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+
+from starlette.websockets import WebSocket
+
+from conformance.mutants.base import ToneServer, ToneSession
+from protocol.frames import cut_audio_frames
+from protocol.messages import SynthesisComplete, SynthesisRequest, SynthesisStart
+
+__all__ = [
+    "BlockingSynthesis",
+    "ClosesAfterFirstRequest",
+    "ClosesOnBadMessage",
+    "ClosesWithoutDraining",
+    "IgnoresClose",
+    "InterleavesRequests",
+    "JsonObjectAudioFrame",
+    "OddAudioFrames",
+    "TextOnlyReceive",
+    "WithoutCancel",
+    "WrongSampleRate",
+]
+
+
+class _TextOnlySession(ToneSession):
+    async def receive(self) -> bytes | str | None:
+        # Starlette's receive_text() reads message["text"]: a BINARY frame raises KeyError('text').
+        return await self.websocket.receive_text()
+
+
+class TextOnlyReceive(ToneServer):
+    """Reads client messages with ``receive_text()`` only: a BINARY frame kills the session (§3.1)."""
+
+    name = "text-only"
+    session_class = _TextOnlySession
+
+
+class _CloseAfterFirstSession(ToneSession):
+    def should_close(self) -> bool:
+        return self.answered >= 1 or super().should_close()
+
+
+class ClosesAfterFirstRequest(ToneServer):
+    """Closes the WebSocket once the first request is answered, as one-shot handlers do (§7)."""
+
+    name = "close-after-first"
+    session_class = _CloseAfterFirstSession
+
+
+class _OddFramesSession(ToneSession):
+    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
+        out: list[bytes | str] = []
+        audio = b""
+        for frame in [*frames, ""]:
+            if isinstance(frame, bytes):
+                audio += frame
+                continue
+            # Cut the audio gathered so far at 1001-byte steps: every frame but the last is half a sample off.
+            out += [audio[i : i + 1001] for i in range(0, len(audio), 1001)]
+            audio = b""
+            if frame:
+                out.append(frame)
+        return out
+
+
+class OddAudioFrames(ToneServer):
+    """Cuts audio into frames of odd length, splitting samples across frames (§3.3.1)."""
+
+    name = "odd-frames"
+    session_class = _OddFramesSession
+
+
+class _JsonFrameSession(ToneSession):
+    opened = False  # a synthesis_start went out and its first audio frame did not yet
+
+    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
+        out: list[bytes | str] = []
+        for frame in frames:
+            if isinstance(frame, str):
+                self.opened = '"synthesis_start"' in frame
+            elif self.opened and len(frame) > 2:
+                # The first sample of each request becomes 32123, the bytes "{}", sent as a frame of its own.
+                out += [b"{}", frame[2:]]
+                self.opened = False
+                continue
+            out.append(frame)
+        return out
+
+
+class JsonObjectAudioFrame(ToneServer):
+    """Sends an audio frame that is exactly ``{}`` (the sample 32123), a valid JSON object (§3.3.2)."""
+
+    name = "json-frame"
+    session_class = _JsonFrameSession
+
+
+class _BlockingSession(ToneSession):
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+        synth = self.server.synth
+        pcm = [
+            synth.render(s, request.voice, request.speed, request.sample_rate)
+            for s in synth.segments(request.text)
+        ]
+        # The whole request is synthesized on the event loop: no ping, message or /ping is served meanwhile.
+        time.sleep(sum(synth.work_s(p, request.sample_rate) for p in pcm))
+        for piece in pcm:
+            yield piece
+
+
+class BlockingSynthesis(ToneServer):
+    """Synthesizes on the event loop, so pings go unanswered while it works (§8, §2.2, §2.3)."""
+
+    name = "blocking"
+    session_class = _BlockingSession
+
+
+class _IgnoresCloseSession(ToneSession):
+    def on_close_requested(self) -> None:
+        self.closing = False  # answers what was queued, then keeps the session open
+
+
+class IgnoresClose(ToneServer):
+    """Never closes the session after ``close`` (§7.1): the client waits forever."""
+
+    name = "ignores-close"
+    session_class = _IgnoresCloseSession
+
+
+class _NoDrainSession(ToneSession):
+    dropped = False
+
+    def on_close_requested(self) -> None:
+        self.dropped = True
+
+    def should_close(self) -> bool:
+        return self.dropped or super().should_close()
+
+
+class ClosesWithoutDraining(ToneServer):
+    """Closes at once on ``close``, dropping the queued requests (§7.1)."""
+
+    name = "no-drain"
+    session_class = _NoDrainSession
+
+
+class _InterleaveSession(ToneSession):
+    def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
+        super().__init__(server, websocket)
+        self._extra: list[bytes | str] = []
+
+    def on_accepted(self, request: SynthesisRequest) -> None:
+        # Every request is answered at once, on its own task: brackets overlap and audio interleaves.
+        asyncio.get_running_loop().create_task(self._answer(request))
+
+    async def _answer(self, request: SynthesisRequest) -> None:
+        request_id = request.request_id or "r0"
+        start = SynthesisStart(
+            request_id=request_id, sample_rate=request.sample_rate, voice=request.voice, speed=request.speed
+        )
+        self._extra.append(start.to_json())
+        self.kick()
+        sent = 0
+        started = time.monotonic()
+        async for pcm in self.synthesize(request):
+            for frame in cut_audio_frames(pcm, 4096):
+                sent += len(frame)
+                self._extra.append(frame)
+                self.kick()
+                await asyncio.sleep(0)
+        complete = SynthesisComplete(
+            request_id=request_id,
+            status="completed",
+            audio_bytes=sent,
+            total_duration_s=sent / 2 / request.sample_rate,
+            elapsed_s=time.monotonic() - started,
+        )
+        self._extra.append(complete.to_json())
+        self.kick()
+
+    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
+        extra, self._extra = self._extra, []
+        return frames + extra
+
+
+class InterleavesRequests(ToneServer):
+    """Answers every request at once, so two requests' brackets and audio interleave (§6.2)."""
+
+    name = "interleave"
+    session_class = _InterleaveSession
+
+
+class _ClosesOnBadSession(ToneSession):
+    refused = False
+
+    def on_refused(self) -> None:
+        self.refused = True
+        self.kick()
+
+    def should_close(self) -> bool:
+        return self.refused or super().should_close()
+
+    def close_code(self) -> int:
+        # 1008 Policy Violation (RFC 6455 §7.4.1): what such servers typically send.
+        return 1008 if self.refused else super().close_code()
+
+
+class ClosesOnBadMessage(ToneServer):
+    """Answers a bad message with its error frame, then closes the session (1008) instead of going on
+    (§6.3)."""
+
+    name = "close-on-bad"
+    session_class = _ClosesOnBadSession
+
+
+class _WrongRateSession(ToneSession):
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+        synth = self.server.synth
+        for segment in synth.segments(request.text):
+            # Always the model's rate: synthesis_start still declares the requested one.
+            pcm = synth.render(segment, request.voice, request.speed, 24000)
+            await asyncio.sleep(synth.work_s(pcm, 24000))
+            yield pcm
+
+
+class WrongSampleRate(ToneServer):
+    """Declares the requested sample_rate but always sends 24 kHz audio (§4.1, §5.1)."""
+
+    name = "wrong-rate"
+    session_class = _WrongRateSession
+
+
+class _NoCancelSession(ToneSession):
+    async def receive(self) -> bytes | str | None:
+        data = await super().receive()
+        if data is not None and _is_cancel(data):
+            # Renamed so the session refuses it with unknown_type, exactly as §1.5 requires of a
+            # server without the OPTIONAL cancel feature.
+            return '{"type": "cancel-not-offered"}'
+        return data
+
+
+def _is_cancel(data: bytes | str) -> bool:
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "cancel"
+
+
+class WithoutCancel(ToneServer):
+    """Does not offer the OPTIONAL cancel feature: refuses cancel with unknown_type (§1.5, §4.2).
+
+    Not broken: its cancel cases must be UNIMPLEMENTED, never FAILED, and everything else OK.
+    """
+
+    name = "no-cancel"
+    session_class = _NoCancelSession

@@ -1,0 +1,145 @@
+"""Sessions recorded once per run and judged by several cases (see :class:`conformance.probe.Recording`).
+
+* :func:`pipelined`: the three REFERENCE.md §3 sentences sent back to back, then ``close``: framing
+  (§3.2, §3.3), frame contents (§5), ordering (§6) and draining on close (§7.1).
+* :func:`variations`: one sentence with each of voice, speed and sample_rate changed (§4.1, §5.1).
+* :func:`long_text`: :data:`conformance.texts.LONG` at speed 2 while the simulator pings the container
+  every 0.25 s, ``GET /ping`` is polled and a second session opens: keepalive (§8), health checks while
+  busy (§2.2), handshakes while busy (§2.3) and text beyond Kokoro's single-pass limit (§4.1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+
+from conformance.loop import LoopThread
+from conformance.probe import Recording, record
+from conformance.session import Session
+from conformance.target import Target
+from conformance.texts import FAST, LONG, SENTENCES, SHORT
+from protocol.messages import SynthesisRequest
+
+__all__ = [
+    "KEEPALIVE_SETTINGS",
+    "PIPELINED",
+    "VARIATIONS",
+    "long_text",
+    "pipelined",
+    "variations",
+]
+
+PIPELINED = (
+    SynthesisRequest(SENTENCES[0], request_id="p1"),
+    SynthesisRequest(SENTENCES[1], request_id="p2", sample_rate=16000),
+    SynthesisRequest(SENTENCES[2], request_id="p3"),
+)
+"""The pipelined session's requests (the second at 16 kHz, so brackets differ in rate)."""
+
+VARIATIONS = {
+    "base": SynthesisRequest(SENTENCES[0], request_id="v-base"),
+    "8000": SynthesisRequest(SENTENCES[0], request_id="v-8000", sample_rate=8000),
+    "22050": SynthesisRequest(SENTENCES[0], request_id="v-22050", sample_rate=22050),
+    "speed": SynthesisRequest(SENTENCES[0], request_id="v-speed", speed=2.0),
+    "voice": SynthesisRequest(SENTENCES[0], request_id="v-voice", voice="am_michael"),
+}
+"""The variations session's requests: the same sentence with one parameter changed each."""
+
+KEEPALIVE_SETTINGS = {"ping_interval_s": 0.25, "ping_timeout_s": 5.0}
+"""Simulator pings for the long session: frequent, so even a fast server's synthesis is pinged, and a
+server that blocks its event loop for 5 s while it synthesizes misses one."""
+
+PING_POLL_S = 0.25
+
+
+async def _send_all(session: Session, recording: Recording, requests: tuple[SynthesisRequest, ...]) -> None:
+    for request in requests:
+        recording.expect.append(request.request_id)
+        await session.send(request.to_json().encode(), data_type="BINARY")
+
+
+def pipelined(target: Target, loop: LoopThread) -> Recording:
+    """Three requests sent at once, then ``close``; the session is read to its end."""
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        await _send_all(session, recording, PIPELINED)
+        await session.close()
+        await session.drain_after_close(recording.expect)
+
+    return record(target, loop, "pipelined", scenario)
+
+
+def variations(target: Target, loop: LoopThread) -> Recording:
+    """:data:`VARIATIONS` sent at once, then ``close``."""
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        await _send_all(session, recording, tuple(VARIATIONS.values()))
+        await session.close()
+        await session.drain_after_close(recording.expect)
+
+    return record(target, loop, "variations", scenario)
+
+
+async def _poll_ping(url: str, stop: asyncio.Event, checks: list[tuple[float, Any]]) -> None:
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                status: Any = (await client.get(f"{url}/ping")).status_code
+            except httpx.HTTPError as exc:
+                status = type(exc).__name__
+            checks.append((round(time.monotonic() - started, 4), status))
+            try:
+                await asyncio.wait_for(stop.wait(), PING_POLL_S)
+            except TimeoutError:
+                pass
+
+
+async def _second_session(target: Target, extra: dict[str, Any]) -> None:
+    started = time.monotonic()
+    try:
+        async with target.bidi() as bidi:
+            session = Session(bidi, faithful_data_types=target.faithful_data_types, name="second")
+            await bidi.opened()
+            extra["second_opened_s"] = round(time.monotonic() - started, 3)
+            answer = await session.answer(await session.request(SHORT, speed=FAST))
+            extra["second_status"] = answer.complete.status if answer.complete else None
+            extra["second_audio_bytes"] = len(answer.audio)
+            await session.close()
+            await session.drain()
+    except Exception as exc:
+        extra["second_error"] = f"{type(exc).__name__}: {exc}"
+
+
+def long_text(target: Target, loop: LoopThread) -> Recording:
+    """:data:`~conformance.texts.LONG` at speed 2, with pings, ``/ping`` polling and a second session."""
+    request = SynthesisRequest(LONG, request_id="long-1", speed=FAST)
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        extra = recording.extra
+        checks: list[tuple[float, Any]] = extra.setdefault("ping_checks", [])
+        stop = asyncio.Event()
+        side: list[asyncio.Task[None]] = []
+        if target.container_url is not None:
+            side.append(asyncio.create_task(_poll_ping(target.container_url, stop, checks)))
+        sent = time.monotonic()
+        await _send_all(session, recording, (request,))
+        try:
+            # The second session opens once synthesis is under way: after the first audio message.
+            while not any(not m.is_control for m in session.messages):
+                if await session.receive() is None:
+                    break
+            extra["first_audio_s"] = round(time.monotonic() - sent, 3)
+            side.append(asyncio.create_task(_second_session(target, extra)))
+            await session.wait(lambda: "long-1" in session.completes_seen(), "long-1 was completed")
+            extra["synthesis_s"] = round(time.monotonic() - sent, 3)
+            await session.close()
+            await session.drain_after_close(recording.expect)
+        finally:
+            stop.set()
+            await asyncio.gather(*side, return_exceptions=True)
+
+    return record(target, loop, "long", scenario, settings=KEEPALIVE_SETTINGS)

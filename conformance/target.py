@@ -1,0 +1,330 @@
+"""The server under test and the way to reach it: the simulator in front of a container, or a live endpoint.
+
+:class:`ContainerProcess` starts a container command (``{port}`` is replaced by a free loopback port), keeps
+its output in a log file and waits for ``GET /ping``. :class:`SimulatorTarget` puts the SageMaker simulator
+(:class:`simulator.Simulator`, TLS + HTTP/2 door and HTTP/1.1 door on free loopback ports) in front of a
+container URL, on its own event loop thread, exactly as a third party's container would be reached.
+:class:`LiveTarget` reaches a deployed endpoint through the official clients and the default AWS credential
+chain. Cases talk to either through the same three calls: :meth:`bidi`, :meth:`runtime` and, simulator
+only, :meth:`SimulatorTarget.configure` (per-case simulator settings: split policy, faults, pings).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from conformance.loop import LoopThread
+from simulator.client import open_bidi_session, runtime_client
+
+__all__ = [
+    "BIDI_TIMEOUT_S",
+    "ContainerProcess",
+    "ContainerStartError",
+    "LiveTarget",
+    "SimulatorTarget",
+    "Target",
+    "free_port",
+    "live_credentials_available",
+]
+
+BIDI_TIMEOUT_S = 120.0
+"""Longest any single send or receive on a bidirectional stream may wait. It only guards against hangs
+(the official client hangs silently on TLS problems, REFERENCE.md §1); a long text on two CPU cores can
+take a minute between two messages when several sessions share the model."""
+
+WIRE_RECORDS_PER_SESSION = 2000
+"""Simulator wire-log records kept per session in a case report (a byte-split session has thousands)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free on ``host`` a moment ago."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+class ContainerStartError(RuntimeError):
+    """The container command exited, or did not answer ``GET /ping`` with 200 in time."""
+
+
+class ContainerProcess:
+    """A container command run for the whole suite, the way a third party's container runs.
+
+    Args:
+        command: the command line; ``{port}`` is replaced by a free loopback port (split with
+            :func:`shlex.split`, no shell).
+        log_path: where the command's stdout and stderr go.
+        startup_timeout_s: how long ``GET /ping`` may take to answer 200 (model loading and warm-up).
+        host: where the container is expected to listen.
+    """
+
+    def __init__(
+        self, command: str, log_path: Path, *, startup_timeout_s: float = 300.0, host: str = "127.0.0.1"
+    ) -> None:
+        self.port = free_port(host)
+        self.command = command.replace("{port}", str(self.port))
+        self.url = f"http://{host}:{self.port}"
+        self.log_path = log_path
+        self.startup_timeout_s = startup_timeout_s
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+
+    def start(self) -> None:
+        """Start the command and wait until ``GET /ping`` answers 200.
+
+        Raises:
+            ContainerStartError: the command exited first or stayed unhealthy; the message ends with
+                the tail of its output.
+        """
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("wb")
+        # Its own process group, so a wrapper (a shell, `docker run`) stops with everything it started.
+        self._process = subprocess.Popen(
+            shlex.split(self.command), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + self.startup_timeout_s
+        with httpx.Client(timeout=5.0) as client:
+            while True:
+                if self._process.poll() is not None:
+                    code = self._process.returncode
+                    self.stop()
+                    raise ContainerStartError(
+                        f"the container exited with status {code}:\n{self.output_tail()}"
+                    )
+                try:
+                    if client.get(f"{self.url}/ping").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise ContainerStartError(
+                        f"the container did not answer GET /ping with 200 within {self.startup_timeout_s:g} "
+                        "s:\n"
+                        f"{self.output_tail()}"
+                    )
+                time.sleep(0.2)
+
+    def output(self) -> str:
+        """Everything the command wrote so far."""
+        if self._log is not None:
+            self._log.flush()
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def output_tail(self, lines: int = 30) -> str:
+        """The last ``lines`` lines of :meth:`output`."""
+        return "\n".join(self.output().splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """SIGTERM the process group, SIGKILL after 15 s (idempotent)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            for sig, wait_s in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, sig)
+                try:
+                    process.wait(wait_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class Target:
+    """How cases reach the server under test (see the module docstring)."""
+
+    name = "target"
+    endpoint_name = "conformance"
+    faithful_data_types = False
+    """Whether ``DataType`` shows the container's frame type (only the simulator promises it)."""
+    container_url: str | None = None
+    """The container's own URL (for ``GET /ping``), when the suite can reach it."""
+    container_log: ContainerProcess | None = None
+    """The container process whose output the suite can read, when it started one."""
+
+    def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Open an ``InvokeEndpointWithBidirectionalStream`` session (a ``simulator.client.BidiSession``)."""
+        raise NotImplementedError
+
+    def runtime(self) -> Any:
+        """A boto3 ``sagemaker-runtime`` client for ``InvokeEndpoint[WithResponseStream]``."""
+        raise NotImplementedError
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the simulator is in front (split policies, faults and wire logs are available)."""
+        return False
+
+    def wire_mark(self) -> dict[str, int]:
+        """A position in the simulator's wire logs, for :meth:`wire_since`."""
+        return {}
+
+    def wire_since(self, mark: dict[str, int]) -> list[dict[str, Any]]:
+        """Wire-log records added since ``mark``, one dict per session."""
+        return []
+
+    def stop(self) -> None:
+        """Release what the target started."""
+
+
+class SimulatorTarget(Target):
+    """The simulator in front of a container at ``container_url``, on its own event-loop thread.
+
+    Args:
+        container_url: the container's base URL.
+        process: the container process, when the suite started it (its output is then readable).
+    """
+
+    name = "simulator"
+    faithful_data_types = True
+
+    def __init__(self, container_url: str, process: ContainerProcess | None = None) -> None:
+        from simulator import Simulator, SimulatorSettings, UrlContainer
+
+        self.container_url = container_url
+        self.container_log = process
+        self.loop = LoopThread("conformance-simulator")
+        # Reports collect each case's wire log right after the case, so few finished logs need keeping.
+        settings = SimulatorSettings(wire_log_keep=48)
+        self.simulator = Simulator(UrlContainer(container_url), settings)
+        try:
+            self.loop.run(self.simulator.start(), 60.0)
+        except BaseException:
+            self.loop.stop()
+            raise
+
+    @property
+    def simulated(self) -> bool:
+        return True
+
+    def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+        options.setdefault("timeout", BIDI_TIMEOUT_S)
+        return open_bidi_session(
+            self.endpoint_name,
+            endpoint_url=self.simulator.endpoint_url,
+            ca_file=self.simulator.ca_file,
+            **options,
+        )
+
+    def runtime(self) -> Any:
+        # One attempt: a retried invocation would hide what the container answered.
+        return runtime_client(self.simulator.http1_url, max_attempts=1)
+
+    @contextlib.contextmanager
+    def configure(self, **changes: Any) -> Iterator[None]:
+        """Change simulator settings (:class:`simulator.SimulatorSettings` fields) for sessions opened inside.
+
+        Each session reads the settings once, when it opens; keep its whole life inside the block.
+        """
+
+        async def swap(values: dict[str, Any]) -> dict[str, Any]:
+            before = {name: getattr(self.simulator.settings, name) for name in values}
+            self.simulator.update(**values)
+            return before
+
+        previous = self.loop.run(swap(changes), 10.0)
+        try:
+            yield
+        finally:
+            self.loop.run(swap(previous), 10.0)
+
+    def wire_mark(self) -> dict[str, int]:
+        async def mark() -> dict[str, int]:
+            return {log.session_id: len(log.records) for log in self.simulator.wire_logs}
+
+        return self.loop.run(mark(), 10.0)
+
+    def wire_since(self, mark: dict[str, int]) -> list[dict[str, Any]]:
+        async def since() -> list[dict[str, Any]]:
+            out = []
+            for log in self.simulator.wire_logs:
+                first = mark.get(log.session_id, 0)
+                if log.session_id in mark and first >= len(log.records):
+                    continue
+                records = log.records[first:]
+                out.append(
+                    {
+                        "session_id": log.session_id,
+                        "api": log.api,
+                        "endpoint": log.endpoint,
+                        "outcome": log.outcome,
+                        "first_record": first,
+                        "records": [r.to_dict() for r in records[:WIRE_RECORDS_PER_SESSION]],
+                        "records_omitted": max(0, len(records) - WIRE_RECORDS_PER_SESSION),
+                    }
+                )
+            return out
+
+        return self.loop.run(since(), 30.0)
+
+    def session_logs(self, mark: dict[str, int]) -> list[Any]:
+        """The :class:`simulator.WireLog` objects of sessions opened since ``mark``, oldest first."""
+
+        async def logs() -> list[Any]:
+            return [log for log in self.simulator.wire_logs if log.session_id not in mark]
+
+        return self.loop.run(logs(), 10.0)
+
+    def stop(self) -> None:
+        try:
+            self.loop.run(self.simulator.stop(), 60.0)
+        finally:
+            self.loop.stop()
+
+
+def live_credentials_available() -> bool:
+    """Whether botocore's credential chain finds credentials without touching the network.
+
+    The instance-metadata and container providers are left out: asking them is a network call (and, off
+    AWS, a wait for time-outs). Credentials from the environment, shared files, SSO caches or
+    ``credential_process`` are found.
+    """
+    import botocore.session
+
+    session = botocore.session.Session()
+    resolver = session.get_component("credential_provider")
+    for name in ("iam-role", "container-role"):
+        with contextlib.suppress(ValueError):
+            resolver.remove(name)
+    try:
+        return resolver.load_credentials() is not None
+    except Exception:
+        return False
+
+
+class LiveTarget(Target):
+    """A deployed SageMaker endpoint, through the official clients and the default credential chain.
+
+    Args:
+        endpoint_name: the endpoint's name.
+        region: its region.
+    """
+
+    name = "live"
+
+    def __init__(self, endpoint_name: str, region: str) -> None:
+        self.endpoint_name = endpoint_name
+        self.region = region
+
+    def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+        options.setdefault("timeout", BIDI_TIMEOUT_S)
+        return open_bidi_session(self.endpoint_name, region=self.region, **options)
+
+    def runtime(self) -> Any:
+        return runtime_client(region=self.region, max_attempts=1)

@@ -1,0 +1,150 @@
+"""§4.2 cancel and §7.2 cancel-then-close (barge-in)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance import expect
+from conformance.cases import Level, Unimplemented, case
+from conformance.probe import Probe
+from conformance.session import Answer, Session
+from conformance.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
+from protocol.session import ClientSession
+
+
+def _streaming(session: Session, request_id: str) -> bool:
+    answer = session.answers.get(request_id)
+    return answer is not None and (bool(answer.frames) or answer.complete is not None)
+
+
+def _require_cancel(errors: list[Any]) -> None:
+    """Cancel is OPTIONAL (§1.5, §4.2): a server without it refuses every cancel with ``unknown_type``."""
+    if any(e.code == "unknown_type" for e in errors):
+        raise Unimplemented("the server answered cancel with unknown_type: it does not offer cancel (§4.2)")
+
+
+def _cancelled_or_crossed(answer: Answer, errors: list[Any]) -> str:
+    """``cancelled``, or ``crossed`` when the cancel crossed the request's completion (§4.2 allows it)."""
+    _require_cancel(errors)
+    assert answer.complete is not None, f"{answer.request_id!r} got no synthesis_complete"
+    if answer.complete.status == "cancelled":
+        assert not errors, f"unexpected error frames: {[e.code for e in errors]}"
+        return "cancelled"
+    expect.completed(answer)
+    expect.one_error(errors, "unknown_request", answer.request_id)
+    return "crossed"
+
+
+@case(
+    "4.2.1",
+    "§4.2",
+    Level.MUST,
+    requirement="an **active** request: the server stops synthesizing it and sends at most the audio it has "
+    "already produced for the current chunk",
+    description="send a two-sentence request; at its first audio frame send cancel naming it",
+    expectation="its synthesis_complete has status cancelled and audio_bytes equal to the audio sent (or, if "
+    "the cancel crossed the completion, status completed and one unknown_request error)",
+)
+def test_cancel_active_request(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("cancel-active") as s:
+            await s.request(TWO_SENTENCES, request_id="c1", speed=FAST)
+            await s.wait(lambda: _streaming(s, "c1"), "c1's audio began")
+            await s.send(ClientSession.cancel("c1"))
+            answer = await s.answer("c1")
+            await s.close()
+            await s.drain()
+            return answer, s.checker.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    conf.observe(outcome=_cancelled_or_crossed(answer, errors), audio_bytes=len(answer.audio))
+
+
+@case(
+    "4.2.2",
+    "§4.2",
+    Level.MUST,
+    requirement="a **queued** request: in its turn, the server sends its `synthesis_start` immediately "
+    "followed by its `synthesis_complete` with `status` `cancelled` and `audio_bytes` 0",
+    description="send a two-sentence request, then a short one; cancel the short one at once",
+    expectation="the first completes normally; the second gets synthesis_start then synthesis_complete "
+    "status cancelled, audio_bytes 0, no audio",
+)
+def test_cancel_queued_request(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, Answer, list[Any]]:
+        async with conf.session("cancel-queued") as s:
+            await s.request(TWO_SENTENCES, request_id="c2a", speed=FAST)
+            await s.request(SHORT, request_id="c2b")
+            await s.send(ClientSession.cancel("c2b"))
+            first, second = await s.answer("c2a"), await s.answer("c2b")
+            await s.close()
+            await s.drain()
+            return first, second, s.checker.errors_since(0)
+
+    first, second, errors = conf.run(scenario())
+    _require_cancel(errors)
+    assert not errors, f"unexpected error frames: {[(e.code, e.request_id) for e in errors]}"
+    expect.spoken(first, TWO_SENTENCES, speed=FAST)
+    expect.completed(second, status="cancelled")
+    assert second.complete is not None and second.complete.audio_bytes == 0 and not second.audio, (
+        f"the cancelled queued request carried {len(second.audio)} audio bytes"
+    )
+
+
+@case(
+    "4.2.3",
+    "§4.2",
+    Level.MUST,
+    requirement="A cancel without `request_id` when nothing is queued or active does nothing and is not an "
+    "error.",
+    description='send {"type": "cancel"} on an idle session, then a request',
+    expectation="no error frame; the request completes",
+)
+def test_cancel_all_when_idle(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("cancel-idle") as s:
+            await s.send(ClientSession.cancel(), data_type="UTF8")
+            answer = await s.answer(await s.request(SHORT, speed=FAST))
+            await s.close()
+            await s.drain()
+            return answer, s.checker.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    _require_cancel(errors)
+    assert not errors, f"error frames for an idle cancel: {[(e.code, e.message) for e in errors]}"
+    expect.spoken(answer, SHORT, speed=FAST)
+
+
+@case(
+    "7.2.1",
+    "§7.2",
+    Level.MUST,
+    requirement="Every request is answered at once with its (possibly empty) cancelled bracket (§4.2), and "
+    "the session closes with 1000.",
+    description="send a two-sentence request and a second one; at the first audio frame send cancel (no id), "
+    "then close",
+    expectation="the first ends cancelled (or completed, if the cancel crossed it), the second cancelled "
+    "with audio_bytes 0; the session then ends (close code 1000, checked behind the simulator)",
+)
+def test_cancel_then_close_aborts(conf: Probe) -> None:
+    mark = conf.target.wire_mark()
+
+    async def scenario() -> tuple[Answer, Answer, list[Any]]:
+        async with conf.session("abort") as s:
+            await s.request(TWO_SENTENCES, request_id="ab1")
+            await s.request(SENTENCES[1], request_id="ab2")
+            await s.wait(lambda: _streaming(s, "ab1"), "ab1's audio began")
+            await s.send(ClientSession.cancel())
+            await s.close()
+            await s.drain_after_close(["ab1", "ab2"])
+            return s.answers["ab1"], s.answers["ab2"], s.checker.errors_since(0)
+
+    first, second, errors = conf.run(scenario())
+    _require_cancel(errors)
+    assert first.complete is not None and first.complete.status in ("cancelled", "completed"), first.complete
+    expect.completed(second, status="cancelled")
+    assert second.complete is not None and second.complete.audio_bytes == 0
+    if conf.simulated:
+        outcomes = [log["outcome"] for log in conf.target.wire_since(mark) if log["api"] == "bidi"]
+        conf.observe(outcomes=outcomes)
+        assert outcomes and outcomes[0] == "container-closed: code 1000", f"the session ended as: {outcomes}"

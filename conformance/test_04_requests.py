@@ -1,0 +1,366 @@
+"""§1.4 JSON conventions, §4 and §4.1 synthesis requests: shapes accepted, parameters honoured, session
+rules."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import time
+from typing import Any
+
+from conformance import expect
+from conformance.audio import check_speech
+from conformance.cases import Level, case
+from conformance.probe import Probe, Recording
+from conformance.recordings import VARIATIONS
+from conformance.session import Answer, Session
+from conformance.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
+
+
+async def _completions(session: Session, count: int) -> None:
+    """Read until ``count`` brackets are closed."""
+    done = lambda: sum(1 for a in session.answers.values() if a.complete) >= count  # noqa: E731
+    await session.wait(done, f"{count} requests were completed")
+
+
+async def _only_answer(session: Session, request_id: str | None) -> Answer:
+    if request_id is not None:
+        return await session.answer(request_id)
+    await session.wait(lambda: any(a.complete for a in session.answers.values()), "the request was completed")
+    return next(a for a in session.answers.values() if a.complete)
+
+
+def _single(conf: Probe, name: str, message: dict[str, Any], *, data_type: str | None = "BINARY") -> Answer:
+    """Send ``message`` alone on a new session, close, drain; return its answer."""
+    request_id = message.get("request_id")
+
+    async def scenario() -> Answer:
+        async with conf.session(name) as s:
+            s.expect(request_id)
+            await s.send(json.dumps(message).encode(), data_type=data_type)
+            answer = await _only_answer(s, request_id)
+            await s.close()
+            await s.drain()
+            return answer
+
+    return conf.run(scenario())
+
+
+@case(
+    "1.4.1",
+    "§1.4",
+    Level.MUST,
+    requirement="A member whose value is `null` is treated exactly as if it were absent.",
+    description='send {"type": null, "text": "Hi.", "voice": null, "speed": null, "sample_rate": null, '
+    '"request_timestamp": null, "request_id": "null-1"}',
+    expectation="the request completes with the defaults: voice af_heart, speed 1.0, 24000 Hz",
+)
+def test_null_members_are_absent(conf: Probe) -> None:
+    message = {
+        "type": None,
+        "text": SHORT,
+        "voice": None,
+        "speed": None,
+        "sample_rate": None,
+        "request_timestamp": None,
+        "request_id": "null-1",
+    }
+    answer = _single(conf, "nulls", message)
+    expect.spoken(answer, SHORT)
+    start = answer.start
+    assert (start.voice, start.speed, start.sample_rate) == ("af_heart", 1.0, 24000), (
+        f"defaults not applied: voice {start.voice!r}, speed {start.speed}, {start.sample_rate} Hz"
+    )
+
+
+@case(
+    "1.4.2",
+    "§1.4",
+    Level.MUST,
+    requirement="Receivers MUST ignore members they do not know, so that later versions can add members.",
+    description="send a request with two unknown members, one of them a nested object",
+    expectation="the request completes",
+)
+def test_unknown_members_are_ignored(conf: Probe) -> None:
+    message = {
+        "text": SHORT,
+        "speed": FAST,
+        "request_id": "unknown-1",
+        "emotion": "cheerful",
+        "x-extension": {"nested": [1, 2, {"deep": True}], "note": None},
+    }
+    expect.spoken(_single(conf, "unknown-members", message), SHORT, speed=FAST)
+
+
+@case(
+    "1.4.3",
+    "§1.4",
+    Level.MUST,
+    requirement="A number is an integer when its value is integral: `24000` and `24000.0` are the same "
+    "`sample_rate`.",
+    description='send a request with "sample_rate": 24000.0 and "speed": 2 (an integer)',
+    expectation="the request completes at 24000 Hz, speed 2",
+)
+def test_integral_numbers(conf: Probe) -> None:
+    frame = {"text": SHORT, "sample_rate": 24000.0, "speed": 2, "request_id": "integral-1"}
+    answer = _single(conf, "integral", frame)
+    expect.spoken(answer, SHORT, speed=FAST)
+    assert answer.start.sample_rate == 24000, f"synthesis_start says {answer.start.sample_rate} Hz"
+
+
+@case(
+    "4.0.1",
+    "§4",
+    Level.MUST,
+    requirement='absent, `null` or `"synthesize"`',
+    description='send a request with "type": "synthesize" in a TEXT message',
+    expectation="the request completes",
+)
+def test_type_synthesize(conf: Probe) -> None:
+    message = {"type": "synthesize", "text": SHORT, "speed": FAST, "request_id": "typed-1"}
+    expect.spoken(_single(conf, "typed", message, data_type="UTF8"), SHORT, speed=FAST)
+
+
+@case(
+    "4.1.1",
+    "§1.1",
+    Level.MUST,
+    requirement="a client of that sample works unchanged (no `type` member is needed in requests, §4.1)",
+    description="speak two sentences the way the AWS sample's client does: json.dumps({'text', 'voice', "
+    "'request_timestamp': time.time(), 'speed'}) in PayloadParts without DataType, each after the previous "
+    "one's synthesis_complete, then json.dumps({'type': 'close'})",
+    expectation="each gets a bracket with a server-assigned id and plausible speech; the session then ends",
+)
+def test_aws_sample_message_shapes(conf: Probe) -> None:
+    texts = (SENTENCES[0], SHORT)
+
+    async def scenario() -> list[Answer]:
+        answers = []
+        async with conf.session("aws-sample") as s:
+            for text in texts:
+                body = {"text": text, "voice": "af_heart", "request_timestamp": time.time(), "speed": 1.0}
+                s.expect(None)
+                await s.send(json.dumps(body).encode("utf-8"), data_type=None)
+                await _completions(s, len(answers) + 1)
+                answers.append(list(s.answers.values())[-1])
+            await s.send(json.dumps({"type": "close"}).encode("utf-8"), data_type=None)
+            await s.drain()
+        return answers
+
+    answers = conf.run(scenario())
+    for text, answer in zip(texts, answers, strict=True):
+        expect.spoken(answer, text)
+
+
+@case(
+    "4.1.2",
+    "§4.1",
+    Level.MUST,
+    requirement="When `request_id` is absent the server assigns `r<N>` (N = 1, 2, …, skipping ids in use) "
+    "and reports it in `synthesis_start`",
+    description="send two requests without request_id back to back",
+    expectation="both complete; their synthesis_start frames carry two different ids of the form r<N>",
+)
+def test_server_assigns_request_ids(conf: Probe) -> None:
+    async def scenario() -> list[Answer]:
+        async with conf.session("assigned") as s:
+            for _ in range(2):
+                s.expect(None)
+                await s.send(json.dumps({"text": SHORT, "speed": FAST}).encode())
+            await s.close()
+            await s.drain_after_close([None, None])
+            return list(s.answers.values())
+
+    answers = conf.run(scenario())
+    ids = [a.request_id for a in answers]
+    conf.observe(assigned_ids=ids)
+    assert len(ids) == 2 and ids[0] != ids[1], f"assigned ids: {ids}"
+    assert all(re.fullmatch(r"r[1-9][0-9]*", i) for i in ids), f"assigned ids are not of the form r<N>: {ids}"
+    for answer in answers:
+        expect.completed(answer)
+
+
+@case(
+    "4.1.3",
+    "§4.1",
+    Level.MUST,
+    requirement="Timestamps in the future are accepted (clocks differ).",
+    description="send a request whose request_timestamp is one hour in the future (Unix seconds)",
+    expectation="the request completes",
+)
+def test_future_timestamp_accepted(conf: Probe) -> None:
+    message = {
+        "text": SHORT,
+        "speed": FAST,
+        "request_id": "future-1",
+        "request_timestamp": time.time() + 3600,
+    }
+    expect.spoken(_single(conf, "future", message), SHORT, speed=FAST)
+
+
+@case(
+    "4.1.4",
+    "§4.1",
+    Level.MUST,
+    requirement="Unix epoch seconds (fractions allowed) or an RFC 3339 `date-time` with offset",
+    description="send two requests stamped now as RFC 3339 strings, one in UTC ('Z') with milliseconds, one "
+    "with a +02:00 offset",
+    expectation="both complete",
+)
+def test_rfc3339_timestamps_accepted(conf: Probe) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    stamps = (
+        now.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+        now.astimezone(datetime.timezone(datetime.timedelta(hours=2))).isoformat(timespec="seconds"),
+    )
+    conf.observe(timestamps=stamps)
+
+    async def scenario() -> list[Answer]:
+        async with conf.session("rfc3339") as s:
+            ids = []
+            for n, stamp in enumerate(stamps, 1):
+                ids.append(f"stamp-{n}")
+                s.expect(ids[-1])
+                body = {"text": SHORT, "speed": FAST, "request_id": ids[-1], "request_timestamp": stamp}
+                await s.send(json.dumps(body).encode())
+            answers = [await s.answer(i) for i in ids]
+            await s.close()
+            await s.drain()
+            return answers
+
+    for answer in conf.run(scenario()):
+        expect.spoken(answer, SHORT, speed=FAST)
+
+
+@case(
+    "4.1.5",
+    "§4.1",
+    Level.MUST,
+    requirement="A request whose id is already queued or active in the session is refused with "
+    "`duplicate_request_id` (the first request is unaffected)",
+    description="send a request with id 'dup', and right behind it a request with the same id",
+    expectation="one error frame duplicate_request_id naming 'dup'; the first request completes with "
+    "plausible speech of its text",
+)
+def test_duplicate_request_id(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("duplicate") as s:
+            await s.request(SENTENCES[0], request_id="dup", speed=FAST)
+            await s.send(json.dumps({"text": SHORT, "request_id": "dup"}).encode())
+            answer = await s.answer("dup")
+            await s.close()
+            await s.drain()
+            return answer, s.checker.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    expect.one_error(errors, "duplicate_request_id", "dup")
+    expect.spoken(answer, SENTENCES[0], speed=FAST)
+
+
+@case(
+    "4.1.6",
+    "§4.1",
+    Level.MUST,
+    requirement="then with `queue_full` when `max_queue` requests are already queued or active",
+    description="send 33 requests at once (max_queue is 32): a two-sentence one, then 32 short ones; after "
+    "the refusal, cancel everything and close",
+    expectation="exactly one error frame, queue_full naming the 33rd request; each of the first 32 gets its "
+    "bracket (completed or cancelled)",
+)
+def test_queue_full(conf: Probe) -> None:
+    async def scenario() -> tuple[list[str], list[Any], dict[str, Answer]]:
+        async with conf.session("queue") as s:
+            frames = [(f"q{n}", SHORT if n > 1 else TWO_SENTENCES) for n in range(1, 34)]
+            client = s.checker.client
+            for request_id, text in frames[:32]:
+                await s.request(text, request_id=request_id, speed=FAST)
+            # The 33rd is refused, so it is sent raw: no bracket is expected for it.
+            await s.send(json.dumps({"text": SHORT, "request_id": "q33"}).encode())
+            await s.wait(lambda: bool(s.checker.errors), "an error frame answered the 33rd request")
+            await s.send(client.cancel())
+            await s.close()
+            await s.drain_after_close([i for i, _ in frames[:32]], grace_s=30.0)
+            return [i for i, _ in frames[:32]], s.checker.errors_since(0), s.answers
+
+    expected, errors, answers = conf.run(scenario())
+    expect.one_error(errors, "queue_full", "q33")
+    missing = [i for i in expected if i not in answers or answers[i].complete is None]
+    assert not missing, f"requests without a closed bracket: {missing}"
+
+
+def _variation(variations: Recording, name: str) -> Answer:
+    checker = variations.replay()
+    request = VARIATIONS[name]
+    answer = checker.answers.get(request.request_id or "")
+    assert answer is not None and answer.complete is not None, (
+        f"{request.request_id!r} was not answered ({variations.error or 'no error'})"
+    )
+    return answer
+
+
+@case(
+    "4.1.7",
+    "§5.1",
+    Level.MUST,
+    requirement="| `voice` | string | the voice used |",
+    description="speak the same sentence with voice af_heart and am_michael (one recorded session)",
+    expectation="synthesis_start names the requested voice; both are plausible speech; the audio differs",
+)
+def test_voice_is_honoured(conf: Probe, variations: Recording) -> None:
+    conf.use(variations)
+    base, other = _variation(variations, "base"), _variation(variations, "voice")
+    assert other.start.voice == "am_michael", f"synthesis_start says voice {other.start.voice!r}"
+    expect.spoken(base, SENTENCES[0])
+    expect.spoken(other, SENTENCES[0])
+    assert bytes(other.audio) != bytes(base.audio), "am_michael and af_heart gave the same audio"
+
+
+@case(
+    "4.1.8",
+    "§5.1",
+    Level.MUST,
+    requirement="| `speed` | number | the speed used |",
+    description="speak the same sentence at speed 1.0 and 2.0 (one recorded session)",
+    expectation="synthesis_start says speed 2.0; the fast audio lasts at most 75% of the normal one",
+)
+def test_speed_is_honoured(conf: Probe, variations: Recording) -> None:
+    conf.use(variations)
+    base, fast = _variation(variations, "base"), _variation(variations, "speed")
+    expect.spoken(fast, SENTENCES[0], speed=2.0)
+    assert fast.start.speed == 2.0, f"synthesis_start says speed {fast.start.speed}"
+    conf.observe(normal_s=base.duration_s, fast_s=fast.duration_s)
+    assert fast.duration_s <= 0.75 * base.duration_s, (
+        f"speed 2.0 gave {fast.duration_s:.3f} s against {base.duration_s:.3f} s at speed 1.0"
+    )
+
+
+@case(
+    "4.1.9",
+    "§4.1",
+    Level.MUST,
+    requirement="Audio is produced at the model's rate (24 kHz for Kokoro) and resampled to `sample_rate` "
+    "when that differs.",
+    description="speak the same sentence at 24000, 22050 and 8000 Hz (one recorded session)",
+    expectation="each synthesis_start declares the requested rate; each is plausible speech at that rate "
+    "(smooth little-endian PCM); the three durations agree within 3%",
+)
+def test_sample_rate_is_honoured(conf: Probe, variations: Recording) -> None:
+    conf.use(variations)
+    base = _variation(variations, "base")
+    durations = {24000: base.duration_s}
+    for name in ("22050", "8000"):
+        answer = _variation(variations, name)
+        rate = int(name)
+        assert answer.start.sample_rate == rate, (
+            f"asked for {rate} Hz, synthesis_start says {answer.start.sample_rate}"
+        )
+        problems = check_speech(bytes(answer.audio), rate, SENTENCES[0])
+        assert not problems, f"at {rate} Hz: " + "; ".join(problems)
+        durations[rate] = answer.duration_s
+    conf.observe(durations_s=durations)
+    for rate, seconds in durations.items():
+        assert abs(seconds - base.duration_s) <= 0.03 * base.duration_s, (
+            f"{seconds:.3f} s at {rate} Hz against {base.duration_s:.3f} s at 24000 Hz: the audio is not at "
+            "the declared rate"
+        )

@@ -1,0 +1,158 @@
+"""§7 session lifetime: long sessions, close, disconnects; §6.1 concurrent sessions without cross-talk."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+
+from conformance import expect
+from conformance.cases import Level, case
+from conformance.probe import Probe
+from conformance.session import Answer, Session
+from conformance.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
+from protocol.session import ClientSession
+
+DISCONNECTS = 20
+
+
+@case(
+    "7.0.1",
+    "§7",
+    Level.MUST,
+    requirement="**Only** a client's `close` (§7.1), a fatal error (§9.4), server shutdown (§7.3) or the "
+    "loss of the connection (§7.4) end it.",
+    description="on one session, send three requests one after another, each after the previous one's "
+    "synthesis_complete, with 2 s of silence before the third; then close",
+    expectation="all three complete on the same session; it ends only after close",
+)
+def test_session_carries_many_requests(conf: Probe) -> None:
+    async def scenario() -> list[Answer]:
+        answers = []
+        async with conf.session("many") as s:
+            for n in range(3):
+                if n == 2:
+                    await asyncio.sleep(2.0)  # an idle session stays open (§7: no idle timeout)
+                answers.append(await s.answer(await s.request(SHORT, speed=FAST)))
+            assert not s.ended, "the session ended before close"
+            await s.close()
+            await s.drain()
+        return answers
+
+    for answer in conf.run(scenario()):
+        expect.spoken(answer, SHORT, speed=FAST)
+
+
+@case(
+    "7.1.3",
+    "§7.1",
+    Level.MUST,
+    requirement="On `close` the session stops reading requests: every later message, `cancel` and `close` "
+    "included, is ignored without an answer.",
+    description="send a request, then close, then another request, a malformed message and a cancel naming "
+    "the first request",
+    expectation="the first request completes (not cancelled); nothing answers the later messages (no "
+    "bracket, no error frame); the session ends",
+)
+def test_messages_after_close_are_ignored(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("after-close") as s:
+            await s.request(SHORT, request_id="ac1", speed=FAST)
+            await s.close()
+            await s.send(json.dumps({"text": SHORT, "request_id": "ac2"}).encode())
+            await s.send(b"this is not JSON")
+            await s.send(ClientSession.cancel("ac1"))
+            await s.drain_after_close(["ac1"])
+            return s.answers["ac1"], s.checker.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    assert not errors, f"messages after close were answered: {[(e.code, e.request_id) for e in errors]}"
+    expect.spoken(answer, SHORT, speed=FAST)
+
+
+@case(
+    "7.1.4",
+    "§7.1",
+    Level.MUST,
+    requirement="Every request accepted before `close` is still answered in full, in order (§6), exactly as "
+    "if `close` had not been sent; queued requests are **not** dropped.",
+    description="send a two-sentence request; at its first audio frame send close",
+    expectation="the request completes with status completed and plausible speech of both sentences; then "
+    "the session ends",
+)
+def test_close_while_audio_streams(conf: Probe) -> None:
+    async def scenario() -> Answer:
+        async with conf.session("close-streaming") as s:
+            await s.request(TWO_SENTENCES, request_id="cs1", speed=FAST)
+            await s.wait(lambda: "cs1" in s.answers and bool(s.answers["cs1"].frames), "cs1's audio began")
+            await s.close()
+            await s.drain_after_close(["cs1"])
+            return s.answers["cs1"]
+
+    expect.spoken(conf.run(scenario()), TWO_SENTENCES, speed=FAST)
+
+
+@case(
+    "7.4.1",
+    "§7.4",
+    Level.MUST,
+    requirement="the server MUST stop synthesis for that session promptly (within one synthesis segment) and "
+    "free everything the session held",
+    description=f"{DISCONNECTS} times: open a session, send a request, and end the input as soon as its "
+    "synthesis_start arrives (SageMaker then tears the WebSocket down mid-synthesis); then open one more "
+    "session",
+    expectation="the last session's request completes; the container still answers GET /ping with 200 (when "
+    "the suite can reach it)",
+)
+def test_disconnect_mid_synthesis(conf: Probe) -> None:
+    async def once(n: int) -> None:
+        async with conf.target.bidi() as bidi:
+            session = Session(bidi, faithful_data_types=conf.target.faithful_data_types, name=f"gone-{n}")
+            request_id = await session.request(SENTENCES[1], speed=FAST)
+            await session.wait(lambda: request_id in session.answers, "synthesis_start arrived")
+        # Leaving the block ends the input: the simulator drops the container's WebSocket (REFERENCE.md §1).
+
+    async def scenario() -> Answer:
+        for n in range(DISCONNECTS):
+            await once(n)
+        async with conf.session("after-disconnects") as s:
+            answer = await s.answer(await s.request(SHORT, speed=FAST))
+            await s.close()
+            await s.drain()
+            return answer
+
+    expect.spoken(conf.run(scenario()), SHORT, speed=FAST)
+    if conf.target.container_url is not None:
+        status = httpx.get(f"{conf.target.container_url}/ping", timeout=10.0).status_code
+        assert status == 200, f"after {DISCONNECTS} disconnects GET /ping answered {status}"
+
+
+@case(
+    "6.1.2",
+    "§6.1",
+    Level.MUST,
+    requirement="Audio frames appear only between a `synthesis_start` and the matching `synthesis_complete`.",
+    description="open three sessions at once; each sends one of the three REFERENCE.md sentences with its "
+    "own request id and sample rate (8000, 16000, 24000 Hz)",
+    expectation="each session sees only its own bracket, at its own rate, with plausible speech of its own "
+    "text",
+)
+def test_concurrent_sessions_do_not_cross_talk(conf: Probe) -> None:
+    rates = (8000, 16000, 24000)
+
+    async def one(n: int) -> Answer:
+        async with conf.session(f"concurrent-{n}") as s:
+            answer = await s.answer(await s.request(SENTENCES[n], request_id=f"x{n}", sample_rate=rates[n]))
+            await s.close()
+            await s.drain()
+            assert list(s.answers) == [f"x{n}"], f"session {n} saw brackets {list(s.answers)}"
+            return answer
+
+    async def scenario() -> list[Answer]:
+        return list(await asyncio.gather(*(one(n) for n in range(3))))
+
+    for n, answer in enumerate(conf.run(scenario())):
+        assert answer.start.sample_rate == rates[n], f"session {n}: {answer.start.sample_rate} Hz"
+        expect.spoken(answer, SENTENCES[n])

@@ -1,0 +1,309 @@
+"""§3.1, §4, §9 refusals: the bad-input table, random malformed messages, error-frame content, and §6.3.
+
+The table's rows (:mod:`conformance.badinputs`) share as few sessions as the rules allow: each row sends its
+bad message and then a valid request on the same session, which must complete (§6.3: a refusal changes
+nothing else). A row that breaks the session (the server closed it, or broke a rule) gets a fresh session for
+the rows after it, so one failure does not hide the verdicts of the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+
+from conformance import expect
+from conformance.badinputs import ROWS, BadInput
+from conformance.cases import Level, case, param
+from conformance.loop import LoopThread
+from conformance.probe import Probe, Recording, record
+from conformance.session import Session
+from conformance.target import Target
+from conformance.texts import FAST, SHORT, TWO_SENTENCES
+from protocol.errors import ProtocolError
+from protocol.limits import Limits
+from protocol.messages import parse_client_message
+
+
+class SharedSession:
+    """A session several cases use in turn; replaced by a fresh one after a case that failed on it."""
+
+    def __init__(self, target: Target, name: str) -> None:
+        self.target = target
+        self.name = name
+        self.session: Session | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._opened = 0
+
+    async def use[T](self, probe: Probe, body: Callable[[Session], Awaitable[T]]) -> T:
+        """Run ``body`` on the shared session (opened if needed); discard the session if ``body`` raised."""
+        if self.session is None or self.session.ended:
+            await self.discard()
+            self._opened += 1
+            self._stack = contextlib.AsyncExitStack()
+            bidi = await self._stack.enter_async_context(self.target.bidi())
+            self.session = Session(
+                bidi, faithful_data_types=self.target.faithful_data_types, name=f"{self.name}-{self._opened}"
+            )
+        probe.attach(self.session)
+        try:
+            return await body(self.session)
+        except BaseException:
+            await self.discard()
+            raise
+
+    async def discard(self) -> None:
+        """End the session's input (SageMaker then drops the container's WebSocket)."""
+        stack, self._stack, self.session = self._stack, None, None
+        if stack is not None:
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+
+    async def close(self) -> None:
+        """Close the session politely (``close``, then read to the end), then release it."""
+        session = self.session
+        if session is not None and not session.ended:
+            with contextlib.suppress(Exception):
+                await session.close()
+                await session.drain()
+        await self.discard()
+
+
+@pytest.fixture(scope="module")
+def shared(target: Target, client_loop: LoopThread) -> Iterator[SharedSession]:
+    """The session the bad-input rows share."""
+    shared = SharedSession(target, "bad-inputs")
+    yield shared
+    client_loop.run(shared.close(), 60.0)
+
+
+@pytest.mark.parametrize("row", [param(row, row.case) for row in ROWS])
+def test_bad_input(conf: Probe, shared: SharedSession, row: BadInput) -> None:
+    after = f"after-{row.case.id}"
+
+    async def body(session: Session) -> tuple[Any, list[Any]]:
+        start = session.checker.fed
+        await session.send(row.frame, data_type=row.data_type)
+        answer = await session.answer(await session.request(SHORT, speed=FAST, request_id=after))
+        return answer, session.checker.errors_since(start)
+
+    answer, errors = conf.run(shared.use(conf, body))
+    expect.one_error(errors, row.code, row.request_id)
+    expect.completed(answer)
+
+
+# --- random malformed messages ---------------------------------------------------------------------------
+
+_POOLS: dict[str, list[Any]] = {
+    "type": [None, "synthesize", "cancel", "start", "", 5, True, ["close"]],
+    "text": [None, "", " \t", "\u3000", "Hi.", 5, ["Hi."], {"text": "Hi."}],
+    "voice": [None, "af_heart", "zz_nobody", "", "af heart", 3, "v" * 70],
+    "speed": [None, 1.0, 0.49, 2.5, -1, 0, "fast", True],
+    "sample_rate": [None, 24000, 44100, 24000.5, 0, "24000", False],
+    "request_id": [None, "fz-1", "", 7, "r" * 129],
+    "request_timestamp": [None, 1.0, 4102444800.0, "yesterday", "2001-01-01T00:00:00Z", True],
+}
+"""Valid and invalid values per member; "af_heart" is the only voice assumed to exist (the default, §4.1)."""
+
+_SEEDS = [b'{"text": "Hi.", "speed": 2.0, "request_id": "fz-2"}', b'{"type": "cancel", "request_id": "fz-3"}']
+
+
+@st.composite
+def malformed_messages(draw: st.DrawFn) -> tuple[bytes, str]:
+    """A client message (bytes) and its frame type: random members, mutated valid messages or random bytes."""
+    kind = draw(st.sampled_from(["members", "mutated", "bytes"]))
+    if kind == "members":
+        members = draw(st.fixed_dictionaries({}, optional={k: st.sampled_from(v) for k, v in _POOLS.items()}))
+        data = json.dumps(members).encode()
+    elif kind == "mutated":
+        seed = draw(st.sampled_from(_SEEDS))
+        at = draw(st.integers(0, len(seed)))
+        cut = draw(st.integers(0, 3))
+        data = seed[:at] + draw(st.binary(max_size=3)) + seed[at + cut :]
+    else:
+        data = draw(st.binary(max_size=40))
+    try:
+        data.decode("utf-8")
+        data_type = draw(st.sampled_from(["BINARY", "UTF8"]))
+    except UnicodeDecodeError:
+        data_type = "BINARY"  # invalid UTF-8 in a TEXT frame fails the WebSocket itself (§2.5)
+    return data, data_type
+
+
+def _expected_refusal(data: bytes) -> ProtocolError | None:
+    """The reference parser's refusal of ``data`` (the code form of §3.1, §4 and §9.2), or None if valid."""
+    try:
+        parse_client_message(data, limits=Limits(), now=time.time(), known_voices={"af_heart"})
+    except ProtocolError as exc:
+        return exc
+    return None
+
+
+@case(
+    "9.1.F1",
+    "§9.1",
+    Level.MUST,
+    requirement="Every refusal and failure has exactly one code.",
+    description="property-based (hypothesis, derandomized, 60 examples): on one session send random "
+    "malformed "
+    "messages (random members from pools of valid and invalid values, mutated valid messages, random bytes) "
+    "that the reference parser refuses; then one valid request",
+    expectation="each message gets exactly one error frame with the code and request_id the reference parser "
+    "(protocol.messages.parse_client_message, the order of §9.2) gives; the final request completes",
+)
+def test_random_malformed_messages(conf: Probe) -> None:
+    stack = contextlib.AsyncExitStack()
+
+    async def open_session() -> Session:
+        bidi = await stack.enter_async_context(conf.target.bidi())
+        session = Session(bidi, faithful_data_types=conf.target.faithful_data_types, name="fuzz")
+        conf.attach(session)
+        return session
+
+    session = conf.run(open_session())
+    sent = 0
+
+    async def refused(data: bytes, data_type: str, expected: ProtocolError) -> None:
+        before = len(session.checker.errors)
+        await session.send(data, data_type=data_type)
+        await session.wait(lambda: len(session.checker.errors) > before, "the message was answered")
+        error = session.checker.errors[before][1]
+        assert (error.code, error.request_id) == (expected.code, expected.request_id), (
+            f"{data[:80]!r} ({data_type}): got {error.code} (request_id={error.request_id!r}), expected "
+            f"{expected.code} (request_id={expected.request_id!r})"
+        )
+
+    @settings(
+        max_examples=60,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(malformed_messages())
+    def check(message: tuple[bytes, str]) -> None:
+        nonlocal sent
+        data, data_type = message
+        expected = _expected_refusal(data)
+        assume(expected is not None)
+        assert expected is not None
+        sent += 1
+        conf.run(refused(data, data_type, expected), 120.0)
+
+    async def finish() -> Any:
+        answer = await session.answer(await session.request(SHORT, speed=FAST, request_id="fuzz-last"))
+        await session.close()
+        await session.drain()
+        return answer
+
+    try:
+        check()
+        answer = conf.run(finish())
+    finally:
+        conf.run(stack.aclose(), 60.0)
+    conf.observe(messages_sent=sent)
+    expect.completed(answer)
+    assert len(session.checker.errors) == sent, (
+        f"{len(session.checker.errors)} error frames for {sent} messages"
+    )
+
+
+# --- error frame content ---------------------------------------------------------------------------------
+
+MARKER_TEXT = "Zebra quartz marker seventy one."
+
+_REFUSED = [
+    {"text": MARKER_TEXT, "voice": "zz_nobody", "request_id": "m1"},
+    {"text": MARKER_TEXT, "speed": 9, "request_id": "m2"},
+    {"text": MARKER_TEXT, "sample_rate": 5, "request_id": "m3"},
+    {"type": "start", "text": MARKER_TEXT, "request_id": "m4"},
+    {"text": "  ", "request_id": "m5"},
+]
+
+
+@pytest.fixture(scope="module")
+def error_messages(target: Target, client_loop: LoopThread) -> Recording:
+    """A session of five refused messages (four carry :data:`MARKER_TEXT`), then close."""
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        for message in _REFUSED:
+            await session.send(json.dumps(message).encode())
+        await session.close()
+        await session.drain_after_close([])
+
+    return record(target, client_loop, "error-messages", scenario)
+
+
+def _errors(recording: Recording) -> list[Any]:
+    checker = recording.replay()
+    assert len(checker.errors) == len(_REFUSED), (
+        f"{len(checker.errors)} error frames for {len(_REFUSED)} refused messages "
+        f"({recording.error or 'no error'})"
+    )
+    return [frame for _, frame in checker.errors]
+
+
+@case(
+    "9.3.1",
+    "§9.3",
+    Level.SHOULD,
+    requirement="Its `message` contains the code, explains the refusal briefly",
+    description="send five refused messages (invalid_voice, invalid_speed, invalid_sample_rate, "
+    "unknown_type, text_required)",
+    expectation="each error frame's message contains its code (the AWS sample's clients match codes by "
+    "substring)",
+)
+def test_error_message_contains_code(conf: Probe, error_messages: Recording) -> None:
+    conf.use(error_messages)
+    for error in _errors(error_messages):
+        assert str(error.code) in error.message, f"{error.code}: message {error.message!r} lacks the code"
+
+
+@case(
+    "9.3.2",
+    "§9.3",
+    Level.SHOULD,
+    requirement="it never reproduces `text` (§13)",
+    description=f"send four refused messages whose text is {MARKER_TEXT!r}",
+    expectation="no error frame's message contains the text or a part of it",
+)
+def test_error_message_never_quotes_text(conf: Probe, error_messages: Recording) -> None:
+    conf.use(error_messages)
+    for error in _errors(error_messages):
+        assert "quartz" not in error.message.lower(), (
+            f"{error.code}: message quotes the text: {error.message!r}"
+        )
+
+
+@case(
+    "6.3.1",
+    "§6.3",
+    Level.MUST,
+    requirement="A refused message (any code of §9.1 answered per message) produces **exactly one** `error` "
+    "frame and no `synthesis_start` or `synthesis_complete`; the session continues and nothing else changes.",
+    description="send a two-sentence request; at its first audio frame send a request with whitespace-only "
+    "text",
+    expectation="one error frame text_required naming the refused request (it may arrive inside the "
+    "bracket); the first request completes with plausible speech of both sentences",
+)
+def test_refusal_inside_a_bracket(conf: Probe) -> None:
+    async def scenario() -> tuple[Any, list[Any]]:
+        async with conf.session("refusal-inside") as s:
+            await s.request(TWO_SENTENCES, request_id="in1", speed=FAST)
+            await s.wait(lambda: "in1" in s.answers and bool(s.answers["in1"].frames), "in1's audio began")
+            await s.send(json.dumps({"text": " ", "request_id": "in2"}).encode())
+            answer = await s.answer("in1")
+            await s.close()
+            await s.drain()
+            return answer, s.checker.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    expect.one_error(errors, "text_required", "in2")
+    expect.spoken(answer, TWO_SENTENCES, speed=FAST)

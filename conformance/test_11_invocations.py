@@ -1,0 +1,348 @@
+"""§11 POST /invocations through InvokeEndpoint and InvokeEndpointWithResponseStream (boto3), §12.2 split
+policies, and the service's errors (§11.6, §12.5)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, EventStreamError
+
+from conformance.audio import check_speech
+from conformance.bodies import decode_pcm, decode_sse, decode_wav
+from conformance.cases import Case, Level, Unimplemented, case, param
+from conformance.probe import Probe
+from conformance.texts import FAST, SHORT
+from simulator import FaultPlan, SplitPolicy
+
+RATE = 8000
+"""Bodies are requested at 8 kHz: a third of the bytes of 24 kHz, which keeps byte-by-byte splits quick."""
+
+SPLITS = ("fixed:7", "random:1-97", "byte", "misaligned")
+"""The simulator's split policies other than ``none`` (simulator/splitting.py); each cuts the body into
+PayloadParts differently, down to single bytes and cuts that never fall on a sample boundary."""
+
+_PARTS = (
+    "Consumers buffer and cut at their own delimiters: blank lines for SSE (§11.4), whole samples for PCM."
+)
+
+
+def _body(fmt: str, transport: str = "binary", **extra: Any) -> dict[str, Any]:
+    return {"text": SHORT, "speed": FAST, "sample_rate": RATE, "format": fmt, "transport": transport, **extra}
+
+
+@contextlib.contextmanager
+def _split(conf: Probe, policy: str | None) -> Iterator[None]:
+    if policy is None:
+        yield
+        return
+    with conf.configure(split=SplitPolicy.parse(policy), seed=11):
+        yield
+
+
+def _stream(
+    conf: Probe, body: dict[str, Any], policy: str | None = None, **kwargs: Any
+) -> tuple[str, list[bytes]]:
+    """InvokeEndpointWithResponseStream: (content type, PayloadPart bytes in order)."""
+    with _split(conf, policy):
+        response = conf.target.runtime().invoke_endpoint_with_response_stream(
+            EndpointName=conf.target.endpoint_name,
+            Body=json.dumps(body).encode(),
+            ContentType=kwargs.pop("content_type", "application/json"),
+            **kwargs,
+        )
+        parts = [event["PayloadPart"]["Bytes"] for event in response["Body"] if "PayloadPart" in event]
+    conf.observe(content_type=response.get("ContentType"), parts=len(parts), bytes=sum(map(len, parts)))
+    return response.get("ContentType", ""), parts
+
+
+def _check_pcm(conf: Probe, pcm: bytes) -> None:
+    problems = check_speech(pcm, RATE, SHORT, FAST)
+    conf.observe(audio_s=len(pcm) / 2 / RATE)
+    assert not problems, "; ".join(problems)
+
+
+def _wav(conf: Probe, policy: str | None) -> None:
+    content_type, parts = _stream(conf, _body("wav"), policy)
+    assert content_type.split(";")[0].strip() == "audio/wav", f"Content-Type {content_type!r}"
+    _check_pcm(conf, decode_wav(parts, sample_rate=RATE, streamed=True))
+
+
+def _pcm(conf: Probe, policy: str | None) -> None:
+    content_type, parts = _stream(conf, _body("pcm"), policy)
+    expected = f"audio/pcm;rate={RATE};encoding=s16le;channels=1"
+    assert content_type.replace(" ", "") == expected, f"Content-Type {content_type!r}, expected {expected!r}"
+    _check_pcm(conf, decode_pcm(parts))
+
+
+def _sse(conf: Probe, policy: str | None) -> None:
+    content_type, parts = _stream(conf, _body("wav", "sse"), policy)
+    assert content_type.split(";")[0].strip() == "text/event-stream", f"Content-Type {content_type!r}"
+    sse = decode_sse(parts)
+    assert sse.types[-1] == "synthesis_complete", f"the stream ended with {sse.last()}"
+    start = sse.events[0][1]
+    assert (start["sample_rate"], start["format"]) == (RATE, "wav"), f"synthesis_start: {start}"
+    _check_pcm(conf, decode_wav([sse.audio], sample_rate=RATE, streamed=True))
+
+
+@case(
+    "11.2.1",
+    "§11.2",
+    Level.MUST,
+    requirement="the header's RIFF size (bytes 4–7) and data size (bytes 40–43) are both **`0xFFFFFFFF`**",
+    description="InvokeEndpointWithResponseStream with format wav (streamed, the default), 8 kHz",
+    expectation="Content-Type audio/wav; a 44-byte header for 8000 Hz mono 16-bit with 0xFFFFFFFF sizes; "
+    "then whole samples of plausible speech",
+)
+def test_wav_streamed(conf: Probe) -> None:
+    _wav(conf, None)
+
+
+@case(
+    "11.2.2",
+    "§11.2",
+    Level.MUST,
+    requirement="`stream: false`: the sizes are exact (RIFF size = 36 + data bytes) and the response has a "
+    "`Content-Length`.",
+    description="InvokeEndpoint with format wav and stream false, 8 kHz",
+    expectation="a 44-byte header with exact RIFF and data sizes, then plausible speech",
+)
+def test_wav_whole(conf: Probe) -> None:
+    response = conf.target.runtime().invoke_endpoint(
+        EndpointName=conf.target.endpoint_name,
+        Body=json.dumps(_body("wav", stream=False)).encode(),
+        ContentType="application/json",
+    )
+    body = response["Body"].read()
+    conf.observe(content_type=response.get("ContentType"), bytes=len(body))
+    _check_pcm(conf, decode_wav([body], sample_rate=RATE, streamed=False))
+
+
+@case(
+    "11.1.1",
+    "§11.1",
+    Level.MUST,
+    requirement="The server MUST NOT require a particular `Content-Type` (SageMaker callers set it freely)",
+    description="InvokeEndpointWithResponseStream with Content-Type 'text/plain; charset=utf-8', format pcm",
+    expectation="the body is plausible speech",
+)
+def test_any_content_type(conf: Probe) -> None:
+    _, parts = _stream(conf, _body("pcm"), content_type="text/plain; charset=utf-8")
+    _check_pcm(conf, decode_pcm(parts))
+
+
+@case(
+    "11.3.1",
+    "§11.3",
+    Level.MUST,
+    requirement="`Content-Type: audio/pcm;rate=<sample_rate>;encoding=s16le;channels=1`",
+    description="InvokeEndpointWithResponseStream with format pcm, 8 kHz",
+    expectation="Content-Type audio/pcm;rate=8000;encoding=s16le;channels=1; the body is whole samples of "
+    "plausible speech",
+)
+def test_pcm_streamed(conf: Probe) -> None:
+    _pcm(conf, None)
+
+
+@case(
+    "11.4.1",
+    "§11.4",
+    Level.MUST,
+    requirement="Every event the server sends is **exactly** these UTF-8 bytes",
+    description="InvokeEndpointWithResponseStream with transport sse, format wav, 8 kHz",
+    expectation="Content-Type text/event-stream; only 'event: <type>\\ndata: <JSON>\\n\\n' blocks; "
+    "synthesis_start, audio_chunk (seq 0, 1, ...), synthesis_complete, each valid against its schema; the "
+    "chunks, each base64-decoded on its own, are a streamed WAV of plausible speech whose size "
+    "synthesis_complete states",
+)
+def test_sse(conf: Probe) -> None:
+    _sse(conf, None)
+
+
+def _split_cases(number: int, what: str, decoder: str) -> list[Any]:
+    return [
+        param(
+            policy,
+            Case(
+                f"12.2.{number}.{n}",
+                "§12.2",
+                Level.MUST,
+                _PARTS,
+                f"{what} with the simulator splitting the body with policy {policy}",
+                f"the body, {decoder}, is the same valid body as without splitting",
+            ),
+        )
+        for n, policy in enumerate(SPLITS, 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    "policy", _split_cases(1, "a streamed WAV (11.2.1)", "joined and cut after its header")
+)
+def test_wav_under_split_policy(conf: Probe, policy: str) -> None:
+    _wav(conf, policy)
+
+
+@pytest.mark.parametrize("policy", _split_cases(2, "a PCM body (11.3.1)", "joined into whole samples"))
+def test_pcm_under_split_policy(conf: Probe, policy: str) -> None:
+    _pcm(conf, policy)
+
+
+@pytest.mark.parametrize(
+    "policy", _split_cases(3, "an SSE body (11.4.1)", "decoded incrementally part by part")
+)
+def test_sse_under_split_policy(conf: Probe, policy: str) -> None:
+    _sse(conf, policy)
+
+
+@case(
+    "11.5.1",
+    "§11.5",
+    Level.MAY,
+    requirement="OPTIONAL. `Content-Type: audio/mpeg`.",
+    description="InvokeEndpointWithResponseStream with format mp3",
+    expectation="Content-Type audio/mpeg and a body that starts with an MPEG audio frame header; a server "
+    "without MP3 answers 400 unsupported_format (verdict UNIMPLEMENTED)",
+)
+def test_mp3(conf: Probe) -> None:
+    try:
+        content_type, parts = _stream(conf, _body("mp3"))
+    except ClientError as exc:
+        original = exc.response.get("OriginalMessage", "")
+        if exc.response.get("OriginalStatusCode") == 400 and "unsupported_format" in original:
+            raise Unimplemented("the server does not offer MP3 (400 unsupported_format)") from None
+        raise
+    body = b"".join(parts)
+    assert content_type.split(";")[0].strip() == "audio/mpeg", f"Content-Type {content_type!r}"
+    assert len(body) > 4 and body[0] == 0xFF and body[1] & 0xE0 == 0xE0, (
+        f"no MPEG frame sync at the start: {body[:4]!r}"
+    )
+
+
+# --- errors (§11.6) ---------------------------------------------------------------------------------------
+
+_REFUSALS: list[tuple[str, bytes, int, str]] = [
+    ("a body that is not JSON", b"{", 400, "invalid_json"),
+    ("a JSON array", b"[]", 400, "not_an_object"),
+    ("empty text", json.dumps({"text": ""}).encode(), 400, "text_required"),
+    ("an unknown voice", json.dumps({"text": SHORT, "voice": "zz_nobody"}).encode(), 400, "invalid_voice"),
+    ("stream 'yes'", json.dumps({"text": SHORT, "stream": "yes"}).encode(), 400, "invalid_field"),
+    (
+        "transport 'websocket'",
+        json.dumps({"text": SHORT, "transport": "websocket"}).encode(),
+        400,
+        "invalid_field",
+    ),
+    ("format 'ogg'", json.dumps({"text": SHORT, "format": "ogg"}).encode(), 400, "unsupported_format"),
+    (
+        "a stale request_timestamp (1.0)",
+        json.dumps({"text": SHORT, "request_timestamp": 1.0}).encode(),
+        408,
+        "request_stale",
+    ),
+    ("text of 10,001 characters", json.dumps({"text": "a" * 10_001}).encode(), 413, "text_too_long"),
+    (
+        "a body of 70,000 bytes",
+        json.dumps({"text": SHORT, "padding": "x" * 69_950}).encode(),
+        413,
+        "message_too_large",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        param(
+            row,
+            Case(
+                f"11.6.{n}",
+                "§11.6",
+                Level.MUST,
+                "A refusal found before the response starts is answered with the HTTP status of §9.1 and a "
+                "JSON body",
+                f"InvokeEndpoint with {row[0]}",
+                f"ModelError (424) with OriginalStatusCode {row[2]} and OriginalMessage "
+                f'{{"error": {{"code": "{row[3]}", ...}}}}',
+            ),
+        )
+        for n, row in enumerate(_REFUSALS, 1)
+    ],
+)
+def test_refused_invocation(conf: Probe, row: tuple[str, bytes, int, str]) -> None:
+    _, body, status, code = row
+    with pytest.raises(ClientError) as caught:
+        conf.target.runtime().invoke_endpoint(
+            EndpointName=conf.target.endpoint_name, Body=body, ContentType="application/json"
+        )
+    response = caught.value.response
+    conf.observe(
+        error=response.get("Error"),
+        original_status=response.get("OriginalStatusCode"),
+        original_message=str(response.get("OriginalMessage"))[:300],
+    )
+    assert response["Error"]["Code"] == "ModelError", f"the service answered {response['Error']}"
+    assert response.get("OriginalStatusCode") == status, (
+        f"the container answered {response.get('OriginalStatusCode')}"
+    )
+    original = json.loads(response.get("OriginalMessage", ""))
+    assert original["error"]["code"] == code, f"the container's body is {original}"
+    assert isinstance(original["error"].get("message"), str), f"no message in {original}"
+
+
+# --- faults as the service reports them (§12.2, §12.5) ------------------------------------------------------
+
+
+@case(
+    "12.2.5",
+    "§12.2",
+    Level.MUST,
+    requirement="Mid-stream failures arrive as `ModelStreamError` (codes `ModelInvocationTimeExceeded`, "
+    "`StreamBroken`) or `InternalStreamFailure`; botocore raises `EventStreamError`",
+    description="InvokeEndpointWithResponseStream (format pcm) with the simulator breaking the stream after "
+    "1,000 bytes (fault model_stream_error@1000)",
+    expectation="exactly the first 1,000 bytes of the body arrive, then boto3 raises EventStreamError "
+    "(ModelStreamError): the caller sees a failed transfer, not a short body",
+)
+def test_response_stream_fault(conf: Probe) -> None:
+    conf.require_simulator("inject a mid-stream fault")
+    received = bytearray()
+    with (
+        conf.configure(faults=FaultPlan.parse(["model_stream_error@1000"])),
+        pytest.raises(EventStreamError) as caught,
+    ):
+        response = conf.target.runtime().invoke_endpoint_with_response_stream(
+            EndpointName=conf.target.endpoint_name,
+            Body=json.dumps(_body("pcm")).encode(),
+            ContentType="application/json",
+        )
+        for event in response["Body"]:
+            received += event.get("PayloadPart", {}).get("Bytes", b"")
+    conf.observe(received=len(received), error=str(caught.value)[:300])
+    assert "ModelStreamError" in str(caught.value), f"boto3 raised {caught.value}"
+    assert len(received) == 1000, f"{len(received)} bytes arrived before the fault, expected 1000"
+
+
+@case(
+    "12.5.1",
+    "§12.5",
+    Level.MUST,
+    requirement="HTTP status with `x-amzn-errortype`: `InputValidationError` 400 (throttling also 400)",
+    description="InvokeEndpoint while the simulator throttles (fault throttle)",
+    expectation="boto3 raises ThrottlingException with HTTP status 400, and the container is not invoked",
+)
+def test_throttled_invocation(conf: Probe) -> None:
+    conf.require_simulator("throttle an invocation")
+    with conf.configure(faults=FaultPlan.parse(["throttle"])), pytest.raises(ClientError) as caught:
+        conf.target.runtime().invoke_endpoint(
+            EndpointName=conf.target.endpoint_name,
+            Body=json.dumps(_body("pcm")).encode(),
+            ContentType="application/json",
+        )
+    response = caught.value.response
+    conf.observe(error=response.get("Error"), status=response["ResponseMetadata"]["HTTPStatusCode"])
+    assert response["Error"]["Code"] == "ThrottlingException", f"boto3 raised {response['Error']}"
+    assert response["ResponseMetadata"]["HTTPStatusCode"] == 400

@@ -1,0 +1,183 @@
+"""§12.3 the bidirectional stream behind SageMaker: output re-split into PayloadParts, faults, and §3.4 the
+classification rule under arbitrary split points (property-based)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+from aws_sdk_sagemaker_runtime_http2.models import ModelStreamError
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from conformance import expect
+from conformance.bodies import decode_sse
+from conformance.cases import Case, Level, case, param
+from conformance.probe import Probe, Recording
+from conformance.recordings import PIPELINED
+from conformance.session import Answer
+from conformance.texts import FAST, SENTENCES, SHORT
+from protocol.session import AudioReceived, ClientSession, SynthesisCompleted, SynthesisStarted
+from simulator import FaultPlan, SplitPolicy
+
+BIDI_SPLITS = ("fixed:7", "random:1-4000", "byte", "misaligned")
+
+_FUZZ = settings(
+    max_examples=50,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.generate, Phase.shrink],
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        param(
+            policy,
+            Case(
+                f"12.3.{n}",
+                "§12.3",
+                Level.MUST,
+                "clients reassemble by `CompletionState` and classify by content (§3.4)",
+                f"a session with one request (8 kHz) with the simulator re-splitting every container message "
+                "with "
+                f"policy {policy}",
+                "the messages, reassembled by CompletionState, pass every check of the strict client (whole "
+                "samples "
+                "per audio message, brackets, audio_bytes) and the request completes with plausible speech",
+            ),
+        )
+        for n, policy in enumerate(BIDI_SPLITS, 1)
+    ],
+)
+def test_bidi_output_under_split_policy(conf: Probe, policy: str) -> None:
+    # One short request at 8 kHz: the byte policy turns each of its bytes into an event the client decodes.
+    async def scenario() -> Answer:
+        async with conf.session(f"split-{policy}") as s:
+            answer = await s.answer(await s.request(SHORT, speed=FAST, sample_rate=8000))
+            await s.close()
+            await s.drain()
+            conf.observe(messages=len(s.messages), parts=sum(m.parts for m in s.messages))
+            return answer
+
+    with conf.configure(split=SplitPolicy.parse(policy), seed=7):
+        expect.spoken(conf.run(scenario()), SHORT, speed=FAST)
+
+
+@case(
+    "12.5.2",
+    "§12.5",
+    Level.MUST,
+    requirement="`ModelStreamError`, raised by the official client from `receive()`",
+    description="a session with one request while the simulator breaks the output stream after 2,000 bytes "
+    "(fault model_stream_error@2000)",
+    expectation="the official client raises ModelStreamError from receive() after exactly 2,000 payload "
+    "bytes",
+)
+def test_bidi_fault_mid_stream(conf: Probe) -> None:
+    conf.require_simulator("inject a mid-stream fault")
+    received: list[int] = []
+
+    async def scenario() -> None:
+        async with conf.session("fault", check=False) as s:
+            await s.request(SENTENCES[0], speed=FAST)
+            try:
+                await s.drain()
+            finally:
+                received.append(sum(len(m.data) for m in s.messages))
+
+    with conf.configure(faults=FaultPlan.parse(["model_stream_error@2000"])), pytest.raises(ModelStreamError):
+        conf.run(scenario())
+    # Whole messages only: bytes of a message cut by the fault arrive as PARTIAL parts, never COMPLETE.
+    conf.observe(bytes_in_whole_messages=received[0])
+    assert received[0] <= 2000, f"{received[0]} bytes arrived before the fault"
+
+
+# --- §3.4 under arbitrary split points --------------------------------------------------------------------
+
+
+def _events(parts: list[tuple[bytes, bool]]) -> list[tuple[str, Any]]:
+    client = ClientSession(check_frames=False)
+    for request in PIPELINED:
+        client.expect(request.request_id)
+    out: list[tuple[str, Any]] = []
+    audio: dict[str, bytearray] = {}
+    for data, complete in parts:
+        for event in client.receive_part(data, complete):
+            if isinstance(event, SynthesisStarted):
+                out.append(("start", event.frame.request_id))
+            elif isinstance(event, AudioReceived):
+                audio.setdefault(event.request_id, bytearray()).extend(event.pcm)
+            elif isinstance(event, SynthesisCompleted):
+                out.append(
+                    ("complete", event.frame.request_id, bytes(audio.get(event.frame.request_id, b"")))
+                )
+    return out
+
+
+@case(
+    "3.4.F1",
+    "§3.4",
+    Level.MUST,
+    requirement="A transport may split a message at any byte (§12.2, §12.3), so a client MUST carry an odd "
+    "trailing byte over to the next audio message rather than assume each message holds whole samples.",
+    description="property-based (hypothesis, derandomized, 50 examples): cut every message of the pipelined "
+    "session at random points into PayloadParts (PARTIAL ... COMPLETE) and feed them to the strict client",
+    expectation="every split gives the same brackets and the same audio, byte for byte, as the unsplit "
+    "session",
+)
+def test_bidi_output_classifies_the_same_under_any_split(conf: Probe, pipelined: Recording) -> None:
+    conf.use(pipelined)
+    messages = [m.data for m in pipelined.messages]
+    assert messages, f"the pipelined session recorded nothing ({pipelined.error or 'no error'})"
+    reference = _events([(m, True) for m in messages])
+    assert reference, "the pipelined session has no complete bracket"
+
+    @_FUZZ
+    @given(
+        st.lists(st.lists(st.integers(0, 2**16), max_size=6), min_size=len(messages), max_size=len(messages))
+    )
+    def check(cuts: list[list[int]]) -> None:
+        parts: list[tuple[bytes, bool]] = []
+        for data, points in zip(messages, cuts, strict=True):
+            bounds = sorted({0, len(data), *(p % (len(data) + 1) for p in points)})
+            pieces = [data[a:b] for a, b in itertools.pairwise(bounds)] or [b""]
+            parts += [(piece, i == len(pieces) - 1) for i, piece in enumerate(pieces)]
+        assert _events(parts) == reference
+
+    check()
+
+
+@case(
+    "12.2.F1",
+    "§12.2",
+    Level.MUST,
+    requirement="one PayloadPart may hold part of an event or several events, so a client buffers bytes and "
+    "cuts at blank lines, never parsing a PayloadPart as one event",
+    description="property-based (hypothesis, derandomized, 50 examples): cut one recorded SSE body "
+    "(transport sse, format pcm) at random points and decode it part by part",
+    expectation="every split decodes to the same events and the same audio as the whole body",
+)
+def test_sse_body_decodes_the_same_under_any_split(conf: Probe) -> None:
+    response = conf.target.runtime().invoke_endpoint_with_response_stream(
+        EndpointName=conf.target.endpoint_name,
+        Body=json.dumps({"text": SHORT, "speed": FAST, "format": "pcm", "transport": "sse"}).encode(),
+        ContentType="application/json",
+    )
+    body = b"".join(event["PayloadPart"]["Bytes"] for event in response["Body"] if "PayloadPart" in event)
+    reference = decode_sse([body])
+    conf.observe(events=len(reference.events), audio_bytes=len(reference.audio))
+
+    @_FUZZ
+    @given(st.lists(st.integers(0, len(body)), max_size=40))
+    def check(points: list[int]) -> None:
+        bounds = sorted({0, len(body), *points})
+        decoded = decode_sse(body[a:b] for a, b in itertools.pairwise(bounds))
+        assert decoded.events == reference.events and decoded.audio == reference.audio
+
+    check()

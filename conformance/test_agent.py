@@ -1,0 +1,136 @@
+"""AGENT cases: the reference agent's SSE stream, judged by :mod:`reference_agent.checks`.
+
+Simulator target: the local agent app (:class:`reference_agent.local.LocalStack`: scripted model, TTS through
+its own simulator in front of the container under test) answers ``POST /invocations``. Live target: a
+deployed agent (``--agent-runtime-arn``) through boto3 ``bedrock-agentcore`` ``invoke_agent_runtime`` and the
+default credential chain. The streams must break no rule of the agent's event contract.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from conformance.cases import Level, case
+from conformance.loop import LoopThread
+from conformance.probe import Probe
+from conformance.target import Target
+
+REPLY = "Hello there. This is the agent speaking, one sentence at a time."
+ORDER_RULE = (
+    "with ``audio_stream_start`` before every ``audio_chunk`` and no ``text_delta`` after "
+    "``audio_stream_end`` (all text is spoken before the audio stream ends)"
+)
+AGENT_TIMEOUT_S = 180.0
+
+Invoke = Callable[[dict[str, Any]], list[bytes]]
+
+
+@pytest.fixture(scope="module")
+def agent(target: Target, client_loop: LoopThread, agent_runtime_arn: str | None) -> Iterator[Invoke]:
+    """A function that POSTs one agent request and returns the response body's chunks."""
+    if target.simulated:
+        yield from _local_agent(target, client_loop)
+    else:
+        yield _live_agent(target, agent_runtime_arn)
+
+
+def _local_agent(target: Target, loop: LoopThread) -> Iterator[Invoke]:
+    try:
+        from reference_agent.app import AgentSettings
+        from reference_agent.local import LocalStack
+    except ImportError as exc:
+        pytest.skip(f"the reference agent is not installed ({exc})")
+    from simulator import UrlContainer
+
+    if target.container_url is None:
+        pytest.skip("needs the container's URL to put the agent's TTS in front of it")
+    stack = LocalStack(
+        container=UrlContainer(target.container_url),
+        settings=AgentSettings(first_token_s=0.01, tokens_per_s=250.0),
+    )
+    loop.run(stack.start(), 120.0)
+
+    def invoke(payload: dict[str, Any]) -> list[bytes]:
+        body = {**payload, "scripted": {"reply": REPLY}}
+        with (
+            httpx.Client(timeout=AGENT_TIMEOUT_S) as client,
+            client.stream("POST", f"{stack.agent_url}/invocations", json=body) as response,
+        ):
+            assert response.status_code == 200, (
+                f"the agent answered {response.status_code}: {response.read()[:300]!r}"
+            )
+            return list(response.iter_raw())
+
+    try:
+        yield invoke
+    finally:
+        loop.run(stack.stop(), 60.0)
+
+
+def _live_agent(target: Target, arn: str | None) -> Invoke:
+    if not arn:
+        pytest.skip("the live agent cases need --agent-runtime-arn")
+    import boto3
+
+    client = boto3.client("bedrock-agentcore", region_name=getattr(target, "region", None))
+
+    def invoke(payload: dict[str, Any]) -> list[bytes]:
+        response = client.invoke_agent_runtime(
+            agentRuntimeArn=arn,
+            runtimeSessionId=f"conformance-{uuid.uuid4()}",
+            payload=json.dumps(payload).encode(),
+            contentType="application/json",
+            accept="text/event-stream",
+        )
+        return list(response["response"].iter_chunks())
+
+    return invoke
+
+
+def _judge(conf: Probe, chunks: list[bytes]) -> list[dict[str, Any]]:
+    from reference_agent.checks import check_stream
+
+    events, findings = check_stream(chunks, expect="success")
+    conf.observe(
+        chunks=len(chunks),
+        event_types=[e.get("type") for e in events][:40],
+        findings=[str(f) for f in findings],
+    )
+    assert not findings, "; ".join(str(f) for f in findings)
+    return events
+
+
+@case(
+    "AGENT-1",
+    "agent",
+    Level.MUST,
+    requirement=ORDER_RULE,
+    description="ask the agent for a reply in bidi mode (each sentence spoken as soon as it is written)",
+    expectation="the SSE stream breaks no rule of reference_agent.checks (framing, schemas, seq, order, "
+    "base64 PCM, totals, every word spoken) and ends with agent_end",
+    source="reference_agent/events.py",
+)
+def test_agent_bidi_stream(conf: Probe, agent: Invoke) -> None:
+    events = _judge(conf, agent({"prompt": "Say hello in two sentences.", "mode": "bidi", "speed": 2.0}))
+    assert any(e.get("type") == "audio_chunk" for e in events), "the stream carries no audio"
+
+
+@case(
+    "AGENT-2",
+    "agent",
+    Level.MUST,
+    requirement=ORDER_RULE,
+    description="ask the agent for a reply in batch mode (the whole reply synthesized at once)",
+    expectation="the SSE stream breaks no rule of reference_agent.checks, including the batch rules, and "
+    "ends with agent_end",
+    source="reference_agent/events.py",
+)
+def test_agent_batch_stream(conf: Probe, agent: Invoke) -> None:
+    events = _judge(conf, agent({"prompt": "Say hello in two sentences.", "mode": "batch", "speed": 2.0}))
+    assert any(e.get("type") == "audio_chunk" for e in events), "the stream carries no audio"

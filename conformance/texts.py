@@ -1,0 +1,40 @@
+"""The texts the cases speak, chosen to keep a run of the whole suite on two CPU cores short.
+
+Synthesis dominates the suite's time (Kokoro-82M on two CPU cores runs at about 1–3.5x real time), so the
+many "the next valid request succeeds" checks speak :data:`SHORT` at :data:`FAST` speed, which halves the
+audio and so the decoder's work. Cases about the audio itself use the REFERENCE.md §3 sentences.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FAST", "LONG", "LONG_SECONDS_PER_CHAR_MIN", "SENTENCES", "SHORT", "TWO_SENTENCES"]
+
+SHORT = "Hi."
+"""The cheapest text to speak."""
+
+FAST = 2.0
+"""The highest speed (§4.1): half the audio of speed 1, so about half the synthesis work."""
+
+SENTENCES = ("Hello there.", "This is a deployment check.", "It has three sentences.")
+"""The AWS sample's three-sentence deployment check (REFERENCE.md §3)."""
+
+TWO_SENTENCES = "Hello there, this is the first sentence. And here is a second one, a little longer."
+"""Two sentences: long enough that a cancel or a close can arrive while the audio streams."""
+
+LONG = (
+    "The lighthouse keeper climbed the spiral stairs every evening at dusk. "
+    "He checked the lamp, wiped the salt from the windows, and wrote a short note in the logbook. "
+    "Ships passed far out on the grey water, their lights blinking like slow stars. "
+    "Some nights the wind howled so loudly that he could not hear his own footsteps. "
+    "Other nights the sea was calm, and he listened to the gulls settling on the rocks below. "
+    "In the morning he walked down to the village for bread, coffee, and the latest news. "
+    "The baker always saved him a warm loaf, and the children asked about the storms he had seen. "
+    "He told them about the winter the ice reached the harbour, and the night a fishing boat came home "
+    "by his light alone. Nobody remembered when the light had last failed, and he meant to keep it that way."
+)
+"""791 characters, 839 phoneme tokens with espeak-ng en-us: 1.6 times Kokoro-82M's single-pass limit of 510
+tokens (REFERENCE.md §4), so a server must cut it to speak it all. At speed 2 about 24 s of audio."""
+
+LONG_SECONDS_PER_CHAR_MIN = 0.045
+"""Least audio per character (at speed 1) accepted as :data:`LONG` spoken to its end: Kokoro speaks it at
+0.0615 s per character, and a server that kept only the first 510 tokens would give about 0.037."""

@@ -1,0 +1,67 @@
+"""The case catalogue: ids, quotes, levels and the bad-input table, checked without running any case."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+
+from conformance.badinputs import ROWS
+from conformance.cases import Case, Level, catalogue, normalize_quote, quote_found
+from conformance.mutants import MUTANTS
+
+CASES = catalogue()
+
+
+def test_catalogue_is_large_and_ids_are_unique() -> None:
+    ids = Counter(case.id for case in CASES)
+    assert len(CASES) >= 150
+    assert [i for i, n in ids.items() if n > 1] == []
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_requirement_is_quoted_from_its_source(case: Case) -> None:
+    assert quote_found(case), f"{case.id}: {case.requirement!r} does not occur in {case.source}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_id_matches_section(case: Case) -> None:
+    if case.id.startswith("AGENT-"):
+        assert case.section == "agent"
+        return
+    assert re.fullmatch(r"§\d+(\.\d+)*", case.section), case.section
+    # An id starts with its section's number, except the §9 registry rows (each quotes its rule where §3 or
+    # §4 states it) and cases that quote the sentence stating their rule in another section.
+    quoted_elsewhere = ("9.1.", "9.2.", "4.1.1", "4.1.7", "4.1.8", "3.1.4")
+    assert case.id.split(".")[0] == case.section[1:].split(".")[0] or case.id.startswith(quoted_elsewhere), (
+        case.id
+    )
+
+
+def test_every_level_is_used_and_mostly_must() -> None:
+    levels = Counter(case.level for case in CASES)
+    assert set(levels) == {Level.MUST, Level.SHOULD, Level.MAY}
+    assert levels[Level.MUST] > 0.9 * len(CASES)
+
+
+def test_bad_input_table_has_at_least_forty_rows_each_with_its_own_case() -> None:
+    assert len(ROWS) >= 40
+    ids = {row.case.id for row in ROWS}
+    assert len(ids) == len(ROWS) and ids <= {case.id for case in CASES}
+    assert {row.data_type for row in ROWS} == {"BINARY", "UTF8"}
+    for row in ROWS:
+        if row.data_type == "UTF8":
+            row.frame.decode("utf-8")  # invalid UTF-8 in a TEXT frame would fail the WebSocket (§2.5)
+
+
+def test_every_mutant_is_caught_by_existing_cases() -> None:
+    ids = {case.id for case in CASES}
+    assert len([m for m in MUTANTS if m != "base"]) >= 8
+    for mutant in MUTANTS.values():
+        assert set(mutant.caught_by) <= ids, mutant.name
+        assert mutant.name == "base" or mutant.caught_by
+
+
+def test_normalize_quote_ignores_emphasis_and_line_breaks() -> None:
+    assert normalize_quote("a **MUST**\n   `b`") == "a MUST b"

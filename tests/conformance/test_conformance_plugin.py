@@ -1,0 +1,135 @@
+"""The pytest plugin (conformance/conftest.py): verdicts, --strict, --cases, --report, --junitxml, live skips.
+
+A small case module that needs no server runs under the plugin in a subprocess, as the suite does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CASES = """
+import pytest
+from conformance.cases import Case, Level, Unimplemented, case, param
+
+
+def _case(id, level, what):
+    return Case(id, "§1", level, "requirement", what, "expectation")
+
+
+@case("1.0.1", "§1", Level.MUST, requirement="r", description="passes", expectation="e")
+def test_ok():
+    pass
+
+
+@case("1.0.2", "§1", Level.MUST, requirement="r", description="fails", expectation="e")
+def test_must_fails():
+    assert False, "broken rule"
+
+
+@case("1.0.3", "§1", Level.SHOULD, requirement="r", description="fails", expectation="e")
+def test_should_fails():
+    assert False, "not recommended"
+
+
+@case("1.0.4", "§1", Level.MAY, requirement="r", description="fails", expectation="e")
+def test_may_fails():
+    assert False
+
+
+@case("1.0.5", "§1", Level.MAY, requirement="r", description="optional", expectation="e")
+def test_unimplemented():
+    raise Unimplemented("no MP3 here")
+
+
+ROWS = [param(1, _case("1.1.1", Level.MUST, "row one")), param(2, _case("1.1.2", Level.MUST, "row two"))]
+
+
+@pytest.mark.parametrize("n", ROWS)
+def test_rows(n):
+    assert n == 1
+"""
+
+
+def run(tmp_path: Path, *options: str) -> tuple[int, str, dict[str, Any] | None]:
+    (tmp_path / "test_sample_cases.py").write_text(CASES)
+    report = tmp_path / "report"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(tmp_path),
+        "-p",
+        "conformance.conftest",
+        "-p",
+        "no:cacheprovider",
+    ]
+    command += ["--report", str(report), *options]
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=dict(os.environ)
+    )
+    index = json.loads((report / "index.json").read_text()) if (report / "index.json").exists() else None
+    return done.returncode, done.stdout + done.stderr, index
+
+
+def verdicts(index: dict[str, Any] | None) -> dict[str, str]:
+    assert index is not None
+    return {case_id: entry["verdict"] for case_id, entry in index["cases"].items()}
+
+
+def test_verdicts_follow_the_levels(tmp_path: Path) -> None:
+    code, output, index = run(tmp_path)
+    assert verdicts(index) == {
+        "1.0.1": "OK",
+        "1.0.2": "FAILED",
+        "1.0.3": "NON-STRICT",
+        "1.0.4": "INFORMATIONAL",
+        "1.0.5": "UNIMPLEMENTED",
+        "1.1.1": "OK",
+        "1.1.2": "FAILED",
+    }
+    assert code == 1, output  # MUST failures fail the run; the SHOULD and MAY ones do not
+    assert "conformance verdicts" in output and "1.0.3      SHOULD NON-STRICT" in output
+    detail = json.loads((tmp_path / "report" / "cases" / "1.0.2.json").read_text())
+    assert detail["verdict"] == "FAILED" and "broken rule" in detail["message"]
+    assert detail["requirement"] == "r" and detail["level"] == "MUST"
+
+
+def test_strict_makes_should_cases_fail(tmp_path: Path) -> None:
+    _, _, index = run(tmp_path, "--strict")
+    seen = verdicts(index)
+    assert (seen["1.0.3"], seen["1.0.4"]) == ("FAILED", "INFORMATIONAL")
+
+
+def test_cases_option_selects_by_pattern(tmp_path: Path) -> None:
+    code, output, index = run(tmp_path, "--cases", "1.0.1, 1.1.*")
+    assert set(verdicts(index)) == {"1.0.1", "1.1.1", "1.1.2"}
+    assert code == 1 and "4 deselected" in output
+
+
+def test_junitxml_works_alongside(tmp_path: Path) -> None:
+    run(tmp_path, "--junitxml", str(tmp_path / "junit.xml"))
+    xml = (tmp_path / "junit.xml").read_text()
+    assert xml.count("<testcase") == 7
+
+
+def test_live_target_without_endpoint_skips_every_case_with_a_reason(tmp_path: Path) -> None:
+    code, output, index = run(tmp_path, "--target", "live", "-rs")
+    assert set(verdicts(index).values()) == {"SKIPPED"}
+    assert "the live target needs --endpoint-name and --region" in output
+    assert code == 0
+
+
+@pytest.mark.parametrize("missing", ["--region", "--endpoint-name"])
+def test_live_target_names_what_is_missing(tmp_path: Path, missing: str) -> None:
+    given = {"--region": ["--endpoint-name", "tts"], "--endpoint-name": ["--region", "us-east-1"]}[missing]
+    _, output, _ = run(tmp_path, "--target", "live", "-rs", *given)
+    assert f"the live target needs {missing}" in output

@@ -1,0 +1,147 @@
+"""The suite has teeth: every mutant is caught by the cases named for it, the unbroken control passes every
+case, and the reference server (real Kokoro-82M ONNX on the CPU) passes every MUST case.
+
+Each check runs ``python -m pytest conformance`` in a subprocess, exactly as a user certifies a container
+(``--container-cmd``), and reads the verdicts from the run's ``index.json``. The reference run is the
+expensive one (about three minutes on two CPU cores): it runs once and its report serves every assertion
+about it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.cases import Level, catalogue
+from conformance.mutants import MUTANTS
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = 900.0
+"""Guard against a hung run only; the reference run takes minutes, a mutant run seconds."""
+
+
+def run_suite(tmp: Path, container_cmd: str | None, cases: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run the conformance suite in a subprocess; return its ``index.json`` plus ``returncode``, ``output``
+    and ``report_dir``."""
+    report = tmp / "report"
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "conformance",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--report",
+        str(report),
+    ]
+    if container_cmd is not None:
+        command += ["--container-cmd", container_cmd]
+    if cases:
+        command += ["--cases", ",".join(cases)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    output = done.stdout[-6000:] + done.stderr[-3000:]
+    index_path = report / "index.json"
+    assert index_path.exists(), f"the run wrote no report (exit {done.returncode}):\n{output}"
+    index = json.loads(index_path.read_text())
+    index["returncode"], index["output"], index["report_dir"] = done.returncode, output, report
+    return index
+
+
+def mutant_cmd(name: str) -> str:
+    return f"{shlex.quote(sys.executable)} -m conformance.mutants {name} --port {{port}}"
+
+
+def verdicts(index: dict[str, Any]) -> dict[str, str]:
+    return {case_id: entry["verdict"] for case_id, entry in index["cases"].items()}
+
+
+CANCEL_CASES = ("4.2.1", "4.2.2", "4.2.3", "7.2.1")
+
+
+@pytest.mark.parametrize("name", [name for name in MUTANTS if MUTANTS[name].caught_by])
+def test_mutant_is_caught(tmp_path: Path, name: str) -> None:
+    mutant = MUTANTS[name]
+    index = run_suite(tmp_path, mutant_cmd(name), mutant.caught_by)
+    seen = verdicts(index)
+    missed = {case_id: seen.get(case_id) for case_id in mutant.caught_by if seen.get(case_id) != "FAILED"}
+    assert not missed, f"{name} ({mutant.breaks}) was not caught: {missed}\n{index['output']}"
+    assert index["returncode"] == 1, "a run with FAILED cases must exit with status 1"
+
+
+def test_control_passes_every_case(tmp_path: Path) -> None:
+    """The unbroken tone server passes the whole suite; MP3 (OPTIONAL, §11.5) is UNIMPLEMENTED."""
+    index = run_suite(tmp_path, mutant_cmd("base"))
+    seen = verdicts(index)
+    assert len(seen) == len(catalogue()), f"{len(seen)} verdicts for {len(catalogue())} cases"
+    wrong = {
+        case_id: v for case_id, v in seen.items() if v != "OK" and (case_id, v) != ("11.5.1", "UNIMPLEMENTED")
+    }
+    assert not wrong, f"the control failed cases: {wrong}\n{index['output']}"
+    assert index["returncode"] == 0
+
+
+def test_server_without_optional_cancel_is_unimplemented_not_failed(tmp_path: Path) -> None:
+    """Cancel is OPTIONAL (§1.5): a server refusing it with unknown_type gets UNIMPLEMENTED and passes."""
+    index = run_suite(tmp_path, mutant_cmd("no-cancel"), (*CANCEL_CASES, "4.1.1"))
+    seen = verdicts(index)
+    expected = dict.fromkeys(CANCEL_CASES, "UNIMPLEMENTED")
+    assert {c: seen.get(c) for c in CANCEL_CASES} == expected, index["output"]
+    assert seen.get("4.1.1") == "OK" and index["returncode"] == 0, index["output"]
+
+
+def _kokoro_missing() -> str | None:
+    try:
+        from reference_server import assets
+
+        assets.locate()
+    except Exception as exc:
+        return f"Kokoro assets are not available ({exc}); `make assets` fetches them"
+    return None
+
+
+@pytest.fixture(scope="module")
+def reference_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run of the whole suite against the reference server on real Kokoro (the suite's default)."""
+    missing = _kokoro_missing()
+    if missing:
+        pytest.skip(missing)
+    return run_suite(tmp_path_factory.mktemp("reference"), None)
+
+
+def test_reference_server_passes_every_must_case(reference_report: dict[str, Any]) -> None:
+    cases = {case.id: case for case in catalogue()}
+    seen = verdicts(reference_report)
+    assert set(seen) == set(cases), f"cases without a verdict: {sorted(set(cases) - set(seen))}"
+    failed = {
+        case_id: reference_report["cases"][case_id]
+        for case_id, case in cases.items()
+        if case.level is Level.MUST and seen[case_id] != "OK"
+    }
+    assert not failed, f"MUST cases not OK on the reference server: {failed}\n{reference_report['output']}"
+
+
+def test_reference_server_passes_every_case_that_catches_a_mutant(reference_report: dict[str, Any]) -> None:
+    seen = verdicts(reference_report)
+    catching = {case_id for mutant in MUTANTS.values() for case_id in mutant.caught_by}
+    wrong = {case_id: seen.get(case_id) for case_id in sorted(catching) if seen.get(case_id) != "OK"}
+    assert not wrong, f"cases that catch mutants are not OK on the reference server: {wrong}"
+
+
+def test_reference_report_files(reference_report: dict[str, Any]) -> None:
+    """Each case has a report file with its requirement, verdict and logs (Autobahn-style)."""
+    assert reference_report["target"] == "simulator" and "container_cmd" in reference_report
+    for case_id, entry in reference_report["cases"].items():
+        assert {"verdict", "level", "section", "duration_s", "report"} <= set(entry)
+        detail = json.loads((reference_report["report_dir"] / entry["report"]).read_text())
+        assert detail["id"] == case_id and detail["verdict"] == entry["verdict"] and detail["requirement"]
+    sessions = json.loads((reference_report["report_dir"] / "cases" / "6.2.1.json").read_text())
+    assert sessions["client_log"] and sessions["wire_log"], "a session case keeps its client and wire logs"
