@@ -1,0 +1,126 @@
+"""The Starlette application of the reference server and the uvicorn server that runs it.
+
+:func:`create_app` wires the three routes of PROTOCOL.md §2 to one :class:`~reference_server.runtime.Runtime`;
+:func:`create_server` puts the app behind uvicorn with the WebSocket settings the protocol needs. Both
+``python -m reference_server`` (and so the containers) and the tests start the server through
+:func:`create_server`, so the tests exercise the deployed code path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.routing import Route, WebSocketRoute
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+from reference_server import http, ws
+from reference_server.runtime import Runtime
+from reference_server.settings import Settings
+
+__all__ = ["create_app", "create_server"]
+
+logger = logging.getLogger("reference_server")
+
+
+def create_app(settings: Settings, backend: Any = None) -> Starlette:
+    """Build the ASGI app: ``GET /ping``, ``POST /invocations`` and the WebSocket route (§2).
+
+    Args:
+        settings: server settings; ``settings.backend`` and ``settings.model_dir`` choose the backend
+            when ``backend`` is not given.
+        backend: an object with the backend interface of :mod:`reference_server.backends` (``name``,
+            ``sample_rate``, ``voices``, ``load()``, ``warm_up()``, ``synthesize()``); tests pass a
+            double here.
+
+    The model is loaded and warmed up in the background when the app starts (its lifespan), on a
+    worker thread, so ``GET /ping`` answers 503 until it is ready. ``app.state.runtime`` holds the
+    shared :class:`~reference_server.runtime.Runtime`.
+    """
+    if backend is None:
+        from reference_server.backends import create_backend
+
+        backend = create_backend(settings.backend, model_dir=settings.model_dir)
+    runtime = Runtime(settings, backend)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        preparing = asyncio.create_task(runtime.prepare(), name="load-model")
+        try:
+            yield
+        finally:
+            await runtime.shutdown(timeout_s=settings.limits.close_timeout_s)
+            preparing.cancel()
+
+    app = Starlette(
+        routes=[
+            Route("/ping", http.ping, methods=["GET"]),
+            Route("/invocations", http.invocations, methods=["POST"]),
+            WebSocketRoute(ws.PATH, ws.bidirectional_stream),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    return app
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, but live WebSocket sessions are closed with 1001 before uvicorn's own shutdown.
+
+    uvicorn fails open WebSockets with 1012 the moment it shuts down; PROTOCOL.md §7.3 promises 1001
+    (going away), so the sessions are told first.
+    """
+
+    def __init__(self, config: uvicorn.Config, runtime: Runtime) -> None:
+        super().__init__(config)
+        self._runtime = runtime
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        await self._runtime.shutdown(timeout_s=self._runtime.limits.close_timeout_s)
+        await super().shutdown(sockets)
+
+
+def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol]:
+    """uvicorn's websockets (sans-I/O) protocol with the close timeout of ``limits.close_timeout_s``."""
+
+    class KokoroWebSocketProtocol(WebSocketsSansIOProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # uvicorn fixes this at 10 s with no setting; PROTOCOL.md §10 makes it a limit.
+            self.close_timeout = close_timeout_s
+
+    return KokoroWebSocketProtocol
+
+
+def create_server(settings: Settings, app: Starlette | None = None) -> uvicorn.Server:
+    """A uvicorn server for ``app`` (default: :func:`create_app` of ``settings``) on ``settings.host:port``.
+
+    WebSocket transport settings (python-websockets' sans-I/O core under uvicorn):
+
+    * ``ws_max_size`` is ``settings.ws_max_size``, above ``max_message_bytes``, so an oversized message
+      still reaches the session and gets ``message_too_large`` (§9) rather than a transport close;
+    * uvicorn answers client pings itself, from the event loop, which synthesis never blocks (§8); it
+      also pings idle clients every 20 s (its default) and drops ones that do not answer;
+    * per-message compression is off: PCM hardly compresses and deflate costs CPU the model needs.
+
+    ``server.run()`` serves until SIGINT/SIGTERM; on shutdown live sessions are closed with 1001 (§7.3).
+    """
+    if app is None:
+        app = create_app(settings)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        ws=_websocket_protocol(settings.limits.close_timeout_s),
+        ws_max_size=settings.ws_max_size,
+        ws_per_message_deflate=False,
+        lifespan="on",
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=max(1, int(settings.limits.close_timeout_s)),
+    )
+    return _Server(config, app.state.runtime)

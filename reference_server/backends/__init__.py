@@ -1,0 +1,69 @@
+"""Kokoro-82M synthesis backends for the reference server.
+
+``onnx`` (:class:`~reference_server.backends.onnx_backend.OnnxBackend`): the official int8 ONNX on
+onnxruntime, the default on CPU. ``torch`` (:class:`~reference_server.backends.torch_backend.TorchBackend`):
+``kokoro.KModel`` in PyTorch, the default where CUDA is available, with word timings. Both read the
+assets of :mod:`reference_server.assets` and share the text cutting and G2P of
+:mod:`reference_server.backends.phonemes`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reference_server.backends.base import (
+    ENGLISH_VOICES,
+    SAMPLE_RATE,
+    Backend,
+    BackendNotLoadedError,
+    Segment,
+    UnknownVoiceError,
+)
+
+__all__ = [
+    "BACKEND_NAMES",
+    "ENGLISH_VOICES",
+    "SAMPLE_RATE",
+    "Backend",
+    "BackendNotLoadedError",
+    "Segment",
+    "UnknownVoiceError",
+    "create_backend",
+    "default_backend_name",
+]
+
+BACKEND_NAMES = ("onnx", "torch")
+
+
+def default_backend_name() -> str:
+    """``"torch"`` when torch is installed and sees a CUDA device, else ``"onnx"``."""
+    try:
+        import torch
+    except ImportError:
+        return "onnx"
+    return "torch" if torch.cuda.is_available() else "onnx"
+
+
+def create_backend(
+    name: str | None = None, *, model_dir: Path | str | None = None, **options: object
+) -> Backend:
+    """A backend, not yet loaded (call ``load()`` then ``warm_up()`` off the event loop).
+
+    Args:
+        name: ``"onnx"``, ``"torch"`` or ``None`` (:func:`default_backend_name`).
+        model_dir: asset directory; ``None`` lets :func:`reference_server.assets.locate` choose.
+        options: backend keyword arguments (``threads``; ``device`` for torch).
+
+    Raises:
+        ValueError: unknown ``name``.
+    """
+    name = default_backend_name() if name is None else name
+    if name == "onnx":
+        from reference_server.backends.onnx_backend import OnnxBackend
+
+        return OnnxBackend(model_dir, **options)  # type: ignore[arg-type]
+    if name == "torch":
+        from reference_server.backends.torch_backend import TorchBackend
+
+        return TorchBackend(model_dir, **options)  # type: ignore[arg-type]
+    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")

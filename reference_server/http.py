@@ -1,0 +1,298 @@
+"""The HTTP routes: ``GET /ping`` (health) and ``POST /invocations`` (one-shot synthesis, PROTOCOL.md §11).
+
+``POST /invocations`` answers one request with audio as it is synthesized: a streamed WAV (§11.2), raw
+PCM (§11.3), server-sent events with base64 audio (§11.4) or MP3 (§11.5). The body is validated with the
+same rules as a WebSocket request (:func:`protocol.messages.parse_invocations_request`); a refusal is an
+HTTP error with the registry's status and ``{"error": {"code", "message"}}`` (§11.6). Once the status line
+is out, a binary response that fails is cut short (the client sees an incomplete chunked body, which
+SageMaker reports as a ``ModelStreamError``); an SSE response ends with an ``error`` event instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.messages import (
+    CHANNELS,
+    ENCODING,
+    InvocationsRequest,
+    SynthesisRequest,
+    Word,
+    parse_invocations_request,
+)
+from protocol.pcm import wav_header
+from protocol.sse import encode_event
+from reference_server.runtime import Readiness, RequestAudio, Runtime
+
+try:  # MP3 (§11.5) is offered only where the encoder library is installed.
+    import lameenc
+except ImportError:  # pragma: no cover - lameenc is a dependency of the server extra
+    lameenc = None
+
+__all__ = ["MP3_AVAILABLE", "MP3_BIT_RATE_KBPS", "invocations", "media_type", "ping"]
+
+MP3_AVAILABLE = lameenc is not None
+MP3_BIT_RATE_KBPS = 48
+"""The AWS sample's MP3 rate (REFERENCE.md §3): speech stays clear and base64 over SSE stays small."""
+
+logger = logging.getLogger("reference_server")
+
+
+# --- GET /ping ------------------------------------------------------------------------------------------
+
+
+async def ping(request: Request) -> JSONResponse:
+    """``GET /ping`` (PROTOCOL.md §2): 200 ``{"status": "Healthy"}`` once the model is loaded and warmed
+    up; 503 ``{"status": "Unhealthy", "reason": "loading" | "failed" | "shutting down"}`` otherwise.
+
+    SageMaker sends no traffic to a container until this answers 200.
+    """
+    runtime: Runtime = request.app.state.runtime
+    if runtime.closing:  # §7.3: a server shutting down reports unhealthy
+        return JSONResponse({"status": "Unhealthy", "reason": "shutting down"}, status_code=503)
+    if runtime.readiness is Readiness.READY:
+        return JSONResponse({"status": "Healthy"})
+    return JSONResponse({"status": "Unhealthy", "reason": runtime.readiness.value}, status_code=503)
+
+
+# --- POST /invocations ----------------------------------------------------------------------------------
+
+
+def media_type(fmt: str, sample_rate: int) -> str:
+    """Content-Type of a binary response (§11.2, §11.3, §11.5).
+
+    Raw PCM is ``audio/pcm;rate=<Hz>;encoding=s16le;channels=1``: RFC 2586's ``audio/L16`` means
+    big-endian samples, and ours are little-endian (§3.3).
+    """
+    if fmt == "wav":
+        return "audio/wav"
+    if fmt == "mp3":
+        return "audio/mpeg"
+    return f"audio/pcm;rate={sample_rate};encoding=s16le;channels={CHANNELS}"
+
+
+def _error(exc: ProtocolError) -> JSONResponse:
+    return JSONResponse(exc.http_body(), status_code=exc.code.http_status or 400)
+
+
+async def _read_body(request: Request, max_bytes: int) -> bytes | None:
+    """The request body, or ``None`` as soon as it is known to exceed ``max_bytes`` (never buffered)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            return None
+    return bytes(body)
+
+
+class _Encoder:
+    """PCM16LE in, response bytes out, for one response: WAV/PCM pass through, MP3 via LAME."""
+
+    def __init__(self, fmt: str, sample_rate: int) -> None:
+        self._mp3: Any = None
+        if fmt == "mp3":
+            self._mp3 = lameenc.Encoder()
+            self._mp3.set_bit_rate(MP3_BIT_RATE_KBPS)
+            self._mp3.set_in_sample_rate(sample_rate)
+            self._mp3.set_out_sample_rate(sample_rate)
+            self._mp3.set_channels(CHANNELS)
+            self._mp3.set_quality(2)
+
+    def encode(self, pcm: bytes) -> bytes:
+        """Encoded bytes for ``pcm`` (possibly empty while LAME fills a frame)."""
+        return bytes(self._mp3.encode(pcm)) if self._mp3 is not None else pcm
+
+    def flush(self) -> bytes:
+        """The encoder's last bytes; LAME's tail holds real audio and must be sent."""
+        return bytes(self._mp3.flush()) if self._mp3 is not None else b""
+
+
+class _Slot:
+    """A session slot taken for one response; released exactly once, whichever path ends it."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime: Runtime | None = runtime
+
+    def release(self) -> None:
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            runtime.close_session()
+
+
+class _AudioResponse(StreamingResponse):
+    """A streaming response that always closes its body generator, so synthesis stops on disconnect."""
+
+    body_iterator: Any
+
+    def __init__(self, content: AsyncIterator[bytes], slot: _Slot, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._slot = slot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.body_iterator.aclose()
+            self._slot.release()
+
+
+async def _pcm_pieces(runtime: Runtime, request: SynthesisRequest, words: list[Word]) -> AsyncIterator[bytes]:
+    """The request's PCM16LE audio segment by segment; word timings are appended to ``words``."""
+    audio = RequestAudio(runtime, request)
+    try:
+        while (piece := await audio.next()) is not None:
+            if piece.words:
+                words.extend(piece.words)
+            if piece.pcm:
+                yield piece.pcm
+    finally:
+        audio.close()
+
+
+async def invocations(request: Request) -> Response:
+    """``POST /invocations`` (PROTOCOL.md §11): synthesize one text and answer with its audio.
+
+    Errors before the status line (§11.6): 400 for a bad body, 408 ``request_stale``, 413
+    ``message_too_large``/``text_too_long``, 503 ``queue_full`` when ``max_sessions`` responses are in
+    flight, 500 ``internal_error`` when the model failed to load.
+    """
+    runtime: Runtime = request.app.state.runtime
+    limits = runtime.limits
+    try:
+        body = await _read_body(request, limits.max_message_bytes)
+    except ClientDisconnect:
+        return Response(status_code=400)
+    if body is None:
+        too_large = f"the body is longer than {limits.max_message_bytes} bytes"
+        return _error(ProtocolError(ErrorCode.MESSAGE_TOO_LARGE, too_large))
+    if not await runtime.wait_ready():
+        return _error(ProtocolError(ErrorCode.INTERNAL_ERROR, "the model failed to load"))
+    try:
+        parsed = parse_invocations_request(
+            body, limits=limits, known_voices=runtime.voices, mp3_available=MP3_AVAILABLE
+        )
+    except ProtocolError as exc:
+        return _error(exc)
+    if not runtime.try_open_session():
+        return _error(ProtocolError(ErrorCode.QUEUE_FULL, "the server is busy; try again later"))
+    slot = _Slot(runtime)
+    if parsed.transport == "sse":
+        return _AudioResponse(
+            _sse_events(runtime, parsed, time.monotonic()),
+            slot,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    if parsed.stream:
+        content_type = media_type(parsed.format, parsed.request.sample_rate)
+        return _AudioResponse(_binary_stream(runtime, parsed), slot, media_type=content_type)
+    try:
+        return await _binary_whole(runtime, parsed)
+    finally:
+        slot.release()
+
+
+async def _binary_stream(runtime: Runtime, parsed: InvocationsRequest) -> AsyncIterator[bytes]:
+    """Binary body streamed as synthesized: WAV header with 0xFFFFFFFF sizes first (§11.2), or bare PCM
+    (§11.3) or MP3 frames (§11.5)."""
+    request = parsed.request
+    encoder = _Encoder(parsed.format, request.sample_rate)
+    if parsed.format == "wav":
+        yield wav_header(request.sample_rate, data_bytes=None)
+    async for pcm in _pcm_pieces(runtime, request, []):
+        if out := encoder.encode(pcm):
+            yield out
+    if tail := encoder.flush():
+        yield tail
+
+
+async def _binary_whole(runtime: Runtime, parsed: InvocationsRequest) -> Response:
+    """``stream: false``: the whole file, with exact WAV sizes and a Content-Length."""
+    request = parsed.request
+    encoder = _Encoder(parsed.format, request.sample_rate)
+    parts: list[bytes] = []
+    pcm_bytes = 0
+    async for pcm in _pcm_pieces(runtime, request, []):
+        pcm_bytes += len(pcm)
+        parts.append(encoder.encode(pcm))
+    parts.append(encoder.flush())
+    if parsed.format == "wav":
+        parts.insert(0, wav_header(request.sample_rate, data_bytes=pcm_bytes))
+    return Response(b"".join(parts), media_type=media_type(parsed.format, request.sample_rate))
+
+
+async def _sse_events(
+    runtime: Runtime, parsed: InvocationsRequest, accepted_at: float
+) -> AsyncIterator[bytes]:
+    """``transport: "sse"`` (§11.4): ``synthesis_start``, ``audio_chunk``*, then ``synthesis_complete`` or
+    ``error``. Each chunk is at most ``max_audio_frame_bytes`` decoded bytes, base64 on its own."""
+    request = parsed.request
+    request_id = request.request_id or runtime.new_http_request_id()
+    chunk_bytes = runtime.limits.max_audio_frame_bytes
+    start = {
+        "type": "synthesis_start",
+        "request_id": request_id,
+        "sample_rate": request.sample_rate,
+        "encoding": "mp3" if parsed.format == "mp3" else ENCODING,
+        "channels": CHANNELS,
+        "format": parsed.format,
+        "voice": request.voice,
+        "speed": request.speed,
+    }
+    yield encode_event(start, event="synthesis_start")
+    encoder = _Encoder(parsed.format, request.sample_rate)
+    # A WAV stream's 44-byte header (0xFFFFFFFF sizes) rides at the front of the first chunk.
+    header = wav_header(request.sample_rate, data_bytes=None) if parsed.format == "wav" else b""
+    seq = audio_bytes = pcm_bytes = 0
+    words: list[Word] = []
+
+    def audio_chunks(data: bytes) -> list[bytes]:
+        nonlocal header, seq, audio_bytes
+        data, header = header + data, b""
+        events = []
+        for i in range(0, len(data), chunk_bytes):
+            chunk = data[i : i + chunk_bytes]
+            event = {"type": "audio_chunk", "seq": seq, "data": base64.b64encode(chunk).decode("ascii")}
+            events.append(encode_event(event, event="audio_chunk"))
+            seq += 1
+            audio_bytes += len(chunk)
+        return events
+
+    try:
+        async for pcm in _pcm_pieces(runtime, request, words):
+            pcm_bytes += len(pcm)
+            for event in audio_chunks(encoder.encode(pcm)):
+                yield event
+        for event in audio_chunks(encoder.flush()):
+            yield event
+    except Exception:
+        logger.exception("synthesis of request %r failed", request_id)  # %r: ids are client-chosen
+        error = ProtocolError(ErrorCode.INTERNAL_ERROR, "synthesis failed", request_id)
+        frame = error.to_frame()
+        del frame["fatal"]  # an SSE error always ends the response
+        yield encode_event(frame, event="error")
+        return
+    complete: dict[str, Any] = {
+        "type": "synthesis_complete",
+        "request_id": request_id,
+        "status": "completed",
+        "audio_bytes": audio_bytes,
+        "chunks": seq,
+        "total_duration_s": pcm_bytes / 2 / request.sample_rate,
+        "elapsed_s": time.monotonic() - accepted_at,
+    }
+    if words:
+        complete["words"] = [w.to_dict() for w in words]
+    yield encode_event(complete, event="synthesis_complete")

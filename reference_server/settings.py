@@ -1,0 +1,218 @@
+"""Server settings: bind address, backend and the protocol limits, from the environment and the command line.
+
+Every limit of PROTOCOL.md §10 is a setting here, with the protocol's default (the reasons for each
+default are in :class:`protocol.limits.Limits`). A value comes from, in order of precedence: a command-line
+flag, an environment variable, the default. Environment variables let a container (SageMaker passes
+``Environment`` from the model definition) change a limit without a new image.
+
+The server binds 127.0.0.1 unless told otherwise (§13): listening on every interface is a decision the
+deployer makes, as the container does with ``--host 0.0.0.0``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "ENV_PREFIX",
+    "Settings",
+    "SettingsError",
+    "build_parser",
+    "load_settings",
+]
+
+DEFAULT_HOST = "127.0.0.1"
+"""Loopback only: a development server is not reachable from the network by accident (§13)."""
+DEFAULT_PORT = 8080
+"""The port SageMaker sends traffic to (REFERENCE.md §1, PROTOCOL.md §2)."""
+BACKENDS = ("onnx", "torch")
+"""``onnx``: kokoro-onnx on CPU (the CPU image); ``torch``: the ``kokoro`` package, CUDA when present."""
+ENV_PREFIX = "KOKORO_"
+"""Every setting ``name`` is read from the environment variable ``KOKORO_<NAME>``."""
+
+_DEFAULT_LIMITS = Limits()
+# 1 MiB: sixteen times the default message limit, so a client that overshoots gets an answer, while
+# one message can never make the server buffer more than this.
+_DEFAULT_TRANSPORT_MAX = AUDIO_FRAME_HARD_LIMIT
+
+
+class SettingsError(ValueError):
+    """A setting has a value that cannot be used; the message names the setting and where it came from."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a server process is configured with.
+
+    Attributes:
+        host: address to bind; default 127.0.0.1.
+        port: TCP port; default 8080 (0 picks a free port).
+        backend: ``"onnx"`` or ``"torch"``.
+        model_dir: folder holding the Kokoro weights and voices; ``None`` lets the backend use its own
+            default (the asset cache, or ``/opt/ml/model`` in the containers).
+        synthesis_workers: segments synthesized at the same time across all sessions. Default 1: on a
+            CPU one synthesis already uses every core, and on one GPU running segments one after another
+            keeps latency predictable; sessions take turns segment by segment, so none starves.
+        transport_max_message_bytes: largest WebSocket message the transport accepts at all. Messages
+            above ``limits.max_message_bytes`` but below this get a ``message_too_large`` error frame and
+            the session lives on (§9); above it the transport closes with 1009, since the server will not
+            buffer arbitrary amounts to answer politely (§10). ``None`` (default): 1 MiB, or
+            ``max_message_bytes`` if that is larger; see :attr:`ws_max_size`.
+        log_level: uvicorn / logging level name.
+        limits: the protocol limits of §10.
+    """
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    backend: str = "onnx"
+    model_dir: Path | None = None
+    synthesis_workers: int = 1
+    transport_max_message_bytes: int | None = None
+    log_level: str = "info"
+    limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise SettingsError(f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}")
+        if not 0 <= self.port <= 65535:
+            raise SettingsError(f"port must be from 0 to 65535, not {self.port}")
+        if self.synthesis_workers < 1:
+            raise SettingsError(f"synthesis_workers must be at least 1, not {self.synthesis_workers}")
+        limit = self.transport_max_message_bytes
+        if limit is not None and limit < self.limits.max_message_bytes:
+            raise SettingsError(
+                f"transport_max_message_bytes ({limit}) must be at least "
+                f"max_message_bytes ({self.limits.max_message_bytes})"
+            )
+
+    @property
+    def ws_max_size(self) -> int:
+        """The WebSocket transport's message ceiling in bytes (uvicorn's ``ws_max_size``)."""
+        if self.transport_max_message_bytes is not None:
+            return self.transport_max_message_bytes
+        return max(_DEFAULT_TRANSPORT_MAX, self.limits.max_message_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    """One setting as the command line and the environment see it."""
+
+    name: str
+    parse: Callable[[str], Any]
+    help: str
+    choices: Sequence[str] | None = None
+    limit: bool = False  # a field of Limits rather than of Settings
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def _limit(name: str, what: str, parse: Callable[[str], Any] = int) -> _Option:
+    default = getattr(_DEFAULT_LIMITS, name)
+    return _Option(name, parse, f"{what} (default {default}; PROTOCOL.md §10)", limit=True)
+
+
+_LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+_OPTIONS: tuple[_Option, ...] = (
+    _Option("host", str, f"address to bind (default {DEFAULT_HOST}; the container passes 0.0.0.0)"),
+    _Option("port", int, f"TCP port (default {DEFAULT_PORT})"),
+    _Option("backend", str, "synthesis backend (default onnx)", choices=BACKENDS),
+    _Option("model_dir", Path, "folder with the Kokoro weights and voices (default: the backend's own)"),
+    _Option("synthesis_workers", int, "segments synthesized at once across all sessions (default 1)"),
+    _Option(
+        "transport_max_message_bytes",
+        int,
+        "largest WebSocket message read at all; larger closes with 1009 "
+        f"(default {_DEFAULT_TRANSPORT_MAX} or max_message_bytes if larger)",
+    ),
+    _Option("log_level", str, "log level (default info)", choices=_LOG_LEVELS),
+    _limit("max_message_bytes", "longest client message in bytes"),
+    _limit("max_text_chars", "longest text in characters"),
+    _limit("max_queue", "requests queued plus active per session"),
+    _limit("max_sessions", "concurrent sessions"),
+    _limit("max_audio_frame_bytes", "longest audio frame in bytes"),
+    _limit("max_request_age_s", "oldest request_timestamp accepted, in seconds", float),
+    _limit("close_timeout_s", "wait for the client's close frame, in seconds", float),
+    _limit("lookahead", "requests synthesized ahead of the one being sent"),
+    _limit("max_json_depth", "deepest JSON nesting"),
+)
+
+assert {o.name for o in _OPTIONS if o.limit} == {f.name for f in fields(Limits)}, "every limit is a setting"
+
+
+def build_parser(prog: str = "python -m reference_server") -> argparse.ArgumentParser:
+    """The command line of ``python -m reference_server``: one flag per setting, each naming its variable.
+
+    Flags default to ``None`` so that :func:`load_settings` can tell "not given" from a value.
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Kokoro-82M reference server for the bidirectional TTS protocol (spec/PROTOCOL.md).",
+        epilog=f"Every flag can also be set with the environment variable {ENV_PREFIX}<NAME>, "
+        f"e.g. {ENV_PREFIX}MAX_SESSIONS=8; a flag wins over the environment.",
+    )
+    # SageMaker starts a hosting container as `docker run <image> serve` (its BYOC contract): with the
+    # server as the image's ENTRYPOINT the word arrives here as an argument, and means "serve".
+    parser.add_argument("command", nargs="?", choices=["serve"], help="optional; what SageMaker passes")
+    for option in _OPTIONS:
+        parser.add_argument(
+            option.flag,
+            dest=option.name,
+            type=option.parse,
+            choices=option.choices,
+            default=None,
+            help=f"{option.help} [env {option.env}]",
+        )
+    return parser
+
+
+def load_settings(argv: Sequence[str] | None = (), environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from command-line arguments over environment variables over defaults.
+
+    Args:
+        argv: arguments without the program name; ``None`` reads ``sys.argv[1:]``; the default ``()``
+            uses no arguments.
+        environ: the environment; ``None`` reads ``os.environ``.
+
+    Raises:
+        SystemExit: a flag is malformed (argparse prints the usage, exit status 2).
+        SettingsError: an environment variable is malformed, or a value is out of its range.
+    """
+    environ = os.environ if environ is None else environ
+    given = vars(build_parser().parse_args(argv))
+    values: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    for option in _OPTIONS:
+        value = given[option.name]
+        if value is None and option.env in environ:
+            raw = environ[option.env]
+            try:
+                value = option.parse(raw)
+            except ValueError:
+                raise SettingsError(f"{option.env}={raw!r} is not a valid {option.name}") from None
+            if option.choices is not None and value not in option.choices:
+                raise SettingsError(f"{option.env} must be one of {', '.join(option.choices)}, not {raw!r}")
+        if value is not None:
+            (limits if option.limit else values)[option.name] = value
+    try:
+        return replace(Settings(), **values, limits=replace(_DEFAULT_LIMITS, **limits))
+    except SettingsError:
+        raise
+    except ValueError as exc:  # Limits' own range checks
+        raise SettingsError(str(exc)) from None

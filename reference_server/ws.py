@@ -1,0 +1,356 @@
+"""The WebSocket route ``/invocations-bidirectional-stream``: a thin shell over :class:`ServerSession`.
+
+Every protocol rule (parsing, error codes, ordering, brackets, frame cutting) lives in the sans-I/O
+:class:`protocol.session.ServerSession`; this module only moves bytes and runs synthesis. Four tasks
+share one session (PROTOCOL.md §2, §7, §8):
+
+* the **reader** receives every client message, TEXT or BINARY (§3.1), feeds it to
+  :meth:`~ServerSession.receive_frame` and acts on the events at once, so ``cancel`` and ``close`` work
+  while audio is being produced and sent;
+* the **synthesizer** runs the backend on worker threads (:class:`~reference_server.runtime.RequestAudio`)
+  for requests in arrival order, up to ``limits.lookahead`` requests ahead of the one being sent, so
+  the next sentence is ready when the current one ends;
+* the **feeder** hands the head request's segments to the session (:meth:`~ServerSession.start`,
+  :meth:`~ServerSession.audio`, :meth:`~ServerSession.complete`) and waits for each segment to be
+  written before taking the next, which bounds what a slow client can make the server hold;
+* the **writer** is the only task that sends: it writes :meth:`~ServerSession.data_to_send` in order
+  and closes the socket once the session is finished (1000 after ``close``, the fatal code after a
+  fatal error, 1001 on server shutdown).
+
+The reader never waits on the writer, and the event loop never waits on the model, so WebSocket pings
+are answered throughout synthesis (§8). A client that disconnects stops everything: the tasks are
+cancelled, the generator is closed between segments and the session's buffers are dropped (§7.4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from protocol.errors import CLOSE_GOING_AWAY, ErrorCode
+from protocol.messages import SynthesisRequest, Word
+from protocol.session import CloseRequested, RequestAccepted, RequestCancelled, ServerSession
+from reference_server.runtime import AudioPiece, RequestAudio, Runtime
+
+__all__ = ["PATH", "SEGMENT_BUFFER", "WebSocketSession", "bidirectional_stream"]
+
+PATH = "/invocations-bidirectional-stream"
+"""The route SageMaker opens for InvokeEndpointWithBidirectionalStream (REFERENCE.md §1, PROTOCOL.md §2)."""
+
+SEGMENT_BUFFER = 2
+"""Synthesized segments a request may hold before the feeder takes them. With one more being written
+and one being synthesized this keeps the next audio ready without letting a slow client pile up a
+long text's audio in memory."""
+
+logger = logging.getLogger("reference_server")
+
+
+class _Job:
+    """One accepted request between the synthesizer (producer) and the feeder (consumer).
+
+    A bounded single-producer, single-consumer channel of :class:`AudioPiece`: ``put`` waits while
+    :data:`SEGMENT_BUFFER` pieces are waiting; ``finish`` (never blocks) marks the end, with the error
+    if synthesis failed; ``cancel`` drops what is buffered and releases both sides.
+    """
+
+    def __init__(self, request: SynthesisRequest) -> None:
+        self.request = request
+        self.begun = False
+        self.cancelled = False
+        self.finished = False
+        self.error: BaseException | None = None
+        self._pieces: deque[AudioPiece] = deque()
+        self._has_piece = asyncio.Event()
+        self._has_space = asyncio.Event()
+
+    async def put(self, piece: AudioPiece) -> None:
+        while len(self._pieces) >= SEGMENT_BUFFER and not self.cancelled:
+            self._has_space.clear()
+            await self._has_space.wait()
+        if not self.cancelled:
+            self._pieces.append(piece)
+            self._has_piece.set()
+
+    async def get(self) -> AudioPiece | None:
+        """The next piece, or ``None`` once synthesis has ended (or the request was cancelled)."""
+        while not self._pieces and not self.finished and not self.cancelled:
+            self._has_piece.clear()
+            await self._has_piece.wait()
+        if self.cancelled or not self._pieces:
+            return None
+        piece = self._pieces.popleft()
+        self._has_space.set()
+        return piece
+
+    def finish(self, error: BaseException | None = None) -> None:
+        self.finished = True
+        self.error = error
+        self._has_piece.set()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._pieces.clear()
+        self._has_piece.set()
+        self._has_space.set()
+
+
+class WebSocketSession:
+    """One accepted WebSocket connection running one :class:`ServerSession` (PROTOCOL.md §7).
+
+    Args:
+        websocket: an accepted Starlette WebSocket.
+        runtime: the process's shared :class:`~reference_server.runtime.Runtime` (the model may still be
+            loading: requests are read and queued at once and synthesized once it is ready).
+
+    :meth:`run` returns when the session has ended for any reason; by then every task has stopped and
+    the session holds no synthesis.
+    """
+
+    def __init__(self, websocket: WebSocket, runtime: Runtime) -> None:
+        self.websocket = websocket
+        self.runtime = runtime
+        self.session = ServerSession(runtime.limits, known_voices=runtime.voices)
+        self._jobs: dict[str, _Job] = {}  # accepted and not yet completed, in arrival order
+        self._wake_synthesizer = asyncio.Event()
+        self._wake_feeder = asyncio.Event()
+        self._outbox = asyncio.Event()  # frames may be waiting in the session
+        self._flushed = asyncio.Event()  # the writer has sent everything queued so far
+        self._going_away = False
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Serve the session until ``close`` has drained, a fatal error, disconnect or shutdown."""
+        reader = asyncio.create_task(self._read(), name="ws-reader")
+        writer = asyncio.create_task(self._write(), name="ws-writer")
+        workers = [
+            asyncio.create_task(self._synthesize(), name="ws-synthesizer"),
+            asyncio.create_task(self._feed(), name="ws-feeder"),
+        ]
+        self._tasks = [reader, writer, *workers]
+        try:
+            pending: set[asyncio.Task[None]] = set(self._tasks)
+            # The writer ends the session (closed, or the client is gone mid-send); the reader ends it
+            # when the client disconnects. Workers only end by failing, or cancelled by shutdown().
+            while writer in pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                failed = [
+                    t for t in done if t is not writer and not t.cancelled() and t.exception() is not None
+                ]
+                if failed:
+                    # A bug in this adapter, not the client's fault: end the session as §9 says.
+                    logger.error("session failed", exc_info=failed[0].exception())
+                    for task in (reader, *workers):
+                        task.cancel()
+                    self.session.abort(ErrorCode.INTERNAL_ERROR, "the server failed; the session ends")
+                    self._kick()
+                    await asyncio.wait([writer], timeout=self.runtime.limits.close_timeout_s)
+                    break
+                if reader in done:
+                    break
+        finally:
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            for job in self._jobs.values():
+                job.cancel()
+            self._jobs.clear()
+
+    async def shutdown(self) -> None:
+        """Server shutdown (§7.3): stop synthesis, send what is queued, close with 1001."""
+        self._going_away = True
+        for task in self._tasks[2:]:
+            task.cancel()
+        for job in self._jobs.values():
+            job.cancel()
+        self._kick()
+        if self._tasks:
+            await asyncio.wait(self._tasks[1:2])
+
+    # -- reader ------------------------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        while True:
+            message = await self.websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            # §3.1: BINARY and TEXT frames carry the same JSON messages; SageMaker delivers a
+            # PayloadPart without DataType as BINARY (REFERENCE.md §1).
+            data = message.get("bytes")
+            if data is None:
+                data = message.get("text")
+            if data is None:
+                continue
+            for event in self.session.receive_frame(data):
+                if isinstance(event, RequestAccepted):
+                    request_id = event.request.request_id
+                    assert request_id is not None
+                    self._jobs[request_id] = _Job(event.request)
+                elif isinstance(event, RequestCancelled):
+                    job = self._jobs.get(event.request_id)
+                    if job is not None:
+                        job.cancel()
+                        if not event.started:
+                            # The session answers a request cancelled before its turn by itself.
+                            del self._jobs[event.request_id]
+                else:
+                    assert isinstance(event, CloseRequested)
+                self._wake_synthesizer.set()
+                self._wake_feeder.set()
+            self._kick()
+
+    # -- synthesizer -------------------------------------------------------------------------------
+
+    def _next_to_synthesize(self) -> _Job | None:
+        in_flight = 0
+        for job in self._jobs.values():
+            if job.begun:
+                in_flight += 1
+            elif not job.cancelled:
+                # The head request is in flight while it is sent; lookahead more may be synthesized.
+                return job if in_flight <= self.runtime.limits.lookahead else None
+        return None
+
+    async def _synthesize(self) -> None:
+        # The session reads (and answers pings) at once; synthesis waits for the model (§2.2: SageMaker
+        # sends no traffic before GET /ping is healthy, but a direct client may be early).
+        if not await self.runtime.wait_ready():
+            self.session.abort(ErrorCode.INTERNAL_ERROR, "the model failed to load")
+            self._kick()
+            return
+        while True:
+            job = self._next_to_synthesize()
+            if job is None:
+                self._wake_synthesizer.clear()
+                await self._wake_synthesizer.wait()
+                continue
+            job.begun = True
+            audio = RequestAudio(self.runtime, job.request)
+            error: BaseException | None = None
+            try:
+                while not job.cancelled:
+                    piece = await audio.next()
+                    if piece is None:
+                        break
+                    await job.put(piece)
+            except Exception as exc:
+                logger.exception("synthesis of request %r failed", job.request.request_id)
+                error = exc
+            finally:
+                audio.close()
+                job.finish(error)
+
+    # -- feeder ------------------------------------------------------------------------------------
+
+    async def _feed(self) -> None:
+        session = self.session
+        while True:
+            request = session.next_request()
+            if request is None:
+                self._wake_feeder.clear()
+                await self._wake_feeder.wait()
+                continue
+            request_id = request.request_id
+            assert request_id is not None
+            job = self._jobs[request_id]
+            try:
+                if session.start(request_id):
+                    self._kick()
+                    await self._send_audio(job)
+            finally:
+                job.cancel()  # stops synthesis still running for it (feeder cancelled)
+                self._jobs.pop(request_id, None)
+                self._wake_synthesizer.set()
+            self._kick()
+
+    async def _send_audio(self, job: _Job) -> None:
+        session = self.session
+        request_id = job.request.request_id
+        assert request_id is not None
+        words: list[Word] | None = None
+        while (piece := await job.get()) is not None:
+            if piece.pcm and not session.audio(request_id, piece.pcm):
+                break  # cancelled: the rest of the request is dropped
+            if piece.words is not None:
+                words = words or []
+                words.extend(piece.words)
+            # Backpressure: the next segment waits until this one is on the wire.
+            await self._flush()
+        if job.error is not None and not session.is_cancelled(request_id):
+            session.fail(request_id, "synthesis failed")
+        else:
+            session.complete(request_id, None if session.is_cancelled(request_id) else words)
+
+    # -- writer ------------------------------------------------------------------------------------
+
+    def _kick(self) -> None:
+        self._flushed.clear()
+        self._outbox.set()
+
+    async def _flush(self) -> None:
+        self._kick()
+        await self._flushed.wait()
+
+    async def _write(self) -> None:
+        websocket = self.websocket
+        session = self.session
+        while True:
+            await self._outbox.wait()
+            self._outbox.clear()
+            for frame in session.data_to_send():
+                if isinstance(frame, str):
+                    await websocket.send_text(frame)
+                else:
+                    await websocket.send_bytes(frame)
+            if self._outbox.is_set():
+                continue  # more was queued while sending
+            if self._going_away:
+                await websocket.close(CLOSE_GOING_AWAY)
+                return
+            if session.finished:
+                await websocket.close(session.close_code or 1000)
+                return
+            self._flushed.set()
+
+
+async def bidirectional_stream(websocket: WebSocket) -> None:
+    """Starlette endpoint for :data:`PATH` (PROTOCOL.md §2, §7).
+
+    Accepts at once (SageMaker allows 250 ms), then refuses with ``too_many_sessions`` (close 1013) when
+    ``max_sessions`` are open. A session opened while the model is still loading reads and queues
+    requests at once and synthesizes them once it is ready; if loading failed the session ends with a
+    fatal ``internal_error`` (1011).
+    """
+    runtime: Runtime = websocket.app.state.runtime
+    await websocket.accept()
+    if not runtime.try_open_session():
+        if runtime.closing:
+            await websocket.close(CLOSE_GOING_AWAY)
+            return
+        full = f"{runtime.limits.max_sessions} sessions are open; try again later"
+        await _refuse(websocket, ErrorCode.TOO_MANY_SESSIONS, full)
+        return
+    try:
+        session = WebSocketSession(websocket, runtime)
+        runtime.register(session)
+        try:
+            await session.run()
+        finally:
+            runtime.unregister(session)
+    finally:
+        runtime.close_session()
+
+
+async def _refuse(websocket: WebSocket, code: ErrorCode, message: str) -> None:
+    session = ServerSession()
+    session.abort(code, message)
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+        for frame in session.data_to_send():
+            assert isinstance(frame, str)  # an aborted session queues only its error frame
+            await websocket.send_text(frame)
+        await websocket.close(session.close_code or 1011)
