@@ -15,6 +15,7 @@ prerequisite or setting is missing or wrong (nothing was changed), otherwise the
 from __future__ import annotations
 
 import argparse
+import importlib
 import platform
 import sys
 from collections.abc import Sequence
@@ -82,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_demo(demo_args: list[str]) -> int:
     """Run ``reference_agent.demo.main(demo_args)``; 2 when the agent package cannot be imported."""
     try:
-        from reference_agent import demo
+        # import_module reads sys.modules first, so an already-imported package attribute cannot mask it.
+        demo = importlib.import_module("reference_agent.demo")
     except ImportError as error:
         print(
             f"{TOOL}: the agent demo is not available: the reference agent package is not installed or not "

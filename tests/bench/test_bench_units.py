@@ -1,0 +1,141 @@
+"""Unit tests of the benchmark package's own logic: no model, no server, no timing assertions."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import agent_latency, chunker_cost, playback, report, transport_sizes
+from bench.__main__ import main
+from bench.record import Result, load_results, save_result
+from bench.runner import BENCHMARKS, benchmark_module
+from bench.summary import change_pct, describe, percentile, ratio
+from bench.texts import CLIPS, REPLY, REPLY_SENTENCES
+from protocol.chunker import IncrementalSentenceChunker
+
+
+def test_the_reply_has_the_seeds_shape() -> None:
+    # REFERENCE.md §3: 267 characters, four sentences.
+    assert len(REPLY) == 267
+    chunker = IncrementalSentenceChunker()
+    sentences = [*chunker.feed(REPLY), chunker.flush()]
+    assert tuple(sentences) == REPLY_SENTENCES
+    assert len(CLIPS) == 24 == len(set(CLIPS))
+
+
+def test_seed_timing_releases_the_first_sentence_and_the_reply_on_time() -> None:
+    from reference_agent.scripted import tokenize
+
+    first_token_s, tokens_per_s = agent_latency.seed_timing(REPLY, 0.6, 5.0)
+    pieces = tokenize(REPLY)
+    chunker = IncrementalSentenceChunker()
+    release = next(i for i, piece in enumerate(pieces) if chunker.feed(piece))
+    assert first_token_s > 0
+    assert first_token_s + release / tokens_per_s == pytest.approx(0.6, abs=1e-3)
+    assert first_token_s + (len(pieces) - 1) / tokens_per_s == pytest.approx(5.0, abs=1e-3)
+
+
+def test_seed_timing_refuses_impossible_rhythms() -> None:
+    with pytest.raises(ValueError, match="more than one sentence"):
+        agent_latency.seed_timing("Just one sentence here.", 0.6, 5.0)
+    with pytest.raises(ValueError, match="cannot arrive"):
+        agent_latency.seed_timing("A first sentence with many words in it. Then more.", 0.1, 5.0)
+
+
+def test_underrun_counts_the_silence_a_real_time_player_waits() -> None:
+    second = 48_000  # one second of 24 kHz PCM16
+    # On time: the second piece arrives while the first still plays.
+    assert playback.underrun([(10.0, second), (10.5, second)]) == (0.0, 0)
+    # Late: the first second ends at 11.0, the next arrives at 11.25, then one arrives in time.
+    assert playback.underrun([(10.0, second), (11.25, second), (11.5, second)]) == (0.25, 1)
+    # Two stalls add up; buffered audio is never dropped.
+    assert playback.underrun([(0.0, second // 2), (1.0, second // 2), (2.0, second)]) == (1.0, 2)
+    assert playback.underrun([]) == (0.0, 0)
+
+
+def test_summaries() -> None:
+    assert percentile([1, 2, 3, 4], 50) == 2.5
+    assert percentile([5], 95) == 5
+    assert percentile([0, 10], 95) == pytest.approx(9.5)
+    with pytest.raises(ValueError):
+        percentile([], 50)
+    assert describe([3.0, 1.0, 2.0]) == {"n": 3, "median": 2.0, "p95": 2.9, "min": 1.0, "max": 3.0}
+    assert describe([])["median"] is None
+    assert ratio(6.0, 2.0) == 3.0 and ratio(None, 2.0) is None and ratio(1.0, 0.0) is None
+    assert change_pct(156.7, 329.3) == -52.4  # the seed's own figure
+
+
+def _decoded_seconds(data: bytes, container_format: str) -> float:
+    import av
+
+    with av.open(io.BytesIO(data), format=container_format) as container:
+        samples = sum(frame.samples for frame in container.decode(audio=0))
+        rate = container.streams.audio[0].rate
+    return samples / rate
+
+
+@pytest.mark.parametrize(
+    ("encode", "container_format"), [(transport_sizes.encode_mp3, "mp3"), (transport_sizes.encode_aac, "mp4")]
+)
+def test_encoders_produce_playable_audio_of_the_same_length(encode, container_format) -> None:
+    seconds = 2.0
+    t = np.arange(int(24_000 * seconds)) / 24_000
+    pcm = (np.sin(2 * np.pi * 220 * t) * 8000).astype("<i2").tobytes()
+    data = encode(pcm)
+    assert len(data) < len(pcm) / 5  # compressed at all: 48 or 32 kbps against 384
+    # Encoder delay and padding add at most a few frames.
+    assert _decoded_seconds(data, container_format) == pytest.approx(seconds, abs=0.15)
+
+
+def test_aac_is_fragmented_mp4() -> None:
+    data = transport_sizes.encode_aac(b"\0\0" * 24_000)
+    boxes = []
+    offset = 0
+    while offset + 8 <= len(data):
+        size = int.from_bytes(data[offset : offset + 4], "big")
+        boxes.append(data[offset + 4 : offset + 8].decode("ascii"))
+        offset += size
+    assert boxes[:2] == ["ftyp", "moov"] and "moof" in boxes and "mdat" in boxes
+
+
+def test_chunker_cost_feeds_every_character() -> None:
+    text = chunker_cost.text_of_length(1_000)
+    assert len(text) == 1_000
+    _, chunks = chunker_cost.feed_by_character(text)
+    assert chunks == len(IncrementalSentenceChunker().feed(text)) + 1
+
+
+def test_results_round_trip_and_report(tmp_path: Path) -> None:
+    result = Result("chunker_cost", chunker_cost.TITLE, config={"sizes": [10, 20]})
+    result.trials = [
+        {"trial": 1, "chars": 10, "ms": 1.0, "chunks": 1},
+        {"trial": 1, "chars": 20, "ms": 2.0, "chunks": 2},
+    ]
+    result.figures = {
+        "10": {**describe([1.0]), "us_per_char": 100.0},
+        "20": {**describe([2.0]), "us_per_char": 100.0},
+        "time_ratio": 2.0,
+        "size_ratio": 2.0,
+    }
+    path = save_result(result, tmp_path / "results")
+    assert json.loads(path.read_text())["environment"]["cpu_count"] >= 1
+    assert load_results(tmp_path / "results")["chunker_cost"]["figures"]["time_ratio"] == 2.0
+    output = report.write_report(tmp_path / "results", tmp_path / "RESULTS.md")
+    text = output.read_text()
+    assert "| 10 | 1.0 ms | 100.00 µs | 1 |" in text
+    for name in BENCHMARKS:
+        assert benchmark_module(name).TITLE in text
+    assert "Not run yet" in text and "Not run: `bench/gpu.sh`" in text
+
+
+def test_markdown_table_escapes_pipes() -> None:
+    assert report.markdown_table(["a"], [["x|y"]]).splitlines()[-1] == "| x\\|y |"
+
+
+def test_command_line_refuses_unknown_benchmarks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "no_such_benchmark"]) == 2
+    assert "unknown benchmark" in capsys.readouterr().out
