@@ -1,0 +1,25 @@
+"""Benchmarks: what this project exists for, measured, with the AWS sample's figures beside ours.
+
+``python -m bench`` (``make bench``) runs every benchmark in one process and writes
+``bench/results/<name>.json`` (figures, every trial, the environment) and ``bench/results/<name>.png``;
+``python -m bench report`` turns the JSON files into ``bench/RESULTS.md``, with the seed figures of
+REFERENCE.md §3 beside ours. Benchmarks are not tests: nothing here asserts a speed.
+
+Reading order: :mod:`bench.texts` (what is spoken) and :mod:`bench.seeds` (the figures we compare
+against); :mod:`bench.record` and :mod:`bench.summary` (results and statistics);
+:mod:`bench.stack` (servers and the simulator, started as the deployment starts them) and
+:mod:`bench.channels` (one checked bidirectional session over the simulator or a direct WebSocket);
+then one module per benchmark, in the order of the issue:
+
+1. :mod:`bench.transport_latency`: first audio, whole text vs first sentence;
+2. :mod:`bench.agent_latency`: the agent's first audio, bidi vs batch;
+3. :mod:`bench.transport_sizes`: bytes on the wire per audio encoding;
+4. :mod:`bench.throughput`: concurrent sessions per backend;
+5. :mod:`bench.simulator_overhead`: the simulator's cost in first-audio time;
+6. :mod:`bench.playback`: silence a real-time player would insert, with and without look-ahead;
+7. :mod:`bench.chunker_cost`: the sentence chunker fed one character at a time;
+8. :mod:`bench.gpu` (run by ``bench/gpu.sh`` on a GPU machine): the torch backend on CUDA.
+
+:mod:`bench.runner` runs them in one event loop (``python -m bench``), :mod:`bench.plots` draws the
+charts and :mod:`bench.report` writes RESULTS.md.
+"""

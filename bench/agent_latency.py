@@ -1,0 +1,237 @@
+"""Benchmark 2: the agent end to end: first ``audio_chunk`` after ``agent_start``, bidi vs batch.
+
+The seed's agent started speaking 2.4 times sooner in ``bidi`` mode (each sentence to the TTS as soon
+as it is written) than in ``batch`` mode (the whole reply at once), locally, and 3.5 times sooner
+deployed (REFERENCE.md §3).
+
+Here the whole local stack runs (:class:`reference_agent.local.LocalStack`): the agent app on the
+scripted model, the official SageMaker client, the simulator (TLS + HTTP/2) and the reference server
+(Kokoro-82M int8 ONNX on the CPU). The scripted model writes the benchmark reply with the seed's
+rhythm: first sentence complete after about 0.6 s, whole reply after about 5 s (:func:`seed_timing`).
+The figure is the agent's own ``t_ms`` stamp of the first ``audio_chunk`` (``agent-infra demo``'s
+measure, :func:`reference_agent.demo.measure`, which also checks every stream with
+:mod:`reference_agent.checks`). Conditions and modes alternate trial by trial.
+
+Two conditions: ``local`` (no added latency) and ``hop``: the simulator delays every PayloadPart by
+:attr:`Config.hop_latency_s` in each direction, emulating the network between a deployed agent and its
+endpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import seeds
+from bench.record import Result
+from bench.summary import describe, ratio
+from bench.texts import REPLY
+
+__all__ = ["NAME", "SMOKE", "TITLE", "Config", "notes", "plot", "run", "seed_timing", "tables"]
+
+NAME = "agent_latency"
+TITLE = "2. Agent end to end: first audio after agent_start, bidi vs batch"
+
+CONDITIONS = ("local", "hop")
+
+SEED_FIRST_SENTENCE_S = 0.6
+"""The seed's scripted LLM: the first sentence is complete after about this many seconds."""
+SEED_WHOLE_REPLY_S = 5.0
+"""... and the whole reply after about this many."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Attributes:
+    trials: invocations per mode and condition (after one untimed warm-up per condition).
+    hop_latency_s: delay the simulator adds to every PayloadPart, each direction, in the ``hop``
+        condition. 25 ms is an assumption: SageMaker does not publish its routing latency.
+    reply, first_sentence_s, whole_reply_s: the scripted model's text and rhythm.
+    """
+
+    trials: int = 4
+    hop_latency_s: float = 0.025
+    reply: str = REPLY
+    first_sentence_s: float = SEED_FIRST_SENTENCE_S
+    whole_reply_s: float = SEED_WHOLE_REPLY_S
+
+
+SMOKE = Config(trials=1, reply="Hello there. It is me.", first_sentence_s=0.3, whole_reply_s=0.6)
+
+
+def seed_timing(reply: str, first_sentence_s: float, whole_reply_s: float) -> tuple[float, float]:
+    """The scripted model's ``(first_token_s, tokens_per_s)`` that release the first sentence to the TTS
+    after ``first_sentence_s`` and the last piece after ``whole_reply_s``.
+
+    :class:`reference_agent.scripted.ScriptedModel` streams word pieces, the first after
+    ``first_token_s`` and one every ``1 / tokens_per_s`` after; the bidi chunker releases a sentence
+    when the first character after it arrives, so the first sentence leaves at the arrival of piece
+    ``k`` (the next sentence's first word).
+
+    Raises:
+        ValueError: the reply has a single sentence, or its first sentence is too long to arrive that
+            soon at a steady rate (the time to first token would be negative).
+    """
+    from protocol.chunker import IncrementalSentenceChunker
+    from reference_agent.scripted import tokenize
+
+    pieces = tokenize(reply)
+    chunker = IncrementalSentenceChunker()
+    release = next((index for index, piece in enumerate(pieces) if chunker.feed(piece)), None)
+    if release is None:
+        raise ValueError("the reply must have more than one sentence")
+    last = len(pieces) - 1
+    if last <= release or whole_reply_s <= first_sentence_s:
+        raise ValueError("the whole reply must end after the first sentence")
+    tokens_per_s = (last - release) / (whole_reply_s - first_sentence_s)
+    first_token_s = first_sentence_s - release / tokens_per_s
+    if first_token_s < 0:
+        raise ValueError(f"the first sentence ({release} pieces) cannot arrive within {first_sentence_s} s")
+    return round(first_token_s, 4), round(tokens_per_s, 4)
+
+
+def _trial_row(trial: Any, condition: str, number: int) -> dict[str, Any]:
+    return {
+        "condition": condition,
+        "trial": number,
+        "mode": trial.mode,
+        "first_audio_ms": None if trial.first_audio_ms is None else round(trial.first_audio_ms, 1),
+        "seen_ms": None if trial.seen_ms is None else round(trial.seen_ms, 1),
+        "audio_s": round(trial.audio_s, 3),
+        "ok": trial.ok,
+        "error": trial.error,
+        "findings": [str(finding) for finding in trial.findings],
+    }
+
+
+async def run(context: Any, config: Config = Config()) -> Result:
+    """Run the trials of both conditions and modes, interleaved, through one local stack."""
+    from reference_agent.app import AgentSettings
+    from reference_agent.demo import DEFAULT_PROMPT, http_invoker, measure
+    from reference_agent.local import LocalStack
+    from simulator.container import UrlContainer
+
+    first_token_s, tokens_per_s = seed_timing(config.reply, config.first_sentence_s, config.whole_reply_s)
+    server = await context.servers.get("onnx")
+    settings = AgentSettings(reply=config.reply, first_token_s=first_token_s, tokens_per_s=tokens_per_s)
+    result = Result(
+        NAME,
+        TITLE,
+        config={
+            **asdict(config),
+            "reply_chars": len(config.reply),
+            "scripted_first_token_s": first_token_s,
+            "scripted_tokens_per_s": tokens_per_s,
+            "server": server.settings(),
+        },
+    )
+    latency = {"local": 0.0, "hop": config.hop_latency_s}
+    async with LocalStack(container=UrlContainer(server.url), settings=settings) as stack:
+        # BedrockAgentCoreApp sets its logger to INFO when built and logs a line per invocation.
+        logging.getLogger("bedrock_agentcore.app").setLevel(logging.WARNING)
+        invoke = http_invoker(stack.agent_url)
+
+        async def invocation(condition: str, mode: str) -> Any:
+            # Each invocation opens its own TTS session, which reads the simulator's settings then.
+            stack.simulator.update(part_latency_s=latency[condition])
+            return await measure(invoke, {"prompt": DEFAULT_PROMPT, "mode": mode, "voice": "af_heart"})
+
+        for condition in CONDITIONS:  # warm-up
+            await invocation(condition, "bidi")
+        # Conditions and modes alternate trial by trial, so a change in the machine's load over the run
+        # falls on all four alike.
+        for number in range(config.trials):
+            conditions = CONDITIONS if number % 2 == 0 else CONDITIONS[::-1]
+            for condition in conditions:
+                modes = ("bidi", "batch") if (number // 2) % 2 == 0 else ("batch", "bidi")
+                for mode in modes:
+                    row = _trial_row(await invocation(condition, mode), condition, number + 1)
+                    result.trials.append(row)
+                    first = row["first_audio_ms"]
+                    context.log(f"  trial {number + 1} {condition:<5} {mode:<5} first audio {first} ms")
+    figures: dict[str, Any] = {}
+    for condition in CONDITIONS:
+        rows = [t for t in result.trials if t["condition"] == condition]
+        bidi = describe([t["first_audio_ms"] for t in rows if t["mode"] == "bidi" and t["ok"]])
+        batch = describe([t["first_audio_ms"] for t in rows if t["mode"] == "batch" and t["ok"]])
+        figures[condition] = {
+            "bidi_first_audio_ms": bidi,
+            "batch_first_audio_ms": batch,
+            "batch_over_bidi": ratio(batch["median"], bidi["median"]),
+            "failed_trials": sum(1 for t in rows if not t["ok"]),
+        }
+    result.figures = figures
+    result.seed = {"local_ratio": seeds.AGENT_RATIO_LOCAL, "deployed_ratio": seeds.AGENT_RATIO_DEPLOYED}
+    failed = sum(f["failed_trials"] for f in figures.values())
+    if failed:
+        result.notes.append(
+            f"{failed} invocation(s) broke the agent's stream rules and are left out of the medians."
+        )
+    return result
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f} ms"
+
+
+def _x(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
+    """Rows: per condition, the medians of both modes and batch / bidi, beside the seed's ratio."""
+    headers = ["condition", "bidi, median", "batch, median", "n per mode", "batch / bidi (ours)", "seed"]
+    seed = {"local": result["seed"]["local_ratio"], "hop": result["seed"]["deployed_ratio"]}
+    names = {"local": "local", "hop": "network hop emulated (seed: deployed)"}
+    rows = []
+    for condition in ("local", "hop"):
+        figures = result["figures"][condition]
+        bidi, batch = figures["bidi_first_audio_ms"], figures["batch_first_audio_ms"]
+        rows.append(
+            [
+                names[condition],
+                _ms(bidi["median"]),
+                _ms(batch["median"]),
+                f"{bidi['n']} / {batch['n']}",
+                _x(figures["batch_over_bidi"]),
+                _x(seed[condition]),
+            ]
+        )
+    return [(headers, rows)]
+
+
+def notes(result: dict[str, Any]) -> list[str]:
+    """The scripted rhythm and the hop's latency, and what batch mode's first audio is made of."""
+    config = result["config"]
+    return [
+        f"Scripted model: {config['reply_chars']}-character reply, first token after "
+        f"{config['scripted_first_token_s'] * 1000:.0f} ms, then "
+        f"{config['scripted_tokens_per_s']:.2f} words/s: first sentence to the TTS at "
+        f"{config['first_sentence_s']:g} s, whole reply at {config['whole_reply_s']:g} s.",
+        f"Hop: {config['hop_latency_s'] * 1000:.0f} ms added to every PayloadPart in each direction by the "
+        "simulator (an assumption: SageMaker does not publish its routing latency).",
+        "In both modes the server streams each sentence as soon as it is synthesized, so batch's first audio "
+        "is the whole reply's writing time plus the first sentence's synthesis; bidi's is the first "
+        "sentence's writing time plus its synthesis.",
+    ]
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Every trial's first-audio time, per condition and mode."""
+    from bench.plots import strip_chart
+
+    series = {}
+    for condition in ("local", "hop"):
+        for mode in ("bidi", "batch"):
+            series[f"{condition}: {mode}"] = [
+                t["first_audio_ms"]
+                for t in result["trials"]
+                if t["condition"] == condition and t["mode"] == mode and t["ok"]
+            ]
+    ratios = ", ".join(
+        f"{c} {result['figures'][c]['batch_over_bidi'] or '–'}× (seed {s}×)"
+        for c, s in (("local", result["seed"]["local_ratio"]), ("hop", result["seed"]["deployed_ratio"]))
+    )
+    strip_chart(path, "First audio after agent_start (ms)", series, title=f"batch / bidi: {ratios}")
