@@ -26,6 +26,10 @@ ORDER_RULE = (
     "with ``audio_stream_start`` before every ``audio_chunk`` and no ``text_delta`` after "
     "``audio_stream_end`` (all text is spoken before the audio stream ends)"
 )
+SLOW_REPLY = (
+    "The sea covers most of the planet. It holds more life than any forest. "
+    "Its tides follow the moon. Sailors have read its moods for thousands of years."
+)
 AGENT_TIMEOUT_S = 180.0
 
 Invoke = Callable[[dict[str, Any]], list[bytes]]
@@ -57,7 +61,7 @@ def _local_agent(target: Target, loop: LoopThread) -> Iterator[Invoke]:
     loop.run(stack.start(), 120.0)
 
     def invoke(payload: dict[str, Any]) -> list[bytes]:
-        body = {**payload, "scripted": {"reply": REPLY}}
+        body = {**payload, "scripted": {"reply": REPLY, **payload.get("scripted", {})}}
         with (
             httpx.Client(timeout=AGENT_TIMEOUT_S) as client,
             client.stream("POST", f"{stack.agent_url}/invocations", json=body) as response,
@@ -134,3 +138,54 @@ def test_agent_bidi_stream(conf: Probe, agent: Invoke) -> None:
 def test_agent_batch_stream(conf: Probe, agent: Invoke) -> None:
     events = _judge(conf, agent({"prompt": "Say hello in two sentences.", "mode": "batch", "speed": 2.0}))
     assert any(e.get("type") == "audio_chunk" for e in events), "the stream carries no audio"
+
+
+def _first(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    found = [e for e in events if e.get("type") == kind]
+    assert found, f"the stream has no {kind} event"
+    return found[0]
+
+
+@case(
+    "AGENT-3",
+    "agent",
+    Level.MUST,
+    requirement="as soon as it is complete, so the first sentence is heard while later ones are still being "
+    "written.",
+    description="the same four-sentence scripted reply, written over about four seconds, in bidi then "
+    "batch mode",
+    expectation="bidi's first audio_chunk arrives while the reply is still being written (before its last "
+    "text_delta) and earlier after agent_start than batch's, whose first audio follows the whole reply",
+    source="reference_agent/pipeline.py",
+)
+def test_agent_bidi_speaks_before_batch(conf: Probe, agent: Invoke) -> None:
+    slow = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 6.0}
+    timings = {}
+    for mode in ("bidi", "batch"):
+        request = {"prompt": "About the sea.", "mode": mode, "speed": 2.0, "scripted": slow}
+        events = _judge(conf, agent(request))
+        last_text = [e for e in events if e.get("type") == "text_delta"][-1]["t_ms"]
+        timings[mode] = (_first(events, "audio_chunk")["t_ms"], last_text)
+    conf.observe(first_audio_and_last_text_ms=timings)
+    (bidi_audio, bidi_text), (batch_audio, batch_text) = timings["bidi"], timings["batch"]
+    assert bidi_audio < bidi_text, f"bidi spoke only once the reply was written ({bidi_audio} >= {bidi_text})"
+    assert batch_audio >= batch_text, "batch must not speak before the whole reply is written"
+    assert bidi_audio < batch_audio, f"bidi's first audio ({bidi_audio}) not before batch's ({batch_audio})"
+
+
+@case(
+    "AGENT-4",
+    "agent",
+    Level.MUST,
+    requirement="Every failure ends the stream with one ``error`` event",
+    description="ask for a reply in a voice the TTS server refuses (invalid_voice)",
+    expectation="the SSE stream is well formed and ends with one error event",
+    source="reference_agent/pipeline.py",
+)
+def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
+    from reference_agent.checks import check_stream
+
+    chunks = agent({"prompt": "Say hello.", "mode": "bidi", "voice": "zz_nobody"})
+    events, findings = check_stream(chunks, expect="error")
+    conf.observe(event_types=[e.get("type") for e in events][:40], findings=[str(f) for f in findings])
+    assert not findings, "; ".join(str(f) for f in findings)
