@@ -166,18 +166,14 @@ class ProtocolError(Exception):
         return f"ProtocolError({self.code.value!r}, {self.message!r}, request_id={self.request_id!r})"
 
     def to_frame(self) -> dict[str, Any]:
-        """The ``error`` control frame of §5.4 as a JSON-ready dict.
+        """The ``error`` control frame of §5.4 as a JSON-ready dict (:class:`protocol.messages.ErrorFrame`).
 
-        ``message`` is prefixed with the code unless it already contains it, so clients that look for
-        codes by substring (the AWS sample's, REFERENCE.md §3) keep working.
+        ``message`` contains the code, so clients that look for codes by substring (the AWS sample's,
+        REFERENCE.md §3) keep working.
         """
-        return {
-            "type": "error",
-            "code": self.code.value,
-            "message": self.message if self.code.value in self.message else f"{self.code}: {self.message}",
-            "request_id": self.request_id,
-            "fatal": self.fatal,
-        }
+        from protocol.messages import ErrorFrame  # the frame's one home; messages imports this module
+
+        return ErrorFrame.from_error(self).to_dict()
 
     def http_body(self) -> dict[str, Any]:
         """The JSON body of an HTTP error answer (§11.6): ``{"error": {"code", "message"}}``."""

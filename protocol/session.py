@@ -212,11 +212,8 @@ class ServerSession:
         raise AssertionError(f"unhandled message {message!r}")  # parse_client_message's contract
 
     def _reject(self, exc: ProtocolError) -> None:
-        frame = ErrorFrame(
-            code=exc.code, message=exc.message, request_id=exc.request_id, fatal=exc.code.fatal
-        )
-        self._outgoing.append(frame.to_json())
-        if exc.code.fatal:
+        self._outgoing.append(ErrorFrame.from_error(exc).to_json())
+        if exc.fatal:
             self.state = SessionState.CLOSED
             self.close_code = exc.code.close_code
 
