@@ -78,6 +78,7 @@ class Unimplemented(Exception):
 
 
 _CASE_ID = re.compile(r"^(?:\d+(?:\.\d+)*(?:\.F\d+)?|AGENT-\d+)$")
+_REQUIREMENT_ID = re.compile(r"R(?:\d+(?:\.\d+)*|[A-Z])-\d+")
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,12 @@ class Case:
         description: what the case does.
         expectation: what must be seen for the verdict ``OK``.
         source: the file the requirement is quoted from, relative to the repository root.
+        requirements: the ids of the spec's normative sentences this case tests (``"R3.3.1-2"``, see
+            :mod:`conformance.requirements`); the traceability matrix (``python -m conformance.matrix``)
+            maps each id to the cases that declare it.
 
     Raises:
-        ValueError: a malformed id or an empty requirement.
+        ValueError: a malformed id, an empty requirement or a malformed requirement id.
     """
 
     id: str
@@ -106,12 +110,17 @@ class Case:
     description: str
     expectation: str
     source: str = "spec/PROTOCOL.md"
+    requirements: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not _CASE_ID.match(self.id):
             raise ValueError(f"malformed case id {self.id!r}")
         if not self.requirement.strip():
             raise ValueError(f"case {self.id} quotes no requirement")
+        object.__setattr__(self, "requirements", tuple(self.requirements))
+        bad = [r for r in self.requirements if not _REQUIREMENT_ID.fullmatch(r)]
+        if bad:
+            raise ValueError(f"case {self.id}: malformed requirement ids {bad} (expected e.g. 'R3.3.1-2')")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -123,6 +132,7 @@ class Case:
             "description": self.description,
             "expectation": self.expectation,
             "source": self.source,
+            "requirements": list(self.requirements),
         }
 
 
@@ -135,10 +145,11 @@ def case(
     description: str,
     expectation: str,
     source: str = "spec/PROTOCOL.md",
+    requirements: tuple[str, ...] = (),
 ) -> Any:
     """Decorator: make a test function the conformance case described by the arguments (see :class:`Case`)."""
     return getattr(pytest.mark, MARKER)(
-        Case(id, section, Level(level), requirement, description, expectation, source)
+        Case(id, section, Level(level), requirement, description, expectation, source, tuple(requirements))
     )
 
 
@@ -195,14 +206,16 @@ def verdict_for(level: Level, passed: bool, *, strict: bool = False) -> Verdict:
 
 _EMPHASIS = re.compile(r"\*\*|`")
 _SPACE = re.compile(r"\s+")
+_REQUIREMENT_TAG = re.compile(r"\s*\[R(?:\d+(?:\.\d+)*|[A-Z])-\d+\]")
 
 
 def normalize_quote(text: str) -> str:
-    """``text`` with Markdown emphasis (``**``) and code marks (backticks) removed and whitespace collapsed.
+    """``text`` with requirement id tags (``[R3.3.1-2]``), Markdown emphasis (``**``) and code marks
+    (backticks) removed and whitespace collapsed.
 
-    Quotes and the spec are compared in this form, so a quote may span a line break of the spec.
+    Quotes and the spec are compared in this form, so a quote may span a line break or an id tag of the spec.
     """
-    return _SPACE.sub(" ", _EMPHASIS.sub("", text)).strip()
+    return _SPACE.sub(" ", _EMPHASIS.sub("", _REQUIREMENT_TAG.sub("", text))).strip()
 
 
 def quote_found(case: Case, root: Path = REPO_ROOT) -> bool:

@@ -40,11 +40,14 @@ class Mutant:
         name: the command-line name.
         server: the server class.
         caught_by: case ids that must be ``FAILED`` (empty for the unbroken control, which must pass them).
+        requirements: the ids of the spec sentences it breaks (``"R3.3.1-1"``,
+            :mod:`conformance.requirements`).
     """
 
     name: str
     server: type[ToneServer]
     caught_by: tuple[str, ...]
+    requirements: tuple[str, ...] = ()
 
     @property
     def breaks(self) -> str:
