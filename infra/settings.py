@@ -127,14 +127,30 @@ class ImageSource:
 SERVER_IMAGE = ImageSource(
     directory=REPO_ROOT,
     dockerfile="reference_server/Dockerfile",
-    include=("pyproject.toml", "README.md", "protocol", "spec", "reference_server"),
+    include=(
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "THIRD_PARTY.md",
+        "protocol",
+        "spec",
+        "reference_server",
+    ),
 )
 """The reference server's GPU image (linux/amd64, SageMaker bidirectional-streaming label)."""
 
 AGENT_IMAGE = ImageSource(
     directory=REPO_ROOT,
     dockerfile="reference_agent/Dockerfile",
-    include=("pyproject.toml", "README.md", "protocol", "spec", "reference_agent"),
+    include=(
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "THIRD_PARTY.md",
+        "protocol",
+        "spec",
+        "reference_agent",
+    ),
 )
 """The reference agent's image (linux/arm64, as AgentCore Runtime requires)."""
 
