@@ -42,7 +42,7 @@ class BadInput:
 
 
 _ORDER_RULE = (
-    "the server answers with the **first** failure in this order, "
+    "the server MUST answer with the **first** failure in this order, "
     "so that every implementation gives the same code"
 )
 _UTF8 = "not valid UTF-8 (overlong forms, encoded surrogates and truncated sequences included)"
@@ -553,6 +553,23 @@ def _expectation(code: ErrorCode, request_id: str | None) -> str:
     )
 
 
+# What every row also tests: exactly one error frame, the session goes on (§6.3), the frame's request_id.
+_REFUSAL = ("R6.3-2", "R6.3-3")
+
+
+def _member_requirement(code: ErrorCode, section: str) -> str:
+    """The id of the sentence that requires refusing a member row with ``code``."""
+    if section == "§4":
+        return "R4-1"  # the type member: §4's table
+    if code is ErrorCode.REQUEST_STALE:
+        return "R4.1-9"
+    if code is ErrorCode.UNKNOWN_REQUEST:
+        return "R4.2-2"
+    if section == "§4.2":
+        return "R4.2-1"  # a malformed cancel: the cancel rules of §4.2
+    return "R4.1-5"
+
+
 def _rows() -> list[BadInput]:
     rows: list[BadInput] = []
     for n, (what, frame, data_type, code, request_id, section, requirement) in enumerate(_FRAME_ROWS, 1):
@@ -563,6 +580,7 @@ def _rows() -> list[BadInput]:
             requirement,
             f"send {what} as a {'TEXT' if data_type == 'UTF8' else 'BINARY'} message",
             _expectation(code, request_id),
+            requirements=("R3.1-3", *_REFUSAL),
         )
         rows.append(BadInput(case, frame, data_type, code, request_id))
     start = len(rows) + 1
@@ -577,6 +595,7 @@ def _rows() -> list[BadInput]:
             requirement,
             f"send a message with {what} as a {'TEXT' if data_type == 'UTF8' else 'BINARY'} message",
             _expectation(code, expected),
+            requirements=(_member_requirement(code, section), *_REFUSAL),
         )
         rows.append(BadInput(case, _json(message), data_type, code, expected))
     for n, (what, obj, data_type, code, names_id) in enumerate(_ORDER_ROWS, 1):
@@ -590,6 +609,7 @@ def _rows() -> list[BadInput]:
             _ORDER_RULE,
             f"send a message with {what}",
             _expectation(code, expected),
+            requirements=("R9.2-1", *_REFUSAL),
         )
         rows.append(BadInput(case, _json(message), data_type, code, expected))
     return rows

@@ -18,6 +18,7 @@ BOTH = "A server MUST accept both and MUST treat them identically"
     "2.1.1",
     "§2.1",
     Level.MUST,
+    requirements=("R2.1-2",),
     requirement="A server MUST ignore query-string parameters it does not know.",
     description="open a session with X-Amzn-SageMaker-Model-Query-String 'conformance=1&probe=yes' (the "
     "container sees /invocations-bidirectional-stream?conformance=1&probe=yes) and send a request",
@@ -38,6 +39,7 @@ def test_unknown_query_string_is_ignored(conf: Probe) -> None:
     "2.2.1",
     "§2.2",
     Level.MUST,
+    requirements=("R2.2-1",),
     requirement="The server MUST answer `200` once it can synthesize (model loaded)",
     description="GET /ping on the container once the suite's first session works",
     expectation="HTTP 200",
@@ -53,6 +55,7 @@ def test_ping_answers_200(conf: Probe) -> None:
     "3.1.1",
     "§3.1",
     Level.MUST,
+    requirements=("R3.1-1",),
     requirement=BOTH,
     description="send a synthesis request in a BINARY message (DataType BINARY)",
     expectation="synthesis_start, audio, synthesis_complete with status completed; the audio is plausible "
@@ -73,6 +76,7 @@ def test_request_in_binary_frame(conf: Probe) -> None:
     "3.1.2",
     "§3.1",
     Level.MUST,
+    requirements=("R3.1-1",),
     requirement=BOTH,
     description="send the same request in a BINARY message, then in a TEXT message (DataType UTF8)",
     expectation="both complete; the two synthesis_start frames agree on sample_rate, voice and speed, and "
@@ -102,6 +106,7 @@ def test_request_in_text_frame(conf: Probe) -> None:
     "3.1.3",
     "§3.1",
     Level.MUST,
+    requirements=("R3.1-3",),
     requirement="Each client message is exactly one JSON text (RFC 8259) in UTF-8 whose value is an object.",
     description="send a request whose text holds multibyte UTF-8 characters, unescaped, in a BINARY message",
     expectation="the request completes with plausible speech of the text",
@@ -126,6 +131,7 @@ def test_multibyte_utf8_in_binary_frame(conf: Probe) -> None:
     "3.1.4",
     "§2.5",
     Level.MUST,
+    requirements=("R2.5-1",),
     requirement="the WebSocket layer reassembles fragments (RFC 6455 §5.4) and nothing in this protocol "
     "depends on fragmentation",
     description="send one request as three PayloadParts (PARTIAL, PARTIAL, COMPLETE), cut inside a multibyte "

@@ -34,7 +34,11 @@ def _nonempty(recording: Recording) -> None:
     "3.2.1",
     "§3.2",
     Level.MUST,
-    requirement="Every server control frame is a **TEXT** message holding one JSON object in UTF-8",
+    requirements=(
+        "R3.2-4",
+        "R3.2-1",
+    ),
+    requirement="Every server control frame MUST be a **TEXT** message holding one JSON object in UTF-8",
     description="judge every control frame of the pipelined session (three requests, then close)",
     expectation="each is a TEXT message (DataType UTF8; checked behind the simulator only) and validates "
     "against its schema (synthesis_start, synthesis_complete, error)",
@@ -56,6 +60,7 @@ def test_control_frames_are_text_and_valid(conf: Probe, pipelined: Recording) ->
     "3.2.2",
     "§3.2",
     Level.MUST,
+    requirements=("R3.2-2",),
     requirement="A control frame MUST be at most 1 MiB and SHOULD be at most 64 KiB",
     description="measure every control frame of the pipelined session",
     expectation="none is longer than 1,048,576 bytes",
@@ -72,6 +77,7 @@ def test_control_frames_at_most_1_mib(conf: Probe, pipelined: Recording) -> None
     "3.2.3",
     "§3.2",
     Level.SHOULD,
+    requirements=("R3.2-2",),
     requirement="A control frame MUST be at most 1 MiB and SHOULD be at most 64 KiB",
     description="measure every control frame of the pipelined session",
     expectation="none is longer than 65,536 bytes",
@@ -87,6 +93,7 @@ def test_control_frames_at_most_64_kib(conf: Probe, pipelined: Recording) -> Non
     "3.2.4",
     "§3.2",
     Level.SHOULD,
+    requirements=("R3.2-3",),
     requirement="A server SHOULD write compact JSON (no insignificant whitespace).",
     description="look for whitespace outside strings in every control frame of the pipelined session",
     expectation="there is none",
@@ -103,7 +110,8 @@ def test_control_frames_are_compact(conf: Probe, pipelined: Recording) -> None:
     "3.3.1",
     "§3.3.1",
     Level.MUST,
-    requirement="An audio frame is a **BINARY** message of raw PCM",
+    requirements=("R3.3.1-5",),
+    requirement="An audio frame MUST be a **BINARY** message of raw PCM",
     description="look at the frame type of every audio message of the pipelined session (behind the "
     "simulator, DataType shows the container's frame type)",
     expectation="every message that is not a control frame arrived in a BINARY frame",
@@ -121,6 +129,7 @@ def test_audio_frames_are_binary(conf: Probe, pipelined: Recording) -> None:
     "3.3.2",
     "§3.3.1",
     Level.MUST,
+    requirements=("R3.3.1-1",),
     requirement="has an **even** length of at least 2 bytes (whole samples only; empty frames MUST NOT be "
     "sent)",
     description="measure every audio frame of the pipelined session",
@@ -139,6 +148,7 @@ def test_audio_frames_are_whole_samples(conf: Probe, pipelined: Recording) -> No
     "3.3.3",
     "§3.3.1",
     Level.MUST,
+    requirements=("R3.3.1-6",),
     requirement="never longer than the **hard ceiling of 1 MiB (1,048,576 bytes)**, whatever the "
     "configuration",
     description="measure every audio frame of the pipelined session",
@@ -157,6 +167,10 @@ def test_audio_frames_at_most_1_mib(conf: Probe, pipelined: Recording) -> None:
     "3.3.4",
     "§3.3.2",
     Level.MUST,
+    requirements=(
+        "R3.3.2-1",
+        "R3.3.1-2",
+    ),
     requirement="A server **MUST NOT** send an audio frame whose whole bytes decode as UTF-8 and parse as a "
     "JSON object under §3.4",
     description="look for BINARY messages of the pipelined session that are JSON objects, and for control "
@@ -183,6 +197,7 @@ def test_no_audio_frame_is_a_json_object(conf: Probe, pipelined: Recording) -> N
     "3.3.5",
     "§3.3.2",
     Level.SHOULD,
+    requirements=("R3.3.2-2",),
     requirement="A server **SHOULD** also avoid audio frames that lenient decoders take for a JSON object",
     description="apply protocol.frames.looks_like_control (UTF-16/32 detection, BOM stripping, replacement "
     "decoding) to every audio frame of the pipelined session",
@@ -202,6 +217,7 @@ def test_no_audio_frame_looks_like_json_to_lenient_decoders(conf: Probe, pipelin
     "5.1.1",
     "§5.1",
     Level.MUST,
+    requirements=("R5.1-1",),
     requirement="rate of the audio frames that follow, Hz: the requested `sample_rate`",
     description="compare each synthesis_start of the pipelined session with its request (the second asked "
     "for 16 kHz)",
@@ -230,6 +246,7 @@ def test_synthesis_start_describes_the_request(conf: Probe, pipelined: Recording
     "5.3.1",
     "§5.3",
     Level.MUST,
+    requirements=("R5.3-2",),
     requirement="the sum of the lengths of this request's audio frames (even; padding included, §3.3.4)",
     description="add up each request's audio frames in the pipelined session and compare with its "
     "synthesis_complete",
@@ -256,8 +273,9 @@ def test_synthesis_complete_accounts_for_the_audio(conf: Probe, pipelined: Recor
     "6.1.1",
     "§6.1",
     Level.MUST,
-    requirement="For every accepted request the server sends **exactly one** `synthesis_start`, then zero or "
-    "more audio frames, then **exactly one** `synthesis_complete`",
+    requirements=("R6.1-1",),
+    requirement="For every accepted request the server MUST send **exactly one** `synthesis_start`, "
+    "then zero or more audio frames, then **exactly one** `synthesis_complete`",
     description="replay the pipelined session through the strict client (protocol.session.ClientSession)",
     expectation="each of the three requests gets one bracket; no audio outside a bracket",
 )
@@ -272,8 +290,12 @@ def test_one_bracket_per_request(conf: Probe, pipelined: Recording) -> None:
     "6.2.1",
     "§6.2",
     Level.MUST,
-    requirement="The `synthesis_start` of a request follows the `synthesis_complete` of the request accepted "
-    "before it; brackets never overlap or interleave.",
+    requirements=(
+        "R6.2-3",
+        "R6.2-2",
+    ),
+    requirement="The `synthesis_start` of a request MUST follow the `synthesis_complete` of the request "
+    "accepted before it; brackets never overlap or interleave.",
     description="replay the pipelined session (three requests sent at once) through the strict client",
     expectation="the brackets come in the order p1, p2, p3 and none opens before the previous one closed",
 )
@@ -288,8 +310,12 @@ def test_brackets_in_order_never_interleaved(conf: Probe, pipelined: Recording) 
     "7.1.1",
     "§7.1",
     Level.MUST,
-    requirement="Every request accepted before `close` is still answered in full, in order (§6), exactly as "
-    "if `close` had not been sent; queued requests are **not** dropped.",
+    requirements=(
+        "R7.1-2",
+        "R7.1-3",
+    ),
+    requirement="Every request accepted before `close` MUST still be answered in full, in order (§6), "
+    "exactly as if `close` had not been sent; queued requests are **not** dropped.",
     description="send three requests and close at once, then read the session to its end",
     expectation="all three are completed, then the server ends the session (within 10 s of the last "
     "synthesis_complete)",
@@ -306,7 +332,8 @@ def test_close_drains(conf: Probe, pipelined: Recording) -> None:
     "7.1.2",
     "§7.1",
     Level.MUST,
-    requirement="the server sends a WebSocket Close frame with status **1000**",
+    requirements=("R7.1-3",),
+    requirement="the server MUST send a WebSocket Close frame with status **1000**",
     description="read how the container closed the pipelined session's WebSocket from the simulator's wire "
     "log",
     expectation="close code 1000",

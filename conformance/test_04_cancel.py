@@ -39,8 +39,14 @@ def _cancelled_or_crossed(answer: Answer, errors: list[Any]) -> str:
     "4.2.1",
     "§4.2",
     Level.MUST,
-    requirement="an **active** request: the server stops synthesizing it and sends at most the audio it has "
-    "already produced for the current chunk",
+    requirements=(
+        "R4.2-6",
+        "R4.2-5",
+        "R4.2-1",
+        "R1.5-2",
+    ),
+    requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
+    "has already produced for the current chunk",
     description="send a two-sentence request; at its first audio frame send cancel naming it",
     expectation="its synthesis_complete has status cancelled and audio_bytes equal to the audio sent (or, if "
     "the cancel crossed the completion, status completed and one unknown_request error)",
@@ -64,7 +70,13 @@ def test_cancel_active_request(conf: Probe) -> None:
     "4.2.2",
     "§4.2",
     Level.MUST,
-    requirement="a **queued** request: in its turn, the server sends its `synthesis_start` immediately "
+    requirements=(
+        "R4.2-7",
+        "R4.2-5",
+        "R4.2-1",
+        "R1.5-2",
+    ),
+    requirement="a **queued** request: in its turn, the server MUST send its `synthesis_start` immediately "
     "followed by its `synthesis_complete` with `status` `cancelled` and `audio_bytes` 0",
     description="send a two-sentence request, then a short one; cancel the short one at once",
     expectation="the first completes normally; the second gets synthesis_start then synthesis_complete "
@@ -95,8 +107,13 @@ def test_cancel_queued_request(conf: Probe) -> None:
     "4.2.3",
     "§4.2",
     Level.MUST,
-    requirement="A cancel without `request_id` when nothing is queued or active does nothing and is not an "
-    "error.",
+    requirements=(
+        "R4.2-4",
+        "R4.2-1",
+        "R1.5-2",
+    ),
+    requirement="A cancel without `request_id` when nothing is queued or active does nothing and MUST NOT be "
+    "refused.",
     description='send {"type": "cancel"} on an idle session, then a request',
     expectation="no error frame; the request completes",
 )
@@ -119,6 +136,12 @@ def test_cancel_all_when_idle(conf: Probe) -> None:
     "7.2.1",
     "§7.2",
     Level.MUST,
+    requirements=(
+        "R4.2-5",
+        "R7.1-3",
+        "R4.2-1",
+        "R1.5-2",
+    ),
     requirement="Every request is answered at once with its (possibly empty) cancelled bracket (§4.2), and "
     "the session closes with 1000.",
     description="send a two-sentence request and a second one; at the first audio frame send cancel (no id), "

@@ -51,7 +51,8 @@ def _single(conf: Probe, name: str, message: dict[str, Any], *, data_type: str |
     "1.4.1",
     "§1.4",
     Level.MUST,
-    requirement="A member whose value is `null` is treated exactly as if it were absent.",
+    requirements=("R1.4-2",),
+    requirement="A member whose value is `null` MUST be treated exactly as if it were absent.",
     description='send {"type": null, "text": "Hi.", "voice": null, "speed": null, "sample_rate": null, '
     '"request_timestamp": null, "request_id": "null-1"}',
     expectation="the request completes with the defaults: voice af_heart, speed 1.0, 24000 Hz",
@@ -78,6 +79,7 @@ def test_null_members_are_absent(conf: Probe) -> None:
     "1.4.2",
     "§1.4",
     Level.MUST,
+    requirements=("R1.4-1",),
     requirement="Receivers MUST ignore members they do not know, so that later versions can add members.",
     description="send a request with two unknown members, one of them a nested object",
     expectation="the request completes",
@@ -97,8 +99,9 @@ def test_unknown_members_are_ignored(conf: Probe) -> None:
     "1.4.3",
     "§1.4",
     Level.MUST,
-    requirement="A number is an integer when its value is integral: `24000` and `24000.0` are the same "
-    "`sample_rate`.",
+    requirements=("R1.4-3",),
+    requirement="A number is an integer when its value is integral, and receivers MUST read it as one: "
+    "`24000` and `24000.0` are the same `sample_rate`.",
     description='send a request with "sample_rate": 24000.0 and "speed": 2 (an integer)',
     expectation="the request completes at 24000 Hz, speed 2",
 )
@@ -113,6 +116,7 @@ def test_integral_numbers(conf: Probe) -> None:
     "4.0.1",
     "§4",
     Level.MUST,
+    requirements=("R4-1",),
     requirement='absent, `null` or `"synthesize"`',
     description='send a request with "type": "synthesize" in a TEXT message',
     expectation="the request completes",
@@ -126,6 +130,7 @@ def test_type_synthesize(conf: Probe) -> None:
     "4.1.1",
     "§1.1",
     Level.MUST,
+    requirements=("R4-1",),
     requirement="a client of that sample works unchanged (no `type` member is needed in requests, §4.1)",
     description="speak two sentences the way the AWS sample's client does: json.dumps({'text', 'voice', "
     "'request_timestamp': time.time(), 'speed'}) in PayloadParts without DataType, each after the previous "
@@ -157,8 +162,9 @@ def test_aws_sample_message_shapes(conf: Probe) -> None:
     "4.1.2",
     "§4.1",
     Level.MUST,
-    requirement="When `request_id` is absent the server assigns `r<N>` (N = 1, 2, …, skipping ids in use) "
-    "and reports it in `synthesis_start`",
+    requirements=("R4.1-8",),
+    requirement="When `request_id` is absent the server MUST assign `r<N>` (N = 1, 2, …, skipping ids in "
+    "use) and report it in `synthesis_start`",
     description="send two requests without request_id back to back",
     expectation="both complete; their synthesis_start frames carry two different ids of the form r<N>",
 )
@@ -185,7 +191,8 @@ def test_server_assigns_request_ids(conf: Probe) -> None:
     "4.1.3",
     "§4.1",
     Level.MUST,
-    requirement="Timestamps in the future are accepted (clocks differ).",
+    requirements=("R4.1-10",),
+    requirement="Timestamps in the future MUST be accepted (clocks differ).",
     description="send a request whose request_timestamp is one hour in the future (Unix seconds)",
     expectation="the request completes",
 )
@@ -203,6 +210,7 @@ def test_future_timestamp_accepted(conf: Probe) -> None:
     "4.1.4",
     "§4.1",
     Level.MUST,
+    requirements=("R4.1-5",),
     requirement="Unix epoch seconds (fractions allowed) or an RFC 3339 `date-time` with offset",
     description="send two requests stamped now as RFC 3339 strings, one in UTC ('Z') with milliseconds, one "
     "with a +02:00 offset",
@@ -237,7 +245,8 @@ def test_rfc3339_timestamps_accepted(conf: Probe) -> None:
     "4.1.5",
     "§4.1",
     Level.MUST,
-    requirement="A request whose id is already queued or active in the session is refused with "
+    requirements=("R4.1-7",),
+    requirement="A request whose id is already queued or active in the session MUST be refused with "
     "`duplicate_request_id` (the first request is unaffected)",
     description="send a request with id 'dup', and right behind it a request with the same id",
     expectation="one error frame duplicate_request_id naming 'dup'; the first request completes with "
@@ -262,6 +271,7 @@ def test_duplicate_request_id(conf: Probe) -> None:
     "4.1.6",
     "§4.1",
     Level.MUST,
+    requirements=("R4.1-11",),
     requirement="then with `queue_full` when `max_queue` requests are already queued or active",
     description="send 33 requests at once (max_queue is 32): a two-sentence one, then 32 short ones; after "
     "the refusal, cancel everything and close",
@@ -303,6 +313,7 @@ def _variation(variations: Recording, name: str) -> Answer:
     "4.1.7",
     "§5.1",
     Level.MUST,
+    requirements=("R5.1-1",),
     requirement="| `voice` | string | the voice used |",
     description="speak the same sentence with voice af_heart and am_michael (one recorded session)",
     expectation="synthesis_start names the requested voice; both are plausible speech; the audio differs",
@@ -320,6 +331,7 @@ def test_voice_is_honoured(conf: Probe, variations: Recording) -> None:
     "4.1.8",
     "§5.1",
     Level.MUST,
+    requirements=("R5.1-1",),
     requirement="| `speed` | number | the speed used |",
     description="speak the same sentence at speed 1.0 and 2.0 (one recorded session)",
     expectation="synthesis_start says speed 2.0; the fast audio lasts at most 75% of the normal one",
@@ -339,8 +351,12 @@ def test_speed_is_honoured(conf: Probe, variations: Recording) -> None:
     "4.1.9",
     "§4.1",
     Level.MUST,
-    requirement="Audio is produced at the model's rate (24 kHz for Kokoro) and resampled to `sample_rate` "
-    "when that differs.",
+    requirements=(
+        "R4.1-6",
+        "R5.1-1",
+    ),
+    requirement="Audio is produced at the model's rate (24 kHz for Kokoro) and the server MUST resample it "
+    "to `sample_rate` when that differs.",
     description="speak the same sentence at 24000, 22050 and 8000 Hz (one recorded session)",
     expectation="each synthesis_start declares the requested rate; each is plausible speech at that rate "
     "(smooth little-endian PCM); the three durations agree within 3%",

@@ -22,8 +22,9 @@ DISCONNECTS = 20
     "7.0.1",
     "§7",
     Level.MUST,
+    requirements=("R7-1",),
     requirement="**Only** a client's `close` (§7.1), a fatal error (§9.4), server shutdown (§7.3) or the "
-    "loss of the connection (§7.4) end it.",
+    "loss of the connection (§7.4) end it: a server MUST NOT end a session otherwise.",
     description="on one session, send three requests one after another, each after the previous one's "
     "synthesis_complete, with 2 s of silence before the third; then close",
     expectation="all three complete on the same session; it ends only after close",
@@ -49,8 +50,9 @@ def test_session_carries_many_requests(conf: Probe) -> None:
     "7.1.3",
     "§7.1",
     Level.MUST,
+    requirements=("R7.1-1",),
     requirement="On `close` the session stops reading requests: every later message, `cancel` and `close` "
-    "included, is ignored without an answer.",
+    "included, MUST be ignored without an answer.",
     description="send a request, then close, then another request, a malformed message and a cancel naming "
     "the first request",
     expectation="the first request completes (not cancelled); nothing answers the later messages (no "
@@ -76,8 +78,9 @@ def test_messages_after_close_are_ignored(conf: Probe) -> None:
     "7.1.4",
     "§7.1",
     Level.MUST,
-    requirement="Every request accepted before `close` is still answered in full, in order (§6), exactly as "
-    "if `close` had not been sent; queued requests are **not** dropped.",
+    requirements=("R7.1-2",),
+    requirement="Every request accepted before `close` MUST still be answered in full, in order (§6), "
+    "exactly as if `close` had not been sent; queued requests are **not** dropped.",
     description="send a two-sentence request; at its first audio frame send close",
     expectation="the request completes with status completed and plausible speech of both sentences; then "
     "the session ends",
@@ -98,6 +101,7 @@ def test_close_while_audio_streams(conf: Probe) -> None:
     "7.4.1",
     "§7.4",
     Level.MUST,
+    requirements=("R7.4-1",),
     requirement="the server MUST stop synthesis for that session promptly (within one synthesis segment) and "
     "free everything the session held",
     description=f"{DISCONNECTS} times: open a session, send a request, and end the input as soon as its "
@@ -133,7 +137,9 @@ def test_disconnect_mid_synthesis(conf: Probe) -> None:
     "6.1.2",
     "§6.1",
     Level.MUST,
-    requirement="Audio frames appear only between a `synthesis_start` and the matching `synthesis_complete`.",
+    requirements=("R6.1-2",),
+    requirement="Audio frames MUST appear only between a `synthesis_start` and the matching "
+    "`synthesis_complete`.",
     description="open three sessions at once; each sends one of the three REFERENCE.md sentences with its "
     "own request id and sample rate (8000, 16000, 24000 Hz)",
     expectation="each session sees only its own bracket, at its own rate, with plausible speech of its own "

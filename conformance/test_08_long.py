@@ -29,6 +29,7 @@ def _long_answer(recording: Recording) -> Answer:
     "4.1.10",
     "§4.1",
     Level.MUST,
+    requirements=("R4.1-1",),
     requirement="MUST NOT refuse text for its content other than as above",
     description=f"send a text of {len(LONG)} characters (839 phoneme tokens, 1.6 times Kokoro's single-pass "
     "limit of 510) at speed 2",
@@ -55,6 +56,10 @@ def test_long_text_spoken_to_the_end(conf: Probe, long_text: Recording) -> None:
     "8.1.1",
     "§8",
     Level.MUST,
+    requirements=(
+        "R8-1",
+        "R8-2",
+    ),
     requirement="A server MUST answer WebSocket Ping frames with Pong frames (RFC 6455 §5.5.2) at all times, "
     "including while it synthesizes.",
     description=f"the simulator pings the container every {KEEPALIVE_SETTINGS['ping_interval_s']} s during "
@@ -82,6 +87,7 @@ def test_pings_answered_during_synthesis(conf: Probe, long_text: Recording) -> N
     "2.2.2",
     "§2.2",
     Level.MUST,
+    requirements=("R2.2-2",),
     requirement="The server MUST answer `/ping` promptly (well under a second) at all times, including while "
     "every synthesis slot is busy",
     description="poll GET /ping on the container every 0.25 s during the long synthesis",
@@ -103,6 +109,10 @@ def test_health_check_answered_while_busy(conf: Probe, long_text: Recording) -> 
     "2.3.1",
     "§2.3",
     Level.MUST,
+    requirements=(
+        "R2.3-1",
+        "R2.3-2",
+    ),
     requirement="It therefore MUST NOT load models, allocate accelerators or wait for a synthesis slot "
     "during the handshake.",
     description="open a second session while the long synthesis runs (the simulator gives the container 250 "

@@ -149,6 +149,10 @@ def _expected_refusal(data: bytes) -> ProtocolError | None:
     "9.1.F1",
     "§9.1",
     Level.MUST,
+    requirements=(
+        "R3.1-3",
+        "R6.3-2",
+    ),
     requirement="Every refusal and failure has exactly one code.",
     description="property-based (hypothesis, derandomized, 60 examples): on one session send random "
     "malformed "
@@ -254,6 +258,7 @@ def _errors(recording: Recording) -> list[Any]:
     "9.3.1",
     "§9.3",
     Level.SHOULD,
+    requirements=("R9.3-1",),
     requirement="Its `message` contains the code, explains the refusal briefly",
     description="send five refused messages (invalid_voice, invalid_speed, invalid_sample_rate, "
     "unknown_type, text_required)",
@@ -270,6 +275,7 @@ def test_error_message_contains_code(conf: Probe, error_messages: Recording) -> 
     "9.3.2",
     "§9.3",
     Level.SHOULD,
+    requirements=("R9.3-1",),
     requirement="it never reproduces `text` (§13)",
     description=f"send four refused messages whose text is {MARKER_TEXT!r}",
     expectation="no error frame's message contains the text or a part of it",
@@ -286,8 +292,13 @@ def test_error_message_never_quotes_text(conf: Probe, error_messages: Recording)
     "6.3.1",
     "§6.3",
     Level.MUST,
-    requirement="A refused message (any code of §9.1 answered per message) produces **exactly one** `error` "
-    "frame and no `synthesis_start` or `synthesis_complete`; the session continues and nothing else changes.",
+    requirements=(
+        "R6.3-2",
+        "R6.3-1",
+    ),
+    requirement="A refused message (any code of §9.1 answered per message) MUST produce **exactly one** "
+    "`error` frame and no `synthesis_start` or `synthesis_complete`; the session continues and nothing "
+    "else changes.",
     description="send a two-sentence request; at its first audio frame send a request with whitespace-only "
     "text",
     expectation="one error frame text_required naming the refused request (it may arrive inside the "

@@ -92,7 +92,12 @@ def _sse(conf: Probe, policy: str | None) -> None:
     "11.2.1",
     "§11.2",
     Level.MUST,
-    requirement="the header's RIFF size (bytes 4–7) and data size (bytes 40–43) are both **`0xFFFFFFFF`**",
+    requirements=(
+        "R11.2-2",
+        "R11.2-1",
+    ),
+    requirement="the header's RIFF size (bytes 4–7) and data size (bytes 40–43) MUST both be "
+    "**`0xFFFFFFFF`**",
     description="InvokeEndpointWithResponseStream with format wav (streamed, the default), 8 kHz",
     expectation="Content-Type audio/wav; a 44-byte header for 8000 Hz mono 16-bit with 0xFFFFFFFF sizes; "
     "then whole samples of plausible speech",
@@ -105,8 +110,12 @@ def test_wav_streamed(conf: Probe) -> None:
     "11.2.2",
     "§11.2",
     Level.MUST,
-    requirement="`stream: false`: the sizes are exact (RIFF size = 36 + data bytes) and the response has a "
-    "`Content-Length`.",
+    requirements=(
+        "R11.2-3",
+        "R11.2-1",
+    ),
+    requirement="`stream: false`: the sizes MUST be exact (RIFF size = 36 + data bytes) and the "
+    "response MUST have a `Content-Length`.",
     description="InvokeEndpoint with format wav and stream false, 8 kHz",
     expectation="a 44-byte header with exact RIFF and data sizes, then plausible speech",
 )
@@ -125,6 +134,7 @@ def test_wav_whole(conf: Probe) -> None:
     "11.1.1",
     "§11.1",
     Level.MUST,
+    requirements=("R11.1-1",),
     requirement="The server MUST NOT require a particular `Content-Type` (SageMaker callers set it freely)",
     description="InvokeEndpointWithResponseStream with Content-Type 'text/plain; charset=utf-8', format pcm",
     expectation="the body is plausible speech",
@@ -138,6 +148,7 @@ def test_any_content_type(conf: Probe) -> None:
     "11.3.1",
     "§11.3",
     Level.MUST,
+    requirements=("R11.3-1",),
     requirement="`Content-Type: audio/pcm;rate=<sample_rate>;encoding=s16le;channels=1`",
     description="InvokeEndpointWithResponseStream with format pcm, 8 kHz",
     expectation="Content-Type audio/pcm;rate=8000;encoding=s16le;channels=1; the body is whole samples of "
@@ -151,7 +162,11 @@ def test_pcm_streamed(conf: Probe) -> None:
     "11.4.1",
     "§11.4",
     Level.MUST,
-    requirement="Every event the server sends is **exactly** these UTF-8 bytes",
+    requirements=(
+        "R11.4-5",
+        "R11.4-6",
+    ),
+    requirement="Every event the server sends MUST be **exactly** these UTF-8 bytes",
     description="InvokeEndpointWithResponseStream with transport sse, format wav, 8 kHz",
     expectation="Content-Type text/event-stream; only 'event: <type>\\ndata: <JSON>\\n\\n' blocks; "
     "synthesis_start, audio_chunk (seq 0, 1, ...), synthesis_complete, each valid against its schema; the "
@@ -162,7 +177,7 @@ def test_sse(conf: Probe) -> None:
     _sse(conf, None)
 
 
-def _split_cases(number: int, what: str, decoder: str) -> list[Any]:
+def _split_cases(number: int, what: str, decoder: str, requirements: tuple[str, ...]) -> list[Any]:
     return [
         param(
             policy,
@@ -173,6 +188,7 @@ def _split_cases(number: int, what: str, decoder: str) -> list[Any]:
                 _PARTS,
                 f"{what} with the simulator splitting the body with policy {policy}",
                 f"the body, {decoder}, is the same valid body as without splitting",
+                requirements=requirements,
             ),
         )
         for n, policy in enumerate(SPLITS, 1)
@@ -180,19 +196,23 @@ def _split_cases(number: int, what: str, decoder: str) -> list[Any]:
 
 
 @pytest.mark.parametrize(
-    "policy", _split_cases(1, "a streamed WAV (11.2.1)", "joined and cut after its header")
+    "policy",
+    _split_cases(1, "a streamed WAV (11.2.1)", "joined and cut after its header", ("R11.2-2", "R11.2-1")),
 )
 def test_wav_under_split_policy(conf: Probe, policy: str) -> None:
     _wav(conf, policy)
 
 
-@pytest.mark.parametrize("policy", _split_cases(2, "a PCM body (11.3.1)", "joined into whole samples"))
+@pytest.mark.parametrize(
+    "policy", _split_cases(2, "a PCM body (11.3.1)", "joined into whole samples", ("R11.3-1",))
+)
 def test_pcm_under_split_policy(conf: Probe, policy: str) -> None:
     _pcm(conf, policy)
 
 
 @pytest.mark.parametrize(
-    "policy", _split_cases(3, "an SSE body (11.4.1)", "decoded incrementally part by part")
+    "policy",
+    _split_cases(3, "an SSE body (11.4.1)", "decoded incrementally part by part", ("R11.4-5", "R11.4-6")),
 )
 def test_sse_under_split_policy(conf: Probe, policy: str) -> None:
     _sse(conf, policy)
@@ -202,6 +222,7 @@ def test_sse_under_split_policy(conf: Probe, policy: str) -> None:
     "11.5.1",
     "§11.5",
     Level.MAY,
+    requirements=("R11.5-1",),
     requirement="OPTIONAL. `Content-Type: audio/mpeg`.",
     description="InvokeEndpointWithResponseStream with format mp3",
     expectation="Content-Type audio/mpeg and a body that starts with an MPEG audio frame header; a server "
@@ -262,11 +283,12 @@ _REFUSALS: list[tuple[str, bytes, int, str]] = [
                 f"11.6.{n}",
                 "§11.6",
                 Level.MUST,
-                "A refusal found before the response starts is answered with the HTTP status of §9.1 and a "
-                "JSON body",
+                "A refusal found before the response starts MUST be answered with the HTTP status of §9.1 "
+                "and a JSON body",
                 f"InvokeEndpoint with {row[0]}",
                 f"ModelError (424) with OriginalStatusCode {row[2]} and OriginalMessage "
                 f'{{"error": {{"code": "{row[3]}", ...}}}}',
+                requirements=("R11.6-2",),
             ),
         )
         for n, row in enumerate(_REFUSALS, 1)
@@ -330,6 +352,7 @@ def test_response_stream_fault(conf: Probe) -> None:
     "12.5.1",
     "§12.5",
     Level.MUST,
+    requirements=("R11.6-2",),
     requirement="HTTP status with `x-amzn-errortype`: `InputValidationError` 400 (throttling also 400)",
     description="InvokeEndpoint while the simulator throttles (fault throttle)",
     expectation="boto3 raises ThrottlingException with HTTP status 400, and the container is not invoked",

@@ -50,6 +50,7 @@ _FUZZ = settings(
                 "the messages, reassembled by CompletionState, pass every check of the strict client (whole "
                 "samples "
                 "per audio message, brackets, audio_bytes) and the request completes with plausible speech",
+                requirements=("R3.3.1-1", "R3.3.2-1", "R6.1-1", "R5.3-2"),
             ),
         )
         for n, policy in enumerate(BIDI_SPLITS, 1)
@@ -124,6 +125,10 @@ def _events(parts: list[tuple[bytes, bool]]) -> list[tuple[str, Any]]:
     "3.4.F1",
     "§3.4",
     Level.MUST,
+    requirements=(
+        "R3.3.2-1",
+        "R3.3.1-1",
+    ),
     requirement="A transport may split a message at any byte (§12.2, §12.3), so a client MUST carry an odd "
     "trailing byte over to the next audio message rather than assume each message holds whole samples.",
     description="property-based (hypothesis, derandomized, 50 examples): cut every message of the pipelined "
@@ -157,6 +162,7 @@ def test_bidi_output_classifies_the_same_under_any_split(conf: Probe, pipelined:
     "12.2.F1",
     "§12.2",
     Level.MUST,
+    requirements=("R11.4-5",),
     requirement="one PayloadPart may hold part of an event or several events, so a client buffers bytes and "
     "cuts at blank lines, never parsing a PayloadPart as one event",
     description="property-based (hypothesis, derandomized, 50 examples): cut one recorded SSE body "

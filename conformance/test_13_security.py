@@ -20,6 +20,7 @@ MARKER = "Quokka lantern rhubarb."
     "13.0.1",
     "§13",
     Level.MUST,
+    requirements=("R13-3",),
     requirement="A server MUST NOT log `text` by default",
     description=f"speak {MARKER!r} once in a session and once through POST /invocations, then read "
     "everything the container process wrote (stdout and stderr)",

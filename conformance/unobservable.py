@@ -14,5 +14,37 @@ __all__ = ["CLIENT", "UNOBSERVABLE"]
 
 CLIENT = "a requirement on clients: the suite is the client here (its client code meets it, tests/ check it)"
 
-UNOBSERVABLE: dict[str, str] = {}
+UNOBSERVABLE: dict[str, str] = {
+    # Requirements on clients.
+    "R1.7-1": CLIENT,
+    "R3.1-2": CLIENT,
+    "R3.1-4": CLIENT + "; the server's side is the invalid_json refusal of a BOM (R3.1-3)",
+    "R3.3.1-3": CLIENT,
+    "R3.3.1-4": CLIENT,
+    "R3.4-1": CLIENT + "; the server's side is R3.3.2-1",
+    "R3.4-2": CLIENT,
+    "R3.4-3": CLIENT,
+    "R3.4-4": CLIENT,
+    "R4.1-2": CLIENT,
+    "R4.1-4": CLIENT,
+    "R4.2-3": CLIENT,
+    "R5.4-2": CLIENT,
+    "R11.4-4": CLIENT,
+    "R12.3-1": CLIENT,
+    "R12.3-2": CLIENT,
+    # Requirements on deployment, documentation or the inside of a server.
+    "R6.3-4": "needs a synthesis failure: a client cannot make a conforming server's synthesizer fail "
+    "(tests/reference_server and tests/protocol cover the reference's internal_error path)",
+    "R11.6-1": "needs a failure after the 200 status line: a client cannot make a conforming server fail "
+    "mid-response (the simulator's fault cases test how such a failure reaches the caller)",
+    "R10-1": "about the server's documentation, not its behaviour",
+    "R13-1": "the default bind address of a server outside a container: the suite reaches the container only "
+    "on the address it was given",
+    "R13-2": "about deployment: the suite reaches the server only through the simulator or the endpoint",
+    "R13-4": "about deployment (TLS in front of the server), not the server's protocol behaviour",
+    "R7.3-1": "needs the server to be shut down mid-run: the suite certifies a running container and cannot "
+    "signal a live endpoint's process",
+    "R7.3-2": "needs the server to be shut down mid-run (see R7.3-1)",
+    "R7.3-3": CLIENT,
+}
 """Requirement id -> why no server case can observe it."""

@@ -147,3 +147,23 @@ def test_checked_in_matrix_is_valid_json_with_counts() -> None:
     data = json.loads((REPO_ROOT / MATRIX_JSON).read_text(encoding="utf-8"))
     assert data["counts"]["sentences"] == len(data["requirements"]) >= 60
     assert {row["level"] for row in data["requirements"]} == {"MUST", "SHOULD", "MAY"}
+
+
+def test_a_case_declares_the_tagged_sentence_it_quotes() -> None:
+    """A case whose quoted requirement lies in (or contains) a tagged sentence declares that sentence's id
+    (unless no client can observe that sentence: a case may quote a client's rule to explain itself)."""
+    from conformance.cases import REPO_ROOT, catalogue, normalize_quote
+    from conformance.unobservable import UNOBSERVABLE
+
+    requirements = parse((REPO_ROOT / "spec/PROTOCOL.md").read_text(encoding="utf-8"))
+    sentences_by_id = {r.id: normalize_quote(r.text) for r in requirements}
+    missing = {}
+    for case in catalogue():
+        if case.source != "spec/PROTOCOL.md":
+            continue
+        quote = normalize_quote(case.requirement)
+        quoted = {rid for rid, text in sentences_by_id.items() if quote in text or text in quote}
+        quoted -= set(UNOBSERVABLE)
+        if quoted - set(case.requirements):
+            missing[case.id] = sorted(quoted - set(case.requirements))
+    assert not missing, f"cases that quote a tagged sentence without declaring its id: {missing}"
