@@ -37,6 +37,7 @@ def _nonempty(recording: Recording) -> None:
     requirements=(
         "R3.2-4",
         "R3.2-1",
+        "R5-1",
     ),
     requirement="Every server control frame MUST be a **TEXT** message holding one JSON object in UTF-8",
     description="judge every control frame of the pipelined session (three requests, then close)",

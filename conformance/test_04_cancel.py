@@ -109,6 +109,7 @@ def test_cancel_queued_request(conf: Probe) -> None:
     Level.MUST,
     requirements=(
         "R4.2-4",
+        "R4.2-8",
         "R4.2-1",
         "R1.5-2",
     ),
