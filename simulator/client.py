@@ -37,6 +37,8 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 from smithy_http.aio.crt import AWSCRTHTTPClient
 
+from reference_agent.sagemaker_tts import endpoint_address, set_tcp_nodelay
+
 __all__ = [
     "LOCAL_CREDENTIALS",
     "BidiSession",
@@ -194,6 +196,7 @@ async def open_bidi_session(
     model_query_string: str | None = None,
     target_variant: str | None = None,
     timeout: float | None = 60.0,
+    tcp_nodelay: bool = True,
 ) -> AsyncIterator[BidiSession]:
     """Open an ``InvokeEndpointWithBidirectionalStream`` session with the official client.
 
@@ -211,6 +214,8 @@ async def open_bidi_session(
         model_invocation_path, model_query_string, target_variant: the optional request headers.
         timeout: seconds any single send/receive may wait (None: forever). Tests keep it finite:
             an untrusted certificate makes the CRT client hang silently (REFERENCE §1).
+        tcp_nodelay: turn Nagle's algorithm off on the CRT's connection once the stream is open
+            (:func:`set_tcp_nodelay`); without it each small send may wait 40 ms for a delayed ACK.
 
     The session's input is closed and the client closed on exit.
     """
@@ -236,6 +241,8 @@ async def open_bidi_session(
             target_variant=target_variant,
         )
         stream = await asyncio.wait_for(client.invoke_endpoint_with_bidirectional_stream(request), timeout)
+        if transport is None and tcp_nodelay:
+            await asyncio.to_thread(set_tcp_nodelay, *endpoint_address(endpoint_url, region))
         session = BidiSession(client, stream, timeout)
         try:
             yield session

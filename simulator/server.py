@@ -44,7 +44,11 @@ ENV_ENDPOINT_RUNTIME = "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME"
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets
+    # whose proto says TCP, and accepted sockets inherit it. With Nagle on, a small PayloadPart (a
+    # synthesis_start) followed by audio waits for the client's delayed ACK: 40 ms on Linux
+    # (REFERENCE.md §8; measured: bench simulator_overhead, the "simulator → client" leg).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     # Listening now means clients can connect as soon as start() returns, before hypercorn accepts.

@@ -82,6 +82,13 @@ class WireLog:
     def __post_init__(self) -> None:
         self._start = self.clock()
 
+    @property
+    def started_at(self) -> float:
+        """The ``clock`` reading (``time.monotonic()`` by default) at which ``t = 0``: a record happened
+        at ``started_at + record.t``, so records can be lined up with a client's own monotonic times
+        (the latency legs of bench/simulator_overhead.py)."""
+        return self._start
+
     def add(
         self,
         leg: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import ssl
 from typing import Any
@@ -233,3 +234,47 @@ def test_client_dropping_the_tls_connection_ends_the_session() -> None:
             return sim.wire_logs[0].outcome
 
     assert run(main()) == "client-gone: client disconnected"
+
+
+def _nodelay_by_connection() -> dict[tuple[tuple[str, int], tuple[str, int]], int]:
+    """TCP_NODELAY of every connected TCP socket of this process, keyed by (local, peer) address."""
+    found = {}
+    for entry in os.listdir("/proc/self/fd"):
+        try:
+            if not os.readlink(f"/proc/self/fd/{entry}").startswith("socket:"):
+                continue
+            sock = socket.socket(fileno=os.dup(int(entry)))
+        except OSError:
+            continue
+        with sock:
+            try:
+                if sock.type != socket.SOCK_STREAM or sock.family != socket.AF_INET:
+                    continue
+                key = (sock.getsockname()[:2], sock.getpeername()[:2])
+                found[key] = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs Linux /proc")
+def test_both_ends_of_the_bidi_connection_turn_nagle_off() -> None:
+    """REFERENCE.md §8: with Nagle on, a small PayloadPart waits up to 40 ms for a delayed ACK. The
+    simulator's end sets TCP_NODELAY itself; the CRT client's end does not (awscrt has no option for
+    it: it reads 0 unless ``open_bidi_session`` turns it on, which it does by default)."""
+
+    async def ends(tcp_nodelay: bool) -> list[int]:
+        async with Simulator(AsgiContainer(tone_app())) as sim:
+            async with open_bidi_session(
+                "ep", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file, timeout=30, tcp_nodelay=tcp_nodelay
+            ) as session:
+                await session.opened()
+                door = ("127.0.0.1", sim.port)
+                connections = _nodelay_by_connection()
+                client = [v for (_, peer), v in connections.items() if peer == door]
+                server = [v for (local, _), v in connections.items() if local == door]
+                assert len(client) == 1 and len(server) == 1
+                return [client[0], server[0]]
+
+    assert run(ends(True)) == [1, 1]
+    assert run(ends(False)) == [0, 1]  # the official client's own default: Nagle on
