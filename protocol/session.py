@@ -162,6 +162,8 @@ class ServerSession:
         known_voices: voice names the backend can speak; ``None`` accepts any well-formed name.
         clock: monotonic seconds, used for ``elapsed_s``; injectable for tests.
         wallclock: Unix epoch seconds, used to judge ``request_timestamp`` (§4.1, ``request_stale``).
+        on_reject: called with each :class:`ProtocolError` the session answers with an ``error`` frame
+            (a refused message, §6.3), for the adapter's logs and metrics; it must not raise.
     """
 
     def __init__(
@@ -170,11 +172,13 @@ class ServerSession:
         known_voices: Collection[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wallclock: Callable[[], float] = time.time,
+        on_reject: Callable[[ProtocolError], None] | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.known_voices = frozenset(known_voices) if known_voices is not None else None
         self._clock = clock
         self._wallclock = wallclock
+        self._on_reject = on_reject
         self.state = SessionState.OPEN
         self.close_code: int | None = None
         """The WebSocket close code to use once :attr:`finished` (1000) or after a fatal error."""
@@ -213,6 +217,8 @@ class ServerSession:
 
     def _reject(self, exc: ProtocolError) -> None:
         self._outgoing.append(ErrorFrame.from_error(exc).to_json())
+        if self._on_reject is not None:
+            self._on_reject(exc)
         if exc.fatal:
             self.state = SessionState.CLOSED
             self.close_code = exc.code.close_code

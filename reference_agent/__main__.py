@@ -15,6 +15,7 @@ import argparse
 import sys
 from dataclasses import replace
 
+from protocol.logs import add_log_options, configure_logging
 from reference_agent.app import AgentSettings, create_app
 from reference_agent.tts import TtsEndpoint
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept endpoint_url in requests (local testing only) [env AGENT_ALLOW_ENDPOINT_URL]",
     )
+    add_log_options(parser.add_argument_group("logging"))
     return parser
 
 
@@ -70,8 +72,14 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
 def main(argv: list[str] | None = None) -> int:
     """Serve until interrupted (uvicorn handles Ctrl-C and SIGTERM)."""
     args = build_parser().parse_args(argv)
+    try:
+        configure_logging(args.log_level, args.log_format)
+    except ValueError as exc:
+        print(f"python -m reference_agent: {exc}", file=sys.stderr)
+        return 2
     app = create_app(settings_from_args(args))
-    app.run(port=args.port, host=args.host)
+    # log_config=None: uvicorn logs through the root logger in the project's format (protocol.logs).
+    app.run(port=args.port, host=args.host, log_config=None)
     return 0
 
 

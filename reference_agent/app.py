@@ -13,6 +13,7 @@ deployment stack sets, ``infra/agent_runtime.py``).
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field, replace
@@ -144,6 +145,10 @@ def create_app(
     connect = tts_connect or SageMakerTtsConnector()
     factory = agent_factory or (lambda request: build_agent(settings, request))
     app = BedrockAgentCoreApp()
+    # The app logs each call at INFO through a JSON handler of its own; the agent logs one line per
+    # invocation instead (reference_agent.pipeline), in the project's one format (protocol.logs).
+    app.logger.handlers.clear()
+    app.logger.setLevel(logging.WARNING)
 
     @app.entrypoint
     async def invoke(payload: Any, context: Any) -> Any:

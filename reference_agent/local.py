@@ -24,6 +24,7 @@ import sys
 from dataclasses import replace
 from typing import Any, Self
 
+from protocol.logs import add_log_options, configure_logging
 from reference_agent.app import AgentSettings, create_app
 from reference_agent.tts import TtsEndpoint
 
@@ -58,6 +59,9 @@ class LocalStack:
         startup_timeout_s: how long the TTS container may take to answer ``/ping`` (Kokoro loads in
             about 15 s on two cores, REFERENCE.md §4).
         host: where everything listens; keep 127.0.0.1 (the simulator checks no signatures).
+        server_log_level: the reference server's ``--log-level``: ``warning`` by default, since the agent's
+            and the simulator's lines already say what each invocation did.
+        log_format: the reference server's ``--log-format``; ``None`` leaves it to ``KOKORO_LOG_FORMAT``.
     """
 
     def __init__(
@@ -70,8 +74,12 @@ class LocalStack:
         settings: AgentSettings | None = None,
         startup_timeout_s: float = 300.0,
         host: str = "127.0.0.1",
+        server_log_level: str = "warning",
+        log_format: str | None = None,
     ) -> None:
         self.host = host
+        self.server_log_level = server_log_level
+        self.log_format = log_format
         self.backend = backend
         self.agent_port = agent_port
         self.simulator_port = simulator_port
@@ -94,8 +102,10 @@ class LocalStack:
             "--backend",
             self.backend,
             "--log-level",
-            "warning",
+            self.server_log_level,
         ]
+        if self.log_format is not None:
+            arguments += ["--log-format", self.log_format]
         command = shlex.join([sys.executable, "-m", "reference_server", *arguments])
         return CommandContainer(
             command, f"http://{self.host}:{port}", startup_timeout_s=self.startup_timeout_s
@@ -140,6 +150,7 @@ class LocalStack:
                 host=self.host,
                 port=self.agent_port,
                 log_level="warning",
+                log_config=None,  # through the root logger, in the project's format (protocol.logs)
                 access_log=False,
                 lifespan="on",
             )
@@ -198,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--first-token-ms", type=float, help="scripted model: time to first token")
     parser.add_argument("--tokens-per-s", type=float, help="scripted model: words per second")
     parser.add_argument("--reply", help="scripted model: the reply text")
+    add_log_options(parser.add_argument_group("logging"))
     return parser
 
 
@@ -229,6 +241,8 @@ async def _serve(args: argparse.Namespace) -> int:
         simulator_port=args.simulator_port,
         backend=args.backend,
         settings=settings_from_args(args),
+        server_log_level="debug" if args.log_level == "debug" else "warning",
+        log_format=args.log_format,
     )
     try:
         await stack.start()
@@ -249,7 +263,13 @@ async def _serve(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the local stack until interrupted; returns the exit status."""
-    return asyncio.run(_serve(build_parser().parse_args(argv)))
+    args = build_parser().parse_args(argv)
+    try:
+        configure_logging(args.log_level, args.log_format)
+    except ValueError as exc:
+        print(f"python -m reference_agent.local: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(args))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from protocol.chunker import IncrementalSentenceChunker, strip_markdown
+from protocol.logs import log_event
 from protocol.voices import LANGUAGE_TAGS
 from reference_agent.events import TERMINAL_TYPES, AgentErrorCode, AgentEventWriter
 from reference_agent.request import AgentRequest
@@ -151,12 +152,15 @@ async def run_agent(
     yield writer.start(session_id)
     runner = asyncio.create_task(_run(request, settings, writer, queue.put_nowait))
     ended = False
+    status, error = "disconnected", None  # unless a terminal event is sent
     try:
         while True:
             event = await queue.get()
             yield event
             if event["type"] in TERMINAL_TYPES:
                 ended = True
+                status = "completed" if event["type"] == "agent_end" else "failed"
+                error = event.get("code")
                 return
     finally:
         if not ended:
@@ -164,6 +168,21 @@ async def run_agent(
         # After the terminal event the runner is only closing the TTS session (bounded by
         # close_session); wait for it so no connection outlives the invocation.
         await asyncio.wait({runner})
+        sample_rate = writer.sample_rate or request.sample_rate
+        log_event(
+            logger,
+            "invocation",
+            request_id=request_id,
+            session=session_id,
+            mode=request.mode,
+            voice=request.voice,
+            prompt_chars=len(request.prompt),
+            first_audio_ms=writer.first_audio_ms,
+            audio_s=round(writer.audio_bytes / 2 / sample_rate, 3),
+            chunks=writer.total_chunks,
+            status=status,
+            error=error,
+        )
 
 
 async def _run(

@@ -8,10 +8,10 @@ variable (see ``--help`` and :mod:`reference_server.settings`).
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Sequence
 
+from protocol.logs import configure_logging
 from reference_server.app import create_server
 from reference_server.settings import SettingsError, load_settings
 
@@ -27,8 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"reference_server: {exc}", file=sys.stderr)
         return 2
-    log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    logging.basicConfig(level=settings.log_level.upper(), format=log_format)
+    configure_logging(settings.log_level, settings.log_format)
     server = create_server(settings)
     server.run()
     return 0 if server.started else 1

@@ -73,16 +73,31 @@ class _Server(uvicorn.Server):
     """uvicorn, but live WebSocket sessions are closed with 1001 before uvicorn's own shutdown.
 
     uvicorn fails open WebSockets with 1012 the moment it shuts down; PROTOCOL.md §7.3 promises 1001
-    (going away), so the sessions are told first.
+    (going away), so the sessions are told first. With ``settings.metrics_port`` set, the Prometheus
+    endpoint starts before the server listens (a port that cannot be bound stops the start, ``started``
+    stays false) and stops with it.
     """
 
     def __init__(self, config: uvicorn.Config, runtime: Runtime) -> None:
         super().__init__(config)
         self._runtime = runtime
 
+    async def startup(self, sockets: Any = None) -> None:
+        settings = self._runtime.settings
+        if settings.metrics_port is not None:
+            try:
+                port = self._runtime.metrics.serve(settings.host, settings.metrics_port)
+            except OSError as exc:
+                logger.error("cannot serve metrics on %s:%s: %s", settings.host, settings.metrics_port, exc)
+                self.should_exit = True
+                return
+            logger.info("metrics at http://%s:%d/metrics", settings.host, port)
+        await super().startup(sockets)
+
     async def shutdown(self, sockets: Any = None) -> None:
         await self._runtime.shutdown(timeout_s=self._runtime.limits.close_timeout_s)
         await super().shutdown(sockets)
+        self._runtime.metrics.stop()
 
 
 def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol]:
@@ -120,7 +135,11 @@ def create_server(settings: Settings, app: Starlette | None = None) -> uvicorn.S
         ws_max_size=settings.ws_max_size,
         ws_per_message_deflate=False,
         lifespan="on",
+        # Records go to the root logger in the project's one format (protocol.logs); each request and
+        # session gets its own line from the server, so uvicorn's access log would only repeat them.
+        log_config=None,
         log_level=settings.log_level,
+        access_log=False,
         timeout_graceful_shutdown=max(1, int(settings.limits.close_timeout_s)),
     )
     return _Server(config, app.state.runtime)

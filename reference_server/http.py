@@ -10,10 +10,13 @@ SageMaker reports as a ``ModelStreamError``); an SSE response ends with an ``err
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -21,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.logs import log_event
 from protocol.messages import (
     CHANNELS,
     ENCODING,
@@ -32,6 +36,7 @@ from protocol.messages import (
 from protocol.pcm import wav_header
 from protocol.sse import encode_event
 from reference_server.runtime import Readiness, RequestAudio, Runtime
+from reference_server.telemetry import RequestRecord
 
 try:  # MP3 (§11.5) is offered only where the encoder library is installed.
     import lameenc
@@ -80,7 +85,10 @@ def media_type(fmt: str, sample_rate: int) -> str:
     return f"audio/pcm;rate={sample_rate};encoding=s16le;channels={CHANNELS}"
 
 
-def _error(exc: ProtocolError) -> JSONResponse:
+def _error(runtime: Runtime, exc: ProtocolError) -> JSONResponse:
+    runtime.metrics.refusals.labels(exc.code.value).inc()
+    code = exc.code.value
+    log_event(logger, "refused", logging.DEBUG, transport="http", request_id=exc.request_id, code=code)
     return JSONResponse(exc.http_body(), status_code=exc.code.http_status or 400)
 
 
@@ -148,7 +156,9 @@ class _AudioResponse(StreamingResponse):
             self._slot.release()
 
 
-async def _pcm_pieces(runtime: Runtime, request: SynthesisRequest, words: list[Word]) -> AsyncIterator[bytes]:
+async def _pcm_pieces(
+    runtime: Runtime, request: SynthesisRequest, words: list[Word], record: RequestRecord
+) -> AsyncIterator[bytes]:
     """The request's PCM16LE audio segment by segment; word timings are appended to ``words``."""
     audio = RequestAudio(runtime, request)
     try:
@@ -156,9 +166,26 @@ async def _pcm_pieces(runtime: Runtime, request: SynthesisRequest, words: list[W
             if piece.words:
                 words.extend(piece.words)
             if piece.pcm:
+                record.audio(len(piece.pcm))
                 yield piece.pcm
     finally:
         audio.close()
+        record.compute_s = audio.compute_s
+
+
+@contextlib.asynccontextmanager
+async def _logged(runtime: Runtime, record: RequestRecord, fmt: str) -> AsyncIterator[None]:
+    """Log and count one invocation when its body ends: completed, failed, or disconnected (the client
+    left and the body generator was closed early)."""
+    status = "failed"
+    try:
+        yield
+        status = "completed"
+    except (GeneratorExit, asyncio.CancelledError, ClientDisconnect):
+        status = "disconnected"
+        raise
+    finally:
+        record.finish(status, runtime.metrics, format=fmt)
 
 
 async def invocations(request: Request) -> Response:
@@ -176,55 +203,62 @@ async def invocations(request: Request) -> Response:
         return Response(status_code=400)
     if body is None:
         too_large = f"the body is longer than {limits.max_message_bytes} bytes"
-        return _error(ProtocolError(ErrorCode.MESSAGE_TOO_LARGE, too_large))
+        return _error(runtime, ProtocolError(ErrorCode.MESSAGE_TOO_LARGE, too_large))
     if not await runtime.wait_ready():
-        return _error(ProtocolError(ErrorCode.INTERNAL_ERROR, "the model failed to load"))
+        return _error(runtime, ProtocolError(ErrorCode.INTERNAL_ERROR, "the model failed to load"))
     try:
         parsed = parse_invocations_request(
             body, limits=limits, known_voices=runtime.voices, mp3_available=MP3_AVAILABLE
         )
     except ProtocolError as exc:
-        return _error(exc)
+        return _error(runtime, exc)
     if not runtime.try_open_session():
-        return _error(ProtocolError(ErrorCode.QUEUE_FULL, "the server is busy; try again later"))
+        return _error(runtime, ProtocolError(ErrorCode.QUEUE_FULL, "the server is busy; try again later"))
     slot = _Slot(runtime)
+    if parsed.request.request_id is None:
+        parsed = replace(parsed, request=replace(parsed.request, request_id=runtime.new_http_request_id()))
+    record = RequestRecord("http", parsed.request)
     if parsed.transport == "sse":
         return _AudioResponse(
-            _sse_events(runtime, parsed, time.monotonic()),
+            _sse_events(runtime, parsed, record),
             slot,
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     if parsed.stream:
         content_type = media_type(parsed.format, parsed.request.sample_rate)
-        return _AudioResponse(_binary_stream(runtime, parsed), slot, media_type=content_type)
+        return _AudioResponse(_binary_stream(runtime, parsed, record), slot, media_type=content_type)
     try:
-        return await _binary_whole(runtime, parsed)
+        async with _logged(runtime, record, parsed.format):
+            return await _binary_whole(runtime, parsed, record)
     finally:
         slot.release()
 
 
-async def _binary_stream(runtime: Runtime, parsed: InvocationsRequest) -> AsyncIterator[bytes]:
+async def _binary_stream(
+    runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord
+) -> AsyncIterator[bytes]:
     """Binary body streamed as synthesized: WAV header with 0xFFFFFFFF sizes first (§11.2), or bare PCM
     (§11.3) or MP3 frames (§11.5)."""
     request = parsed.request
-    encoder = _Encoder(parsed.format, request.sample_rate)
-    if parsed.format == "wav":
-        yield wav_header(request.sample_rate, data_bytes=None)
-    async for pcm in _pcm_pieces(runtime, request, []):
-        if out := encoder.encode(pcm):
-            yield out
-    if tail := encoder.flush():
-        yield tail
+    async with _logged(runtime, record, parsed.format):
+        encoder = _Encoder(parsed.format, request.sample_rate)
+        if parsed.format == "wav":
+            yield wav_header(request.sample_rate, data_bytes=None)
+        async for pcm in _pcm_pieces(runtime, request, [], record):
+            if out := encoder.encode(pcm):
+                yield out
+        if tail := encoder.flush():
+            yield tail
 
 
-async def _binary_whole(runtime: Runtime, parsed: InvocationsRequest) -> Response:
+async def _binary_whole(runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord) -> Response:
     """``stream: false``: the whole file, with exact WAV sizes and a Content-Length."""
     request = parsed.request
     encoder = _Encoder(parsed.format, request.sample_rate)
     parts: list[bytes] = []
     pcm_bytes = 0
-    async for pcm in _pcm_pieces(runtime, request, []):
+    async for pcm in _pcm_pieces(runtime, request, [], record):
         pcm_bytes += len(pcm)
         parts.append(encoder.encode(pcm))
     parts.append(encoder.flush())
@@ -234,12 +268,13 @@ async def _binary_whole(runtime: Runtime, parsed: InvocationsRequest) -> Respons
 
 
 async def _sse_events(
-    runtime: Runtime, parsed: InvocationsRequest, accepted_at: float
+    runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord
 ) -> AsyncIterator[bytes]:
     """``transport: "sse"`` (§11.4): ``synthesis_start``, ``audio_chunk``*, then ``synthesis_complete`` or
     ``error``. Each chunk is at most ``max_audio_frame_bytes`` decoded bytes, base64 on its own."""
     request = parsed.request
-    request_id = request.request_id or runtime.new_http_request_id()
+    request_id = request.request_id
+    assert request_id is not None  # assigned by invocations()
     chunk_bytes = runtime.limits.max_audio_frame_bytes
     start = {
         "type": "synthesis_start",
@@ -270,29 +305,35 @@ async def _sse_events(
             audio_bytes += len(chunk)
         return events
 
+    status = "disconnected"  # unless the body ends below
     try:
-        async for pcm in _pcm_pieces(runtime, request, words):
-            pcm_bytes += len(pcm)
-            for event in audio_chunks(encoder.encode(pcm)):
+        try:
+            async for pcm in _pcm_pieces(runtime, request, words, record):
+                pcm_bytes += len(pcm)
+                for event in audio_chunks(encoder.encode(pcm)):
+                    yield event
+            for event in audio_chunks(encoder.flush()):
                 yield event
-        for event in audio_chunks(encoder.flush()):
-            yield event
-    except Exception:
-        logger.exception("synthesis of request %r failed", request_id)  # %r: ids are client-chosen
-        error = ProtocolError(ErrorCode.INTERNAL_ERROR, "synthesis failed", request_id)
-        frame = error.to_frame()
-        del frame["fatal"]  # an SSE error always ends the response
-        yield encode_event(frame, event="error")
-        return
-    complete: dict[str, Any] = {
-        "type": "synthesis_complete",
-        "request_id": request_id,
-        "status": "completed",
-        "audio_bytes": audio_bytes,
-        "chunks": seq,
-        "total_duration_s": pcm_bytes / 2 / request.sample_rate,
-        "elapsed_s": time.monotonic() - accepted_at,
-    }
-    if words:
-        complete["words"] = [w.to_dict() for w in words]
-    yield encode_event(complete, event="synthesis_complete")
+        except Exception:
+            logger.exception("synthesis of request %r failed", request_id)  # %r: ids are client-chosen
+            status = "failed"
+            error = ProtocolError(ErrorCode.INTERNAL_ERROR, "synthesis failed", request_id)
+            frame = error.to_frame()
+            del frame["fatal"]  # an SSE error always ends the response
+            yield encode_event(frame, event="error")
+            return
+        complete: dict[str, Any] = {
+            "type": "synthesis_complete",
+            "request_id": request_id,
+            "status": "completed",
+            "audio_bytes": audio_bytes,
+            "chunks": seq,
+            "total_duration_s": pcm_bytes / 2 / request.sample_rate,
+            "elapsed_s": time.monotonic() - record.accepted_at,
+        }
+        if words:
+            complete["words"] = [w.to_dict() for w in words]
+        status = "completed"
+        yield encode_event(complete, event="synthesis_complete")
+    finally:
+        record.finish(status, runtime.metrics, format=parsed.format)

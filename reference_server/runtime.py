@@ -14,6 +14,7 @@ import enum
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.messages import SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
+from reference_server.telemetry import Metrics
 
 if TYPE_CHECKING:
     from reference_server.backends import Backend
@@ -68,6 +70,9 @@ class RequestAudio:
     The generator is only ever touched under a lock, from one thread at a time: a ``close()`` that
     arrives while a worker is inside the generator is handed to a worker, which runs it once the
     segment is done (a running generator cannot be closed).
+
+    ``compute_s`` totals the seconds the workers spent on this request (synthesis and resampling), the
+    denominator of its xRT (:mod:`reference_server.telemetry`).
     """
 
     def __init__(self, runtime: Runtime, request: SynthesisRequest) -> None:
@@ -79,6 +84,7 @@ class RequestAudio:
         self._offset_s = 0.0
         self._exhausted = False
         self._closed = False
+        self.compute_s = 0.0
 
     async def next(self) -> AudioPiece | None:
         """The next segment's audio, or ``None`` when the request is fully spoken (or closed).
@@ -93,6 +99,13 @@ class RequestAudio:
 
     def _step(self) -> AudioPiece | None:
         """Advance the generator by one segment (runs on a synthesis worker)."""
+        started = time.perf_counter()
+        try:
+            return self._advance()
+        finally:
+            self.compute_s += time.perf_counter() - started
+
+    def _advance(self) -> AudioPiece | None:
         with self._lock:
             if self._closed or self._exhausted:
                 return None
@@ -154,6 +167,8 @@ class Runtime:
         executor: the synthesis workers (``settings.synthesis_workers`` threads); the only place
             backend code runs, so the event loop never blocks on the model (PROTOCOL.md §8).
         sessions: open WebSocket sessions and in-flight ``POST /invocations`` requests.
+        metrics: the Prometheus instruments (:class:`~reference_server.telemetry.Metrics`); served only
+            when ``settings.metrics_port`` is set.
     """
 
     def __init__(self, settings: Settings, backend: Backend) -> None:
@@ -167,7 +182,9 @@ class Runtime:
         self.closing = False
         self._ready = asyncio.Event()
         self._http_ids = itertools.count(1)
+        self._session_ids = itertools.count(1)
         self._live: set[Any] = set()
+        self.metrics = Metrics(self.queue_depth, lambda: self.readiness is Readiness.READY)
 
     # -- readiness -------------------------------------------------------------------------------
 
@@ -221,6 +238,23 @@ class Runtime:
     def unregister(self, session: Any) -> None:
         """Forget a session that has ended."""
         self._live.discard(session)
+
+    def new_session_id(self) -> str:
+        """A name for a WebSocket session in log lines (``s1``, ``s2``, ...)."""
+        return f"s{next(self._session_ids)}"
+
+    def queue_depth(self) -> int:
+        """Requests accepted and not yet completed: every live session's, plus in-flight HTTP invocations."""
+        # Read from the metrics thread while the event loop changes the sessions: a set or dict that
+        # changes under iteration raises, and the next scrape reads it again.
+        for _ in range(3):
+            try:
+                live = list(self._live)
+                pending = sum(len(session.session.pending_ids) for session in live)
+                return pending + max(0, self.sessions - len(live))
+            except RuntimeError:
+                continue
+        return 0
 
     def new_http_request_id(self) -> str:
         """A request id for a ``POST /invocations`` body that named none (``h1``, ``h2``, ...)."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
+from protocol.logs import LOG_FORMATS, LOG_LEVELS
 
 __all__ = [
     "BACKENDS",
@@ -68,7 +69,11 @@ class Settings:
             the session lives on (§9); above it the transport closes with 1009, since the server will not
             buffer arbitrary amounts to answer politely (§10). ``None`` (default): 1 MiB, or
             ``max_message_bytes`` if that is larger; see :attr:`ws_max_size`.
-        log_level: uvicorn / logging level name.
+        log_level: logging level name (:data:`protocol.logs.LOG_LEVELS`); ``KOKORO_LOG_LEVEL``, shared with
+            every piece of the project.
+        log_format: ``"text"`` (default) or ``"json"`` (:mod:`protocol.logs`); ``KOKORO_LOG_FORMAT``.
+        metrics_port: serve Prometheus metrics on this port of ``host`` (``GET /metrics``); ``None``
+            (default): no metrics endpoint. 0 picks a free port. See reference_server/README.md.
         limits: the protocol limits of §10.
     """
 
@@ -79,13 +84,17 @@ class Settings:
     synthesis_workers: int = 1
     transport_max_message_bytes: int | None = None
     log_level: str = "info"
+    log_format: str = "text"
+    metrics_port: int | None = None
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise SettingsError(f"backend must be one of {', '.join(BACKENDS)}, not {self.backend!r}")
-        if not 0 <= self.port <= 65535:
-            raise SettingsError(f"port must be from 0 to 65535, not {self.port}")
+        for name in ("port", "metrics_port"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 65535:
+                raise SettingsError(f"{name} must be from 0 to 65535, not {value}")
         if self.synthesis_workers < 1:
             raise SettingsError(f"synthesis_workers must be at least 1, not {self.synthesis_workers}")
         limit = self.transport_max_message_bytes
@@ -127,8 +136,6 @@ def _limit(name: str, what: str, parse: Callable[[str], Any] = int) -> _Option:
     return _Option(name, parse, f"{what} (default {default}; PROTOCOL.md §10)", limit=True)
 
 
-_LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-
 _OPTIONS: tuple[_Option, ...] = (
     _Option("host", str, f"address to bind (default {DEFAULT_HOST}; the container passes 0.0.0.0)"),
     _Option("port", int, f"TCP port (default {DEFAULT_PORT})"),
@@ -141,7 +148,18 @@ _OPTIONS: tuple[_Option, ...] = (
         "largest WebSocket message read at all; larger closes with 1009 "
         f"(default {_DEFAULT_TRANSPORT_MAX} or max_message_bytes if larger)",
     ),
-    _Option("log_level", str, "log level (default info)", choices=_LOG_LEVELS),
+    _Option("log_level", str, "how much to log (default info)", choices=LOG_LEVELS),
+    _Option(
+        "log_format",
+        str,
+        "text lines for people, or one JSON object per line (default text)",
+        choices=LOG_FORMATS,
+    ),
+    _Option(
+        "metrics_port",
+        int,
+        "serve Prometheus metrics at http://HOST:PORT/metrics (default: off; 0 = any free port)",
+    ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),
     _limit("max_queue", "requests queued plus active per session"),

@@ -27,14 +27,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from protocol.errors import CLOSE_GOING_AWAY, ErrorCode
+from protocol.errors import CLOSE_GOING_AWAY, ErrorCode, ProtocolError
+from protocol.logs import log_event
 from protocol.messages import SynthesisRequest, Word
 from protocol.session import CloseRequested, RequestAccepted, RequestCancelled, ServerSession
 from reference_server.runtime import AudioPiece, RequestAudio, Runtime
+from reference_server.telemetry import RequestRecord
 
 __all__ = ["PATH", "SEGMENT_BUFFER", "WebSocketSession", "bidirectional_stream"]
 
@@ -57,8 +60,9 @@ class _Job:
     if synthesis failed; ``cancel`` drops what is buffered and releases both sides.
     """
 
-    def __init__(self, request: SynthesisRequest) -> None:
+    def __init__(self, request: SynthesisRequest, session_id: str) -> None:
         self.request = request
+        self.record = RequestRecord("ws", request, session=session_id)
         self.begun = False
         self.cancelled = False
         self.finished = False
@@ -107,13 +111,20 @@ class WebSocketSession:
             loading: requests are read and queued at once and synthesized once it is ready).
 
     :meth:`run` returns when the session has ended for any reason; by then every task has stopped and
-    the session holds no synthesis.
+    the session holds no synthesis. Each answered request is logged and counted when its
+    ``synthesis_complete`` is queued (:mod:`reference_server.telemetry`); :attr:`close_code` is the
+    WebSocket close code the session ended with (the client's when it left first, ``None`` when the
+    connection dropped without one).
     """
 
-    def __init__(self, websocket: WebSocket, runtime: Runtime) -> None:
+    def __init__(self, websocket: WebSocket, runtime: Runtime, session_id: str = "s0") -> None:
         self.websocket = websocket
         self.runtime = runtime
-        self.session = ServerSession(runtime.limits, known_voices=runtime.voices)
+        self.session_id = session_id
+        self.session = ServerSession(runtime.limits, known_voices=runtime.voices, on_reject=self._refused)
+        self.requests = 0
+        self.refused = 0
+        self.close_code: int | None = None
         self._jobs: dict[str, _Job] = {}  # accepted and not yet completed, in arrival order
         self._wake_synthesizer = asyncio.Event()
         self._wake_feeder = asyncio.Event()
@@ -172,12 +183,26 @@ class WebSocketSession:
         if self._tasks:
             await asyncio.wait(self._tasks[1:2])
 
+    def _refused(self, error: ProtocolError) -> None:
+        self.refused += 1
+        self.runtime.metrics.refusals.labels(error.code.value).inc()
+        log_event(
+            logger,
+            "refused",
+            logging.DEBUG,
+            session=self.session_id,
+            request_id=error.request_id,
+            code=error.code.value,
+        )
+
     # -- reader ------------------------------------------------------------------------------------
 
     async def _read(self) -> None:
         while True:
             message = await self.websocket.receive()
             if message["type"] == "websocket.disconnect":
+                if self.close_code is None:
+                    self.close_code = message.get("code")
                 return
             # §3.1: BINARY and TEXT frames carry the same JSON messages; SageMaker delivers a
             # PayloadPart without DataType as BINARY (REFERENCE.md §1).
@@ -190,7 +215,8 @@ class WebSocketSession:
                 if isinstance(event, RequestAccepted):
                     request_id = event.request.request_id
                     assert request_id is not None
-                    self._jobs[request_id] = _Job(event.request)
+                    self._jobs[request_id] = _Job(event.request, self.session_id)
+                    self.requests += 1
                 elif isinstance(event, RequestCancelled):
                     job = self._jobs.get(event.request_id)
                     if job is not None:
@@ -198,6 +224,7 @@ class WebSocketSession:
                         if not event.started:
                             # The session answers a request cancelled before its turn by itself.
                             del self._jobs[event.request_id]
+                            job.record.finish("cancelled", self.runtime.metrics)
                 else:
                     assert isinstance(event, CloseRequested)
                 self._wake_synthesizer.set()
@@ -243,6 +270,7 @@ class WebSocketSession:
                 error = exc
             finally:
                 audio.close()
+                job.record.compute_s = audio.compute_s
                 job.finish(error)
 
     # -- feeder ------------------------------------------------------------------------------------
@@ -258,24 +286,29 @@ class WebSocketSession:
             request_id = request.request_id
             assert request_id is not None
             job = self._jobs[request_id]
+            status = "cancelled"
             try:
                 if session.start(request_id):
                     self._kick()
-                    await self._send_audio(job)
+                    status = await self._send_audio(job)
+                job.record.finish(status, self.runtime.metrics)
             finally:
                 job.cancel()  # stops synthesis still running for it (feeder cancelled)
                 self._jobs.pop(request_id, None)
                 self._wake_synthesizer.set()
             self._kick()
 
-    async def _send_audio(self, job: _Job) -> None:
+    async def _send_audio(self, job: _Job) -> str:
+        """Send the request's audio and queue its ``synthesis_complete``; returns its status."""
         session = self.session
         request_id = job.request.request_id
         assert request_id is not None
         words: list[Word] | None = None
         while (piece := await job.get()) is not None:
-            if piece.pcm and not session.audio(request_id, piece.pcm):
-                break  # cancelled: the rest of the request is dropped
+            if piece.pcm:
+                if not session.audio(request_id, piece.pcm):
+                    break  # cancelled: the rest of the request is dropped
+                job.record.audio(len(piece.pcm))
             if piece.words is not None:
                 words = words or []
                 words.extend(piece.words)
@@ -283,8 +316,10 @@ class WebSocketSession:
             await self._flush()
         if job.error is not None and not session.is_cancelled(request_id):
             session.fail(request_id, "synthesis failed")
-        else:
-            session.complete(request_id, None if session.is_cancelled(request_id) else words)
+            return "failed"
+        cancelled = session.is_cancelled(request_id)
+        session.complete(request_id, None if cancelled else words)
+        return "cancelled" if cancelled else "completed"
 
     # -- writer ------------------------------------------------------------------------------------
 
@@ -310,10 +345,12 @@ class WebSocketSession:
             if self._outbox.is_set():
                 continue  # more was queued while sending
             if self._going_away:
+                self.close_code = CLOSE_GOING_AWAY
                 await websocket.close(CLOSE_GOING_AWAY)
                 return
             if session.finished:
-                await websocket.close(session.close_code or 1000)
+                self.close_code = session.close_code or 1000
+                await websocket.close(self.close_code)
                 return
             self._flushed.set()
 
@@ -328,15 +365,31 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
     """
     runtime: Runtime = websocket.app.state.runtime
     await websocket.accept()
+    session_id = runtime.new_session_id()
+    client = f"{websocket.client.host}:{websocket.client.port}" if websocket.client else None
     if not runtime.try_open_session():
         if runtime.closing:
             await websocket.close(CLOSE_GOING_AWAY)
             return
         full = f"{runtime.limits.max_sessions} sessions are open; try again later"
+        runtime.metrics.refusals.labels(ErrorCode.TOO_MANY_SESSIONS.value).inc()
+        runtime.metrics.sessions.labels(str(ErrorCode.TOO_MANY_SESSIONS.close_code)).inc()
+        log_event(
+            logger,
+            "session refused",
+            logging.WARNING,
+            session=session_id,
+            client=client,
+            code=ErrorCode.TOO_MANY_SESSIONS.value,
+            open_sessions=runtime.sessions,
+        )
         await _refuse(websocket, ErrorCode.TOO_MANY_SESSIONS, full)
         return
+    started = time.monotonic()
+    session = WebSocketSession(websocket, runtime, session_id)
+    log_event(logger, "session start", session=session_id, client=client)
+    runtime.metrics.sessions_open.inc()
     try:
-        session = WebSocketSession(websocket, runtime)
         runtime.register(session)
         try:
             await session.run()
@@ -344,6 +397,18 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
             runtime.unregister(session)
     finally:
         runtime.close_session()
+        runtime.metrics.sessions_open.dec()
+        code = session.close_code
+        runtime.metrics.sessions.labels(str(code) if code is not None else "none").inc()
+        log_event(
+            logger,
+            "session end",
+            session=session_id,
+            close_code=code if code is not None else "none",
+            requests=session.requests,
+            refused=session.refused,
+            duration_s=round(time.monotonic() - started, 3),
+        )
 
 
 async def _refuse(websocket: WebSocket, code: ErrorCode, message: str) -> None:

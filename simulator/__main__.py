@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
 from pathlib import Path
 
+from protocol.logs import add_log_options, configure_logging
 from simulator.container import CommandContainer, Container, ContainerStartError, UrlContainer
 from simulator.faults import FaultPlan
 from simulator.server import ENV_ENDPOINT_HTTP2, ENV_ENDPOINT_RUNTIME, Simulator
@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--idle-timeout-s", type=float, help="session idle limit (default: none)")
     limits.add_argument("--max-session-s", type=float, help="session length limit (default: none)")
     serve_parser.add_argument("--wire-log-dir", type=Path, help="write each session's wire log here as JSONL")
-    serve_parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    logs = serve_parser.add_argument_group("logging")
+    add_log_options(logs)
+    logs.add_argument("-v", "--verbose", action="store_true", help="the same as --log-level debug")
     return parser
 
 
@@ -166,11 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
+    try:
+        configure_logging("debug" if args.verbose else args.log_level, args.log_format)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return asyncio.run(serve(args, settings))
 
 

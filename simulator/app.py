@@ -38,6 +38,7 @@ from protocol.eventstream import (
     payload_part_message,
     unwrap_envelope,
 )
+from protocol.logs import log_event
 from simulator.bridge import (
     COMPLETE,
     PARTIAL,
@@ -78,7 +79,12 @@ _FORWARDED_HEADERS = {
 
 
 class WireLogBook:
-    """The wire logs of recent sessions, in start order; writes each finished one to disk if asked."""
+    """The wire logs of recent sessions, in start order; writes each finished one to disk if asked.
+
+    It also logs one line when a session starts and one when it ends (:mod:`protocol.logs`): the
+    simulator's log is about sessions, never about each HTTP call or PayloadPart (those are in the wire
+    log). The end line carries the outcome, the PayloadParts and payload bytes each way and the duration.
+    """
 
     def __init__(self) -> None:
         self._counter = itertools.count(1)
@@ -87,6 +93,7 @@ class WireLogBook:
     def open(self, api: str, endpoint: str, settings: SimulatorSettings) -> WireLog:
         """Start the log of a new session (``s1``, ``s2`` ...)."""
         log = WireLog(f"s{next(self._counter)}", api, endpoint, head_bytes=settings.wire_log_head_bytes)
+        log_event(logger, "session start", session=log.session_id, api=api, endpoint=endpoint)
         self._logs.append(log)
         while len(self._logs) > settings.wire_log_keep:
             self._logs.popleft()
@@ -95,6 +102,20 @@ class WireLogBook:
     def close(self, log: WireLog, outcome: str, settings: SimulatorSettings) -> None:
         """Record how the session ended; write it to ``wire_log_dir`` when set."""
         log.outcome = outcome
+        parts_in = log.select(leg="client", direction="in", event="PayloadPart")
+        parts_out = log.select(leg="client", direction="out", event="PayloadPart")
+        log_event(
+            logger,
+            "session end",
+            session=log.session_id,
+            api=log.api,
+            outcome=outcome,
+            parts_in=len(parts_in),
+            parts_out=len(parts_out),
+            bytes_in=sum(r.length for r in parts_in),
+            bytes_out=sum(r.length for r in parts_out),
+            duration_s=round(log.clock() - log.started_at, 3),
+        )
         if settings.wire_log_dir is not None:
             settings.wire_log_dir.mkdir(parents=True, exist_ok=True)
             (settings.wire_log_dir / f"{log.session_id}.jsonl").write_text(log.to_jsonl())

@@ -140,7 +140,11 @@ class Simulator:
         config = Config()
         # hypercorn adopts the descriptor; detach() so our socket object never closes it twice.
         config.bind = [f"fd://{insecure.detach()}"]  # plain HTTP: no certfile, so "bind" is insecure
-        config.errorlog = logging.getLogger("simulator.hypercorn")
+        # hypercorn's "Running on ..." names a descriptor, not a URL; the CLI prints the real addresses.
+        door_log = logging.getLogger("simulator.hypercorn")
+        if not door_log.isEnabledFor(logging.DEBUG):
+            door_log.setLevel(logging.WARNING)
+        config.errorlog = door_log
         config.accesslog = None
         config.include_server_header = False
         config.graceful_timeout = 2.0

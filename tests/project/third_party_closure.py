@@ -1,11 +1,12 @@
 """What each image installs, from the installed distributions' metadata, and what THIRD_PARTY.md says.
 
 An image installs the project with some extras (``pip install -e ".[server]"``); pip then installs the
-closure of ``Requires-Dist`` over those extras. The same closure is computed here from the metadata of the
-distributions in this environment (the shared venv has every extra installed), with each requirement's
-environment marker evaluated for the image's platform. :func:`suggested_licence` reads a distribution's
-declared licence the way a reviewer would: ``License-Expression``, else a short ``License``, else the
-licence classifiers.
+closure of ``Requires-Dist`` over those extras. The same closure is computed here: the project's own
+requirements from pyproject.toml (so an edit counts before any reinstall), everything below them from the
+metadata of the distributions in this environment (the shared venv has every extra installed), with each
+requirement's environment marker evaluated for the image's platform. :func:`suggested_licence` reads a
+distribution's declared licence the way a reviewer would: ``License-Expression``, else a short
+``License``, else the licence classifiers.
 
 Run as a script to print the rows THIRD_PARTY.md would need for every image::
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,26 @@ def _installed() -> dict[str, md.Distribution]:
     return found
 
 
+def project_requirements(extras: tuple[str, ...]) -> list[Requirement]:
+    """The project's requirements for ``extras``, read from pyproject.toml (self-references expanded)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    optional = project.get("optional-dependencies", {})
+    found = [Requirement(line) for line in project.get("dependencies", [])]
+    pending, seen = list(extras), set()
+    while pending:
+        extra = pending.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for line in optional.get(extra, []):
+            requirement = Requirement(line)
+            if canonicalize_name(requirement.name) == canonicalize_name(PROJECT):
+                pending += sorted(requirement.extras)
+            else:
+                found.append(requirement)
+    return found
+
+
 def closure(image: Image) -> tuple[dict[str, md.Distribution], set[str]]:
     """The distributions ``image`` installs (name → distribution), and required names not installed here.
 
@@ -72,7 +94,11 @@ def closure(image: Image) -> tuple[dict[str, md.Distribution], set[str]]:
     installed = _installed()
     wanted: dict[str, set[str]] = {}
     missing: set[str] = set()
-    todo: list[tuple[str, frozenset[str]]] = [(canonicalize_name(PROJECT), frozenset(image.extras))]
+    todo: list[tuple[str, frozenset[str]]] = []
+    for requirement in project_requirements(image.extras):
+        marker = requirement.marker
+        if marker is None or marker.evaluate(_environment(image.machine, "")):
+            todo.append((canonicalize_name(requirement.name), frozenset(requirement.extras)))
     todo += [(canonicalize_name(name), frozenset()) for name in image.also]
     while todo:
         name, extras = todo.pop()
@@ -93,8 +119,7 @@ def closure(image: Image) -> tuple[dict[str, md.Distribution], set[str]]:
             ):
                 continue
             todo.append((canonicalize_name(requirement.name), frozenset(requirement.extras)))
-    project = canonicalize_name(PROJECT)
-    return {name: installed[name] for name in wanted if name != project}, missing
+    return {name: installed[name] for name in wanted}, missing
 
 
 _CLASSIFIER_SPDX = {

@@ -439,3 +439,44 @@ def test_endpoint_address_of_an_override_and_of_the_regional_endpoint():
     assert endpoint_address("https://example.test") == ("example.test", 443)
     assert endpoint_address(None, "us-east-1") == ("runtime.sagemaker.us-east-1.amazonaws.com", 8443)
     assert endpoint_address(None) == (None, 8443)
+
+
+def _invocation_lines(caplog) -> list[dict]:
+    return [
+        getattr(r, "kokoro_fields", {})
+        for r in caplog.records
+        if r.name == "reference_agent.pipeline" and r.getMessage() == "invocation"
+    ]
+
+
+def test_each_invocation_is_one_log_line_without_the_prompt(caplog):
+    from agent_standin import StandInFactory
+
+    from reference_agent.pipeline import run_agent
+
+    caplog.set_level("INFO", logger="reference_agent")
+    prompt = "Tell me my secret code please."
+
+    async def scenario():
+        ok = [
+            e
+            async for e in run_agent(
+                AgentRequest(prompt=prompt), _pipeline(StandInFactory()), request_id="r1"
+            )
+        ]
+        stream = run_agent(
+            AgentRequest(prompt="p", mode="batch"), _pipeline(StandInFactory()), request_id="r2"
+        )
+        async for event in stream:
+            if event["type"] == "text_delta":
+                break
+        await stream.aclose()
+        return ok
+
+    events = run(scenario())
+    first, second = _invocation_lines(caplog)
+    assert (first["request_id"], first["mode"], first["status"]) == ("r1", "bidi", "completed")
+    assert first["prompt_chars"] == len(prompt) and first["first_audio_ms"] == events[-1]["first_audio_ms"]
+    assert first["audio_s"] > 0 and first["chunks"] == sum(e["type"] == "audio_chunk" for e in events)
+    assert (second["request_id"], second["mode"], second["status"]) == ("r2", "batch", "disconnected")
+    assert prompt not in caplog.text and "secret" not in str(_invocation_lines(caplog))

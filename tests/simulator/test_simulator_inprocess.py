@@ -383,3 +383,23 @@ def test_client_going_away_closes_the_container_websocket() -> None:
             assert log.select(leg="container", direction="out", event="close")[-1].note == "code 1001"
 
     run(main())
+
+
+def test_the_simulator_logs_one_line_per_session_start_and_end(caplog: pytest.LogCaptureFixture) -> None:
+    """Sessions, not HTTP calls or PayloadParts, are what the simulator's log is about (issue 17)."""
+    caplog.set_level("DEBUG")
+
+    async def main() -> None:
+        async with _simulator() as sim:
+            await _speak(sim)
+
+    run(main())
+    lines = [(r.name, r.getMessage(), getattr(r, "kokoro_fields", {})) for r in caplog.records]
+    sessions = [(message, fields) for name, message, fields in lines if name == "simulator"]
+    assert [message for message, _ in sessions] == ["session start", "session end"]
+    start, end = sessions[0][1], sessions[1][1]
+    assert (start["session"], start["api"], start["endpoint"]) == ("s1", "bidi", "tts-endpoint")
+    assert end["outcome"] == "container-closed: code 1000"
+    assert end["parts_in"] == len(SENTENCES) + 1  # the requests and the close
+    assert end["parts_out"] > 2 * len(SENTENCES) and end["bytes_out"] > end["bytes_in"] > 0
+    assert end["duration_s"] >= 0
