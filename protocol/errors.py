@@ -68,9 +68,15 @@ class ErrorCode(enum.StrEnum):
     DUPLICATE_REQUEST_ID = "duplicate_request_id"
     """``request_id`` names a request that is still queued or active in this session."""
     UNKNOWN_REQUEST = "unknown_request"
-    """``cancel`` names no queued or active request."""
+    """``cancel`` names no queued or active request; ``append``, ``flush`` or ``end`` no open utterance."""
     INTERNAL_ERROR = "internal_error"
     """Synthesis of one request failed (per-request), or the session itself failed (fatal, 1011)."""
+    UTTERANCE_TIMEOUT = "utterance_timeout"
+    """An active, open utterance got no message for ``utterance_idle_timeout_s`` (§15.5).
+
+    A notice inside the utterance's bracket, not a refusal: the utterance then ends as if ``end`` had
+    arrived, and its bracket completes.
+    """
     TOO_MANY_SESSIONS = "too_many_sessions"
     """The server already holds ``max_sessions`` sessions; fatal, close 1013."""
     UNSUPPORTED_FORMAT = "unsupported_format"
@@ -134,6 +140,7 @@ REGISTRY: dict[ErrorCode, RegistryEntry] = {
     ErrorCode.INTERNAL_ERROR: RegistryEntry(
         always_fatal=False, close_code=CLOSE_INTERNAL_ERROR, http_status=500
     ),
+    ErrorCode.UTTERANCE_TIMEOUT: RegistryEntry(always_fatal=False, close_code=None, http_status=None),
     ErrorCode.TOO_MANY_SESSIONS: RegistryEntry(
         always_fatal=True, close_code=CLOSE_TRY_AGAIN_LATER, http_status=None
     ),
@@ -149,17 +156,26 @@ class ProtocolError(Exception):
         message: a short sentence for people. It never quotes the request's ``text`` (§13).
         request_id: the request the message concerns, when it could be read; else ``None``.
         fatal: whether the session ends; defaults to ``code.fatal``.
+        message_type: the ``type`` of the refused message when it could be read (``"synthesize"`` for
+            a request sent without one), else ``None``; the error frame carries it (§5.4, §15.6).
 
     ``str(exc)`` is ``"<code>: <message>"``.
     """
 
     def __init__(
-        self, code: ErrorCode, message: str, request_id: str | None = None, *, fatal: bool | None = None
+        self,
+        code: ErrorCode,
+        message: str,
+        request_id: str | None = None,
+        *,
+        fatal: bool | None = None,
+        message_type: str | None = None,
     ) -> None:
         self.code = ErrorCode(code)
         self.message = message
         self.request_id = request_id
         self.fatal = self.code.fatal if fatal is None else fatal
+        self.message_type = message_type
         super().__init__(f"{self.code}: {message}")
 
     def __repr__(self) -> str:

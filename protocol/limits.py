@@ -55,6 +55,11 @@ class Limits:
         max_json_depth: deepest nesting of arrays and objects in a client message; the top-level
             object is depth 1. Default 32: valid messages need 1, the rest is room for extensions,
             and the bound stops recursion attacks on JSON parsers. Deeper → ``invalid_json``.
+        utterance_idle_timeout_s: longest time an active, open utterance waits for its next message,
+            in seconds (§15.5). Default 20: an open utterance holds the head of the session's queue,
+            so a client that forgot to end it must not stall the session, while a language model's
+            pause between two tokens is far shorter; hosted input-streaming TTS services time out
+            after the same 20 s. Longer → ``utterance_timeout``, and the utterance ends.
 
     Raises:
         ValueError: a limit is out of its range.
@@ -69,6 +74,7 @@ class Limits:
     close_timeout_s: float = 10.0
     lookahead: int = 1
     max_json_depth: int = 32
+    utterance_idle_timeout_s: float = 20.0
 
     def __post_init__(self) -> None:
         for name in ("max_message_bytes", "max_text_chars", "max_queue", "max_sessions", "max_json_depth"):
@@ -88,7 +94,7 @@ class Limits:
                 f"max_audio_frame_bytes must be an even integer from {MIN_AUDIO_FRAME_BYTES} "
                 f"to {AUDIO_FRAME_HARD_LIMIT}, not {frame!r}"
             )
-        for name in ("max_request_age_s", "close_timeout_s"):
+        for name in ("max_request_age_s", "close_timeout_s", "utterance_idle_timeout_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")

@@ -9,8 +9,9 @@ go through :func:`parse_invocations_request` with the same rules.
 Server control frames (§5) are built from the frozen dataclasses below, whose ``to_json()`` output
 always validates against its schema, and are read back by :func:`parse_server_control`.
 
-Session rules (queue_full, duplicate_request_id, unknown_request) are not checked here: they need the
-session's state and live in :mod:`protocol.session`.
+Session rules (queue_full, duplicate_request_id, unknown_request, the pairing of surrogate halves across
+an utterance's fragments) are not checked here: they need the session's state and live in
+:mod:`protocol.session`.
 """
 
 from __future__ import annotations
@@ -43,11 +44,15 @@ __all__ = [
     "SPEED_MIN",
     "STATUSES",
     "TRANSPORTS",
+    "UTTERANCE_TYPES",
     "VOICE_PATTERN",
+    "Append",
     "Cancel",
     "ClientMessage",
     "Close",
+    "End",
     "ErrorFrame",
+    "Flush",
     "InvalidServerFrame",
     "InvocationsRequest",
     "ServerControl",
@@ -55,6 +60,8 @@ __all__ = [
     "SynthesisRequest",
     "SynthesisStart",
     "UnknownFrameType",
+    "Utterance",
+    "UtteranceMessage",
     "Word",
     "decode_json_object",
     "parse_client_message",
@@ -80,6 +87,8 @@ FORMATS: tuple[str, ...] = ("wav", "pcm", "mp3")
 """Values of ``format`` for ``POST /invocations`` (§11.1)."""
 TRANSPORTS: tuple[str, ...] = ("binary", "sse")
 """Values of ``transport`` for ``POST /invocations`` (§11.1)."""
+UTTERANCE_TYPES: tuple[str, ...] = ("utterance", "append", "flush", "end")
+"""The ``type`` of the four utterance messages (§15.1), OPTIONAL in version 1.1."""
 
 VOICE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
 """Shape of a voice name (§4.1); applied with ``fullmatch``. The schema holds the same pattern."""
@@ -89,6 +98,8 @@ _RFC3339 = re.compile(
 )
 _ERROR_CODE_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,63}", re.ASCII)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_HIGH_SURROGATE = re.compile("[\ud800-\udbff]")
+_LOW_SURROGATE = re.compile("[\udc00-\udfff]")
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _BRACKET_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
 _JSON_WHITESPACE = " \t\n\r"
@@ -100,7 +111,11 @@ def _is_number(value: object) -> bool:
 
 
 def _to_json(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # A surrogate half (the split pairs of §15.2) has no UTF-8 form: such a text is written with
+    # \uXXXX escapes, as a UTF-16 client's serializer writes it.
+    text = obj.get("text")
+    escape = isinstance(text, str) and _SURROGATE.search(text) is not None
+    return json.dumps(obj, ensure_ascii=escape, separators=(",", ":"), allow_nan=False)
 
 
 # --- client messages (§4) -------------------------------------------------------------------------------
@@ -180,7 +195,113 @@ class Close:
         return _to_json(self.to_dict())
 
 
-ClientMessage = SynthesisRequest | Cancel | Close
+@dataclass(frozen=True, slots=True)
+class Utterance:
+    """Open an utterance: a request whose text follows in fragments (PROTOCOL.md §15.1).
+
+    Like :class:`SynthesisRequest`, the constructor does not validate.
+
+    Attributes:
+        request_id: the utterance's id (required: every utterance message names it).
+        text: the first fragment, or ``None``. May end with a high surrogate half (§15.2).
+        voice, speed, sample_rate, request_timestamp: as in :class:`SynthesisRequest`.
+    """
+
+    request_id: str
+    text: str | None = None
+    voice: str = DEFAULT_VOICE
+    speed: float = DEFAULT_SPEED
+    sample_rate: int = DEFAULT_SAMPLE_RATE
+    request_timestamp: float | None = None
+
+    def to_request(self) -> SynthesisRequest:
+        """The request this utterance is answered as (§15.4), with the text sent so far."""
+        return SynthesisRequest(
+            text=self.text or "",
+            voice=self.voice,
+            speed=self.speed,
+            sample_rate=self.sample_rate,
+            request_id=self.request_id,
+            request_timestamp=self.request_timestamp,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "utterance", "request_id", "voice", "speed", "sample_rate"}`` plus ``text`` and
+        ``request_timestamp`` when set."""
+        obj: dict[str, Any] = {
+            "type": "utterance",
+            "request_id": self.request_id,
+            "voice": self.voice,
+            "speed": self.speed,
+            "sample_rate": self.sample_rate,
+        }
+        if self.text is not None:
+            obj["text"] = self.text
+        if self.request_timestamp is not None:
+            obj["request_timestamp"] = self.request_timestamp
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict` (surrogate halves escaped, §15.2)."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    """Append ``text`` to the open utterance ``request_id`` (§15.1). ``text`` may be ``""``."""
+
+    request_id: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "append", "request_id", "text"}``."""
+        return {"type": "append", "request_id": self.request_id, "text": self.text}
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict` (surrogate halves escaped, §15.2)."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """Append ``text`` (if any), then speak everything the utterance holds now (§15.3)."""
+
+    request_id: str
+    text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "flush", "request_id"}`` plus ``text`` when set."""
+        obj: dict[str, Any] = {"type": "flush", "request_id": self.request_id}
+        if self.text is not None:
+            obj["text"] = self.text
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict` (surrogate halves escaped, §15.2)."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """Append ``text`` (if any), then close the utterance to new text: the rest is spoken (§15.4)."""
+
+    request_id: str
+    text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "end", "request_id"}`` plus ``text`` when set."""
+        obj: dict[str, Any] = {"type": "end", "request_id": self.request_id}
+        if self.text is not None:
+            obj["text"] = self.text
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict` (surrogate halves escaped, §15.2)."""
+        return _to_json(self.to_dict())
+
+
+UtteranceMessage = Utterance | Append | Flush | End
+ClientMessage = SynthesisRequest | Cancel | Close | Utterance | Append | Flush | End
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +473,9 @@ class ErrorFrame:
             not), so clients that match codes by substring keep working (§5.4).
         request_id: the request or message concerned, ``None`` when unknown.
         fatal: the server closes the WebSocket right after this frame (§9.4).
+        message_type: the ``type`` of the refused message (``"synthesize"`` for a request sent
+            without one), ``None`` when unknown or when the frame refuses nothing (§5.4). It tells a
+            refused utterance from a refused fragment of one (§15.6).
 
     Raises:
         ValueError: ``code`` is not a lower-case identifier, or another field has the wrong type.
@@ -361,6 +485,7 @@ class ErrorFrame:
     message: str
     request_id: str | None = None
     fatal: bool = False
+    message_type: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.code, str) or not _ERROR_CODE_PATTERN.fullmatch(self.code):
@@ -376,21 +501,35 @@ class ErrorFrame:
         _check_request_id(self.request_id, optional=True)
         if not isinstance(self.fatal, bool):
             raise ValueError("fatal must be a bool")
+        if self.message_type is not None and (
+            not isinstance(self.message_type, str) or not 1 <= len(self.message_type) <= 64
+        ):
+            raise ValueError("message_type must be a string of 1 to 64 characters")
 
     @classmethod
     def from_error(cls, error: ProtocolError) -> ErrorFrame:
         """The frame that answers ``error`` (§6.3)."""
-        return cls(code=error.code, message=error.message, request_id=error.request_id, fatal=error.fatal)
+        return cls(
+            code=error.code,
+            message=error.message,
+            request_id=error.request_id,
+            fatal=error.fatal,
+            message_type=error.message_type,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of §5.4; ``request_id`` is always present (``null`` when unknown)."""
-        return {
+        """The JSON object of §5.4; ``request_id`` is always present (``null`` when unknown),
+        ``message_type`` only when known."""
+        obj: dict[str, Any] = {
             "type": "error",
             "code": str(self.code),
             "message": self.message,
             "request_id": self.request_id,
             "fatal": self.fatal,
         }
+        if self.message_type is not None:
+            obj["message_type"] = self.message_type
+        return obj
 
     def to_json(self) -> str:
         """Compact JSON text; send it as a TEXT frame (§3.2)."""
@@ -469,13 +608,37 @@ def _find_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def decode_json_object(data: bytes | str, *, max_bytes: int, max_depth: int) -> dict[str, Any]:
+def _only_split_halves(value: Any) -> bool:
+    """Whether every lone surrogate of ``value`` is one §15.2 admits: a high half ending the ``text`` of
+    ``utterance``, ``append`` or ``flush``, or a low half beginning the ``text`` of ``append``, ``flush``
+    or ``end``."""
+    if not isinstance(value, dict) or value.get("type") not in UTTERANCE_TYPES:
+        return False
+    text = value.get("text")
+    if not isinstance(text, str) or _find_lone_surrogate({**value, "text": ""}):
+        return False
+    kind = value["type"]
+    if kind != "utterance" and text[:1] and _LOW_SURROGATE.fullmatch(text[0]):
+        text = text[1:]
+    if kind != "end" and text[-1:] and _HIGH_SURROGATE.fullmatch(text[-1]):
+        text = text[:-1]
+    return _SURROGATE.search(text) is None
+
+
+def decode_json_object(
+    data: bytes | str, *, max_bytes: int, max_depth: int, split_halves: bool = False
+) -> dict[str, Any]:
     """Decode one client message to a JSON object under the strict rules of PROTOCOL.md §3.1.
+
+    Every escaped lone surrogate is refused here; :func:`parse_client_message` alone admits the split
+    surrogate pairs of utterance text (§15.2).
 
     Args:
         data: the whole message: ``bytes`` (a BINARY frame or HTTP body) or ``str`` (a TEXT frame).
         max_bytes: longest message in UTF-8 bytes (``Limits.max_message_bytes``).
         max_depth: deepest nesting allowed (``Limits.max_json_depth``); the top-level object is 1.
+        split_halves: admit the surrogate halves an utterance message may carry at the edges of its
+            ``text`` (§15.2); their pairing is the session's to check.
 
     Returns:
         The object, with members in message order.
@@ -535,9 +698,18 @@ def decode_json_object(data: bytes | str, *, max_bytes: int, max_depth: int) -> 
         raise ProtocolError(ErrorCode.INVALID_JSON, "number literal too long") from None
     except RecursionError:  # unreachable after the depth check; kept so no input can escape as one
         raise ProtocolError(ErrorCode.INVALID_JSON, "nesting too deep") from None
-    if _find_lone_surrogate(value):
+    if _find_lone_surrogate(value) and not (split_halves and _only_split_halves(value)):
         # RFC 7493 (I-JSON) §2.1: such a string cannot be encoded as UTF-8 again.
-        raise ProtocolError(ErrorCode.INVALID_JSON, "string holds an escaped lone surrogate")
+        # An utterance message whose type and id could be read names both, so that a client can tell
+        # which utterance or fragment was refused (§15.6).
+        kind = value.get("type") if split_halves and isinstance(value, dict) else None
+        fragment = kind in UTTERANCE_TYPES
+        raise ProtocolError(
+            ErrorCode.INVALID_JSON,
+            "string holds an escaped lone surrogate",
+            _valid_id(value) if fragment else None,
+            message_type=kind if fragment else None,
+        )
     if not isinstance(value, dict):
         raise ProtocolError(
             ErrorCode.NOT_AN_OBJECT, f"top-level JSON value is {type(value).__name__}, not an object"
@@ -549,7 +721,7 @@ def decode_json_object(data: bytes | str, *, max_bytes: int, max_depth: int) -> 
 
 # What invalid_field says a member must be.
 _EXPECTED = {
-    "type": 'a string ("synthesize", "cancel" or "close")',
+    "type": 'a string ("synthesize", "cancel", "close", "utterance", "append", "flush" or "end")',
     "request_id": f"a string of 1 to {REQUEST_ID_MAX_CHARS} characters",
     "text": "a string",
     "voice": "a string",
@@ -563,6 +735,7 @@ _EXPECTED = {
 
 # §9.2: members are checked in this order and the first failure is the answer.
 _REQUEST_ORDER = ("request_id", "text", "voice", "speed", "sample_rate", "request_timestamp")
+_FRAGMENT_ORDER = ("request_id", "text")  # append, flush, end (§15.6)
 _INVOCATIONS_ORDER = (
     "request_id",
     "text",
@@ -636,6 +809,10 @@ def _schema_failure(member: str, value: object, request_id: str | None) -> Proto
         )
     if member == "request_id":
         request_id = None  # the id itself is what is wrong: the error cannot name it
+        if value is None:
+            return ProtocolError(
+                ErrorCode.INVALID_FIELD, f"request_id is required: {_EXPECTED[member]}", request_id
+            )
     expected = _EXPECTED.get(member, "valid")
     return ProtocolError(ErrorCode.INVALID_FIELD, f"{member} must be {expected}", request_id)
 
@@ -649,14 +826,20 @@ def _check_fields(
     now: float | None,
     known_voices: Collection[str] | None,
     mp3_available: bool = True,
+    fragment: bool = False,
 ) -> None:
-    """Apply schema ``schema`` and the rules it cannot express, member by member in ``order`` (§9.2)."""
+    """Apply schema ``schema`` and the rules it cannot express, member by member in ``order`` (§9.2).
+
+    ``fragment``: ``text`` is a fragment of an utterance (§15.2), which may be empty or whitespace.
+    """
     refused: dict[str, Any] = {}
     for error in schemas.validator(schema).iter_errors(obj):
         if error.path:
             refused.setdefault(str(error.path[0]), error)
         elif error.validator == "required":
-            refused.setdefault("text", error)  # the only required member of a request
+            for name in error.validator_value:
+                if name not in obj:
+                    refused.setdefault(name, error)
         else:  # pragma: no cover - obj is a dict and the schemas constrain nothing else at the root
             raise ProtocolError(ErrorCode.INVALID_FIELD, error.message[:200])
     request_id = obj.get("request_id") if "request_id" not in refused else None
@@ -671,7 +854,7 @@ def _check_fields(
         if value is None:
             continue
         if member == "text":
-            if not value.strip():
+            if not fragment and not value.strip():
                 raise ProtocolError(ErrorCode.TEXT_REQUIRED, "text holds only whitespace", request_id)
             if len(value) > limits.max_text_chars:
                 raise ProtocolError(
@@ -741,8 +924,9 @@ def parse_client_message(
     limits: Limits | None = None,
     now: float | None = None,
     known_voices: Collection[str] | None = None,
+    utterances: bool = True,
 ) -> ClientMessage:
-    """Parse and validate one client WebSocket message (PROTOCOL.md §3.1, §4, §9.2).
+    """Parse and validate one client WebSocket message (PROTOCOL.md §3.1, §4, §9.2, §15).
 
     Args:
         data: the whole message, ``bytes`` from a BINARY frame or ``str`` from a TEXT frame; both are
@@ -750,18 +934,47 @@ def parse_client_message(
         limits: the server's limits (§10); defaults to :class:`~protocol.limits.Limits`'.
         now: the current time in Unix epoch seconds, for ``request_stale``; ``None`` reads the clock.
         known_voices: the voices the server has; ``None`` accepts any name of the §4.1 shape.
+        utterances: read the utterance messages of §15. ``False`` parses exactly as a server without
+            the feature must: their types are ``unknown_type`` (§15.1).
 
     Returns:
         A :class:`SynthesisRequest` (``request_id`` ``None`` when the client sent none; the session
-        assigns one), :class:`Cancel` or :class:`Close`.
+        assigns one), :class:`Cancel`, :class:`Close`, or an utterance message: :class:`Utterance`,
+        :class:`Append`, :class:`Flush`, :class:`End`. Their ``text`` may carry the surrogate halves of
+        §15.2 at its edges; the session pairs them.
 
     Raises:
         ProtocolError: the message is refused. The code is the first failure in the order of §9.2;
-            ``request_id`` is set whenever the message carried a valid one.
+            ``request_id`` is set whenever the message carried a valid one, and ``message_type``
+            whenever its ``type`` could be read.
     """
     limits = limits or Limits()
-    obj = decode_json_object(data, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
+    obj = decode_json_object(
+        data, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth, split_halves=utterances
+    )
     kind = obj.get("type")
+    known = kind is None or (
+        isinstance(kind, str) and kind in _CLIENT_TYPES and (utterances or kind not in UTTERANCE_TYPES)
+    )
+    try:
+        return _client_message(obj, kind, limits, now, known_voices, utterances)
+    except ProtocolError as exc:
+        if known:
+            exc.message_type = "synthesize" if kind is None else kind
+        raise
+
+
+_CLIENT_TYPES = frozenset({"synthesize", "cancel", "close", *UTTERANCE_TYPES})
+
+
+def _client_message(
+    obj: dict[str, Any],
+    kind: object,
+    limits: Limits,
+    now: float | None,
+    known_voices: Collection[str] | None,
+    utterances: bool,
+) -> ClientMessage:
     if kind is None or kind == "synthesize":
         _check_fields(
             obj,
@@ -778,9 +991,38 @@ def parse_client_message(
     if kind == "close":
         _check_fields(obj, schema="close", order=(), limits=limits, now=now, known_voices=None)
         return Close()
+    if utterances and kind in UTTERANCE_TYPES:
+        return _utterance_message(obj, kind, limits, now, known_voices)
     if isinstance(kind, str):
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown message type {_show(kind)}", _valid_id(obj))
     raise ProtocolError(ErrorCode.INVALID_FIELD, f"type must be {_EXPECTED['type']}", _valid_id(obj))
+
+
+def _utterance_message(
+    obj: dict[str, Any], kind: str, limits: Limits, now: float | None, known_voices: Collection[str] | None
+) -> UtteranceMessage:
+    """Check and build one of the four utterance messages (§15.1, §15.6)."""
+    order = _REQUEST_ORDER if kind == "utterance" else _FRAGMENT_ORDER
+    _check_fields(
+        obj, schema=kind, order=order, limits=limits, now=now, known_voices=known_voices, fragment=True
+    )
+    request_id: str = obj["request_id"]
+    text = obj.get("text")
+    if kind == "utterance":
+        request = _request_from({**obj, "text": text or ""})
+        return Utterance(
+            request_id=request_id,
+            text=text,
+            voice=request.voice,
+            speed=request.speed,
+            sample_rate=request.sample_rate,
+            request_timestamp=request.request_timestamp,
+        )
+    if kind == "append":
+        return Append(request_id=request_id, text=text)
+    if kind == "flush":
+        return Flush(request_id=request_id, text=text)
+    return End(request_id=request_id, text=text)
 
 
 def _valid_id(obj: dict[str, Any]) -> str | None:
@@ -888,7 +1130,11 @@ def parse_server_control(obj: dict[str, Any]) -> ServerControl:
                 words=None if words is None else _words(words),
             )
         return ErrorFrame(
-            code=obj["code"], message=obj["message"], request_id=obj.get("request_id"), fatal=obj["fatal"]
+            code=obj["code"],
+            message=obj["message"],
+            request_id=obj.get("request_id"),
+            fatal=obj["fatal"],
+            message_type=obj.get("message_type"),
         )
     except ValueError as exc:
         raise InvalidServerFrame(f"{kind}: {exc}") from None

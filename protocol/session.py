@@ -16,10 +16,18 @@ broken rule. The conformance suite's verdicts rest on it.
 
 State machine of a server session (one table, top to bottom)::
 
-    OPEN      --close message-->          DRAINING   accepted requests still get answered
+    OPEN      --close message-->          DRAINING   accepted requests still get answered; open
+                                                     utterances end as if ``end`` had arrived (§15.5)
     OPEN      --fatal error / abort()-->  CLOSED
     DRAINING  --last request completed--> (finished: the adapter closes with 1000)
     DRAINING  --abort()-->                CLOSED
+
+An utterance (§15, opt-in with ``utterances=True``) is a request whose text arrives later; on top of
+the request's own states (queued, active, answered) it is **open** until its ``end`` is accepted, it is
+cancelled, it times out, it fails or the session drains. Only an open utterance takes ``append``,
+``flush`` and ``end``; only a closed one may complete. The session delivers its text as whole code
+points (surrogate halves joined, §15.2) in :class:`TextAppended` events, and the adapter decides where
+to cut it into segments.
 
 Invariants kept by every transition:
 
@@ -28,13 +36,15 @@ Invariants kept by every transition:
 * brackets follow the order in which requests were accepted and never overlap (§6.2);
 * audio frames leave only inside their request's bracket, cut by :func:`protocol.frames.cut_audio_frames`
   (§3.3);
-* a rejected message yields exactly one ``error`` frame and changes nothing else (§6.3).
+* a rejected message yields exactly one ``error`` frame and changes nothing else (§6.3);
+* an utterance completes only after it stopped being open, so its bracket holds all of its text (§15.4).
 """
 
 from __future__ import annotations
 
 import enum
 import itertools
+import re
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable
@@ -44,12 +54,17 @@ from protocol.errors import ErrorCode, ProtocolError
 from protocol.frames import Audio, Control, classify, cut_audio_frames
 from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
 from protocol.messages import (
+    Append,
     Cancel,
     Close,
+    End,
     ErrorFrame,
+    Flush,
     SynthesisComplete,
     SynthesisRequest,
     SynthesisStart,
+    Utterance,
+    UtteranceMessage,
     Word,
     parse_client_message,
     parse_server_control,
@@ -71,12 +86,31 @@ __all__ = [
     "SessionStateError",
     "SynthesisCompleted",
     "SynthesisStarted",
+    "TextAppended",
+    "UtteranceEnded",
+    "UtteranceFlushed",
 ]
 
 Frame = bytes | str
 """One WebSocket message to send: ``str`` goes out as a TEXT frame, ``bytes`` as a BINARY frame."""
 
 CLOSE_NORMAL = 1000
+
+_HIGH_HALF = re.compile("[\ud800-\udbff]")
+_LOW_HALF = re.compile("[\udc00-\udfff]")
+_FRAGMENT_TYPES = {Append: "append", Flush: "flush", End: "end"}
+
+
+def _split_trailing_half(text: str) -> tuple[str, str]:
+    """``(text, half)``: a high surrogate half ending ``text`` is taken off to wait for its pair (§15.2)."""
+    if text and _HIGH_HALF.fullmatch(text[-1]):
+        return text[:-1], text[-1]
+    return text, ""
+
+
+def _join_halves(high: str, low: str) -> str:
+    """The code point a high and a low surrogate half encode together (§15.2)."""
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 
 class SessionState(enum.Enum):
@@ -117,9 +151,42 @@ class RequestAccepted:
     """A synthesis request joined the session's queue; the adapter should schedule its synthesis.
 
     ``request.request_id`` is always set (assigned by the session when the client sent none).
+
+    For an utterance (``utterance=True``, §15) ``request.text`` is ``""``: its text follows in
+    :class:`TextAppended` events (the opener's own ``text`` in one right after this event), and
+    :class:`UtteranceEnded` says when no more will come.
     """
 
     request: SynthesisRequest
+    utterance: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TextAppended:
+    """More text of an open utterance, whole code points, never empty (§15.2)."""
+
+    request_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class UtteranceFlushed:
+    """``flush``: the end of the utterance's text so far is a segment boundary; speak it all now (§15.3)."""
+
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class UtteranceEnded:
+    """The utterance takes no more text: speak what it holds, then complete it (§15.4, §15.5).
+
+    ``reason`` is ``"end"`` (the client's ``end``), ``"close"`` (the session drains, §7.1) or
+    ``"timeout"`` (``utterance_idle_timeout_s``; the session has queued the ``utterance_timeout``
+    notice).
+    """
+
+    request_id: str
+    reason: str = "end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,18 +207,30 @@ class CloseRequested:
     """The client sent ``close`` (§4.3, §7.1): finish accepted work, then close with 1000."""
 
 
-ServerEvent = RequestAccepted | RequestCancelled | CloseRequested
+ServerEvent = (
+    RequestAccepted | RequestCancelled | CloseRequested | TextAppended | UtteranceFlushed | UtteranceEnded
+)
 
 
 @dataclass(slots=True)
 class _Pending:
-    """Book-keeping for one accepted request until its ``synthesis_complete`` is queued."""
+    """Book-keeping for one accepted request until its ``synthesis_complete`` is queued.
+
+    The last four fields are an utterance's (§15): whether it still takes text, how many code points it
+    took (``max_text_chars`` bounds them), a high surrogate half waiting for its low half (§15.2), and
+    when its last message was accepted (for the idle timeout, §15.5).
+    """
 
     request: SynthesisRequest
     accepted_at: float
     started: bool = False
     cancelled: bool = False
     audio_bytes: int = 0
+    utterance: bool = False
+    open: bool = False
+    text_chars: int = 0
+    held_half: str = ""
+    last_input: float = 0.0
 
 
 class ServerSession:
@@ -160,10 +239,15 @@ class ServerSession:
     Args:
         limits: the session limits (§10); defaults are :class:`protocol.limits.Limits`' defaults.
         known_voices: voice names the backend can speak; ``None`` accepts any well-formed name.
-        clock: monotonic seconds, used for ``elapsed_s``; injectable for tests.
+        clock: monotonic seconds, used for ``elapsed_s`` and the utterance idle timeout; injectable for
+            tests.
         wallclock: Unix epoch seconds, used to judge ``request_timestamp`` (§4.1, ``request_stale``).
         on_reject: called with each :class:`ProtocolError` the session answers with an ``error`` frame
             (a refused message, §6.3), for the adapter's logs and metrics; it must not raise.
+        utterances: offer the utterances of §15. Off by default: an adapter that turns it on must act on
+            :class:`TextAppended`, :class:`UtteranceFlushed` and :class:`UtteranceEnded`, and call
+            :meth:`expire` by :meth:`deadline`; without it the four messages are ``unknown_type``, exactly
+            as a version 1 server answers them (§15.1).
     """
 
     def __init__(
@@ -173,8 +257,11 @@ class ServerSession:
         clock: Callable[[], float] = time.monotonic,
         wallclock: Callable[[], float] = time.time,
         on_reject: Callable[[ProtocolError], None] | None = None,
+        *,
+        utterances: bool = False,
     ) -> None:
         self.limits = limits or Limits()
+        self.utterances = utterances
         self.known_voices = frozenset(known_voices) if known_voices is not None else None
         self._clock = clock
         self._wallclock = wallclock
@@ -200,7 +287,11 @@ class ServerSession:
             return []
         try:
             message = parse_client_message(
-                data, limits=self.limits, now=self._wallclock(), known_voices=self.known_voices
+                data,
+                limits=self.limits,
+                now=self._wallclock(),
+                known_voices=self.known_voices,
+                utterances=self.utterances,
             )
         except ProtocolError as exc:
             self._reject(exc)
@@ -212,7 +303,12 @@ class ServerSession:
         if isinstance(message, Close):
             self.state = SessionState.DRAINING
             self.close_code = CLOSE_NORMAL
-            return [CloseRequested()]
+            # §15.5: every open utterance ends as if its `end` had arrived now.
+            return [*self._end_open_utterances("close"), CloseRequested()]
+        if isinstance(message, Utterance):
+            return self._open_utterance(message)
+        if isinstance(message, Append | Flush | End):
+            return self._fragment(message)
         raise AssertionError(f"unhandled message {message!r}")  # parse_client_message's contract
 
     def _reject(self, exc: ProtocolError) -> None:
@@ -223,7 +319,9 @@ class ServerSession:
             self.state = SessionState.CLOSED
             self.close_code = exc.code.close_code
 
-    def _accept(self, request: SynthesisRequest) -> list[ServerEvent]:
+    def _accept(
+        self, request: SynthesisRequest, *, utterance: bool = False, message_type: str = "synthesize"
+    ) -> list[ServerEvent]:
         if request.request_id is None:
             # Assigned ids skip any id a client chose, so the two never collide (§4.1).
             request_id = next(f"r{n}" for n in self._ids if f"r{n}" not in self._pending)
@@ -236,6 +334,7 @@ class ServerSession:
                     ErrorCode.DUPLICATE_REQUEST_ID,
                     f"request_id {request_id!r} is already queued or being synthesized",
                     request_id=request_id,
+                    message_type=message_type,
                 )
             )
             return []
@@ -245,12 +344,139 @@ class ServerSession:
                     ErrorCode.QUEUE_FULL,
                     f"{len(self._pending)} requests are queued or active (max_queue={self.limits.max_queue})",
                     request_id=request_id,
+                    message_type=message_type,
                 )
             )
             return []
         self._answered_cancelled.discard(request_id)  # the id is live again
-        self._pending[request_id] = _Pending(request=request, accepted_at=self._clock())
-        return [RequestAccepted(request)]
+        now = self._clock()
+        self._pending[request_id] = _Pending(
+            request=request, accepted_at=now, utterance=utterance, open=utterance, last_input=now
+        )
+        return [RequestAccepted(request, utterance=utterance)]
+
+    # -- utterances (§15) --------------------------------------------------------------------------------
+
+    def _open_utterance(self, message: Utterance) -> list[ServerEvent]:
+        request = replace(message.to_request(), text="")
+        # The opener's text is the first fragment: it may end with a half (§15.2), never begin with one.
+        text, held = _split_trailing_half(message.text or "")
+        events = self._accept(request, utterance=True, message_type="utterance")
+        if events:
+            pending = self._pending[message.request_id]
+            pending.held_half = held
+            pending.text_chars = len(text)
+            if text:
+                events.append(TextAppended(message.request_id, text))
+        return events
+
+    def _fragment(self, message: UtteranceMessage) -> list[ServerEvent]:
+        """``append``, ``flush`` or ``end`` (§15.1): every rule is checked before anything changes."""
+        kind = _FRAGMENT_TYPES[type(message)]
+        request_id = message.request_id
+        pending = self._pending.get(request_id)
+        if pending is None or not pending.open:
+            self._reject(
+                ProtocolError(
+                    ErrorCode.UNKNOWN_REQUEST,
+                    f"no open utterance has request_id {request_id!r}",
+                    request_id=request_id,
+                    message_type=kind,
+                )
+            )
+            return []
+        text = message.text or ""
+        held = pending.held_half
+        if text:
+            if held:
+                if not _LOW_HALF.fullmatch(text[0]):
+                    return self._refuse_half(request_id, kind, "does not begin with the low half of the pair")
+                text = _join_halves(held, text[0]) + text[1:]
+            elif _LOW_HALF.fullmatch(text[0]):
+                return self._refuse_half(request_id, kind, "begins with a low surrogate half pairing nothing")
+            text, held = _split_trailing_half(text)
+        elif held and isinstance(message, End):
+            return self._refuse_half(request_id, kind, "would end the utterance on half a surrogate pair")
+        total = pending.text_chars + len(text)
+        if total > self.limits.max_text_chars:
+            self._reject(
+                ProtocolError(
+                    ErrorCode.TEXT_TOO_LONG,
+                    f"the utterance's text would have {total} characters; the limit is "
+                    f"{self.limits.max_text_chars}",
+                    request_id=request_id,
+                    message_type=kind,
+                )
+            )
+            return []
+        pending.text_chars = total
+        pending.held_half = held
+        pending.last_input = self._clock()
+        events: list[ServerEvent] = [TextAppended(request_id, text)] if text else []
+        if isinstance(message, Flush):
+            events.append(UtteranceFlushed(request_id))
+        elif isinstance(message, End):
+            pending.open = False
+            events.append(UtteranceEnded(request_id, "end"))
+        return events
+
+    def _refuse_half(self, request_id: str, kind: str, why: str) -> list[ServerEvent]:
+        self._reject(
+            ProtocolError(
+                ErrorCode.INVALID_JSON,
+                f"the text {why}: a surrogate half must be followed by its other half (§15.2)",
+                request_id=request_id,
+                message_type=kind,
+            )
+        )
+        return []
+
+    def _end_open_utterances(self, reason: str) -> list[ServerEvent]:
+        events: list[ServerEvent] = []
+        for request_id, pending in self._pending.items():
+            if pending.open:
+                pending.open, pending.held_half = False, ""
+                events.append(UtteranceEnded(request_id, reason))
+        return events
+
+    def deadline(self) -> float | None:
+        """When the active utterance times out (§15.5), on the session's clock; ``None`` if nothing can.
+
+        Only the head request, started and open, has a deadline: a queued utterance never times out.
+        The adapter calls :meth:`expire` at (or after) this time; every accepted message for the
+        utterance moves it.
+        """
+        head = self._head()
+        if head is None or not head.open or not head.started or self.state is not SessionState.OPEN:
+            return None
+        return head.last_input + self.limits.utterance_idle_timeout_s
+
+    def expire(self) -> list[ServerEvent]:
+        """End the active utterance if its idle deadline has passed (§15.5).
+
+        Queues the ``utterance_timeout`` notice (inside the utterance's bracket) and returns its
+        :class:`UtteranceEnded`; returns ``[]`` when nothing has expired.
+        """
+        deadline = self.deadline()
+        if deadline is None or self._clock() < deadline:
+            return []
+        head = self._head()
+        assert head is not None and head.request.request_id is not None
+        request_id = head.request.request_id
+        notice = ErrorFrame(
+            code=ErrorCode.UTTERANCE_TIMEOUT,
+            message=f"no message for utterance {request_id!r} in {self.limits.utterance_idle_timeout_s:g} s; "
+            "it ends with the text received",
+            request_id=request_id,
+        )
+        self._outgoing.append(notice.to_json())
+        head.open, head.held_half = False, ""
+        return [UtteranceEnded(request_id, "timeout")]
+
+    def is_open(self, request_id: str) -> bool:
+        """Whether ``request_id`` is an utterance that still takes text (§15.1)."""
+        pending = self._pending.get(request_id)
+        return pending is not None and pending.open
 
     def _cancel(self, request_id: str | None) -> list[ServerEvent]:
         if request_id is None:
@@ -263,6 +489,7 @@ class ServerSession:
                         ErrorCode.UNKNOWN_REQUEST,
                         f"no queued or active request has request_id {request_id!r}",
                         request_id=request_id,
+                        message_type="cancel",
                     )
                 )
                 return []
@@ -270,6 +497,7 @@ class ServerSession:
         events: list[ServerEvent] = []
         for pending in targets:
             pending.cancelled = True
+            pending.open, pending.held_half = False, ""  # a cancelled utterance takes no more text
             events.append(RequestCancelled(pending.request.request_id, pending.started))  # type: ignore[arg-type]
         self._answer_cancelled_head()
         return events
@@ -306,6 +534,8 @@ class ServerSession:
         if pending.started:
             raise SessionStateError(f"request {request_id!r} has already started")
         pending.started = True
+        # §15.5: an utterance's idle clock runs from its synthesis_start or its last message.
+        pending.last_input = max(pending.last_input, self._clock())
         request = pending.request
         if sample_rate is not None and sample_rate != request.sample_rate:
             pending.request = request = replace(request, sample_rate=sample_rate)
@@ -348,13 +578,15 @@ class ServerSession:
         ``total_duration_s`` and ``elapsed_s`` are computed from what this session sent.
 
         Raises:
-            SessionStateError: the request is not the started head request.
+            SessionStateError: the request is not the started head request, or is an utterance that is
+                still open.
         """
         if request_id in self._answered_cancelled:
             return
-        self._finish(
-            request_id, "cancelled" if self._require_head(request_id).cancelled else "completed", words
-        )
+        pending = self._require_head(request_id)
+        if pending.open:
+            raise SessionStateError(f"utterance {request_id!r} is still open: more text may come (§15.4)")
+        self._finish(request_id, "cancelled" if pending.cancelled else "completed", words)
 
     def fail(self, request_id: str, message: str) -> None:
         """Report that synthesis of the head request failed (§9, ``internal_error``).
@@ -365,6 +597,7 @@ class ServerSession:
         if request_id in self._answered_cancelled:
             return
         pending = self._require_head(request_id)
+        pending.open, pending.held_half = False, ""  # a failed utterance takes no more text (§15.5)
         error = ErrorFrame(code=ErrorCode.INTERNAL_ERROR, message=message, request_id=request_id, fatal=False)
         self._outgoing.append(error.to_json())
         if not pending.started:
@@ -482,7 +715,13 @@ class ErrorReceived:
 ClientEvent = SynthesisStarted | AudioReceived | SynthesisCompleted | ErrorReceived
 
 # Error codes that reject the message they answer: the named request never gets a bracket (§6.3).
-_REJECTING = frozenset(ErrorCode) - {ErrorCode.INTERNAL_ERROR, ErrorCode.UNKNOWN_REQUEST}
+_REJECTING = frozenset(ErrorCode) - {
+    ErrorCode.INTERNAL_ERROR,
+    ErrorCode.UNKNOWN_REQUEST,
+    ErrorCode.UTTERANCE_TIMEOUT,
+}
+# A refusal of one of these leaves the utterance it names as it was (§15.6).
+_FRAGMENT_MESSAGES = frozenset(_FRAGMENT_TYPES.values())
 
 
 class ClientSession:
@@ -495,6 +734,11 @@ class ClientSession:
 
     Requests are expected in the order they were sent. Requests sent by other means (raw bytes, say)
     can be announced with :meth:`expect`.
+
+    Utterances (§15): :meth:`utterance` opens one (it is expected like a request), :meth:`append`,
+    :meth:`flush` and :meth:`end` build its other messages. An ``error`` frame that refuses a fragment
+    (``message_type`` ``append``, ``flush`` or ``end``) leaves the utterance's bracket owed; one that
+    refuses the ``utterance`` message itself means it gets none.
 
     Args:
         check_frames: enforce the per-frame audio rules of §3.3 (even length, size ceiling, not a JSON
@@ -510,6 +754,7 @@ class ClientSession:
         self._aligner = SampleAligner()
         self._parts = bytearray()
         self._ids = itertools.count(1)
+        self._utterances: set[str] = set()  # ids this client opened as utterances, until answered
 
     # -- building messages ---------------------------------------------------------------------------------
 
@@ -528,6 +773,40 @@ class ClientSession:
         frame = SynthesisRequest(text=text, request_id=request_id, **fields).to_json().encode()  # type: ignore[arg-type]
         self._expected.append(request_id)
         return request_id, frame
+
+    def utterance(
+        self, request_id: str | None = None, *, text: str | None = None, **fields: object
+    ) -> tuple[str, bytes]:
+        """Build an ``utterance`` message (§15.1) and expect its answer, one bracket like a request's.
+
+        Args:
+            request_id: chosen by the caller, or ``c<N>`` when omitted (the protocol requires one).
+            text: the first fragment, if any.
+            **fields: ``voice``, ``speed``, ``sample_rate``, ``request_timestamp``.
+
+        Returns:
+            ``(request_id, frame)``; send ``frame`` as one message.
+        """
+        request_id = request_id or f"c{next(self._ids)}"
+        frame = Utterance(request_id=request_id, text=text, **fields).to_json().encode()  # type: ignore[arg-type]
+        self._expected.append(request_id)
+        self._utterances.add(request_id)
+        return request_id, frame
+
+    @staticmethod
+    def append(request_id: str, text: str) -> bytes:
+        """Build an ``append`` message: ``text`` joins the utterance (§15.1). Any split is allowed (§15.2)."""
+        return Append(request_id=request_id, text=text).to_json().encode()
+
+    @staticmethod
+    def flush(request_id: str, text: str | None = None) -> bytes:
+        """Build a ``flush`` message: ``text`` (if any) joins, then everything held is spoken (§15.3)."""
+        return Flush(request_id=request_id, text=text).to_json().encode()
+
+    @staticmethod
+    def end(request_id: str, text: str | None = None) -> bytes:
+        """Build an ``end`` message: ``text`` (if any) joins, then the utterance is closed (§15.4)."""
+        return End(request_id=request_id, text=text).to_json().encode()
 
     def expect(self, request_id: str | None = None) -> None:
         """Announce a request sent by other means; ``None`` matches whatever id the server assigns."""
@@ -635,10 +914,20 @@ class ClientSession:
             )
         self._expected.popleft()
         self._active = None
+        self._utterances.discard(frame.request_id)
         return [SynthesisCompleted(frame)]
 
     def _on_error(self, frame: ErrorFrame) -> list[ClientEvent]:
         rid = frame.request_id
+        if rid in self._utterances and frame.code in _REJECTING:
+            if frame.message_type is None:
+                raise ProtocolViolation(
+                    f"{frame.code} names utterance {rid!r} without message_type: was the utterance or "
+                    "one of its fragments refused?",
+                    "§15.6",
+                )
+            if frame.message_type in _FRAGMENT_MESSAGES:
+                return [ErrorReceived(frame)]  # the utterance goes on (§15.6)
         if frame.code in _REJECTING and rid is not None and rid != self._active:
             # The named request was refused and gets no bracket (§6.3). For duplicate_request_id the
             # refused one is the later copy: the first is still owed its answer.
@@ -648,4 +937,5 @@ class ClientSession:
                     del self._expected[matches[-1]]
             elif rid in self._expected:
                 self._expected.remove(rid)
+                self._utterances.discard(rid)
         return [ErrorReceived(frame)]

@@ -28,6 +28,7 @@ from protocol.messages import (
     SynthesisComplete,
     SynthesisRequest,
     SynthesisStart,
+    Utterance,
     parse_client_message,
     parse_invocations_request,
     parse_server_control,
@@ -41,6 +42,10 @@ EXPECTED_SCHEMAS = {
     "synthesis_request",
     "cancel",
     "close",
+    "utterance",
+    "append",
+    "flush",
+    "end",
     "synthesis_start",
     "synthesis_complete",
     "error",
@@ -51,7 +56,7 @@ EXPECTED_SCHEMAS = {
     "sse_error",
     "http_error",
 }
-CLIENT_FRAMES = {"synthesis_request", "cancel", "close"}
+CLIENT_FRAMES = {"synthesis_request", "cancel", "close", "utterance", "append", "flush", "end"}
 SERVER_FRAMES = {"synthesis_start", "synthesis_complete", "error"}
 
 
@@ -290,7 +295,7 @@ def test_exchange_example(body):
             message = parse_client_message(match["json"], now=now, known_voices=KOKORO_VOICES)
             if match["how"] == "session":
                 expected_errors.append((match["code"], getattr(message, "request_id", None)))
-            elif isinstance(message, SynthesisRequest):
+            elif isinstance(message, SynthesisRequest | Utterance):
                 assert message.request_id is not None, "examples name their requests"
                 accepted.append(message.request_id)
         elif line.startswith("S: "):
