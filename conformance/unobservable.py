@@ -46,5 +46,12 @@ UNOBSERVABLE: dict[str, str] = {
     "signal a live endpoint's process",
     "R7.3-2": "needs the server to be shut down mid-run (see R7.3-1)",
     "R7.3-3": CLIENT,
+    # A server that cannot serve: the suite certifies a container that started and answers /ping 200.
+    "R2.2-3": "about a server that cannot serve (missing or corrupt model files): the suite certifies a "
+    "running container (tests/reference_server/test_failfast.py covers the reference's exit)",
+    "R2.2-4": "about a server that cannot serve: the suite certifies a running container "
+    "(tests/reference_server/test_ws.py covers the reference's answers until it exits)",
+    "R2.2-5": "what a server does inside: a client cannot hand a server corrupt model files "
+    "(tests/reference_server/test_failfast.py and test_assets.py cover the reference's refusal)",
 }
 """Requirement id -> why no server case can observe it."""

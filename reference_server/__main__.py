@@ -8,19 +8,26 @@ variable (see ``--help`` and :mod:`reference_server.settings`).
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Sequence
 
 from protocol.logs import configure_logging
 from reference_server.app import create_server
+from reference_server.assets import AssetError
 from reference_server.settings import SettingsError, load_settings
+
+EXIT_ASSETS = 3
+"""Exit status when the model files are missing or do not match their pinned sha256."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse settings, build the server with :func:`~reference_server.app.create_server` and serve.
 
-    Returns the process exit status: 0 after a clean shutdown, 2 for bad settings, 1 if the server
-    could not start (for example, the port is taken).
+    Returns the process exit status: 0 after a clean shutdown; 1 if the server could not start (the port
+    is taken) or its model failed to load; 2 for bad settings; 3 when the model files are missing or are
+    not the pinned ones (the line logged says which file and the command that fixes it). SageMaker treats
+    a container that exits as one that cannot serve (PROTOCOL.md §2.2).
     """
     try:
         settings = load_settings(argv)
@@ -28,9 +35,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"reference_server: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level, settings.log_format)
-    server = create_server(settings)
+    try:
+        server = create_server(settings)
+    except AssetError as exc:
+        logging.getLogger("reference_server").error("cannot serve: %s", exc)
+        return EXIT_ASSETS
     server.run()
-    return 0 if server.started else 1
+    if getattr(server, "load_failed", False) or not server.started:
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from starlette.routing import Route, WebSocketRoute
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from reference_server import http, ws
-from reference_server.runtime import Runtime
+from reference_server.runtime import Readiness, Runtime
 from reference_server.settings import Settings
 
 __all__ = ["create_app", "create_server"]
@@ -41,10 +41,17 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
     The model is loaded and warmed up in the background when the app starts (its lifespan), on a
     worker thread, so ``GET /ping`` answers 503 until it is ready. ``app.state.runtime`` holds the
     shared :class:`~reference_server.runtime.Runtime`.
+
+    Raises:
+        reference_server.assets.AssetError: ``backend`` is not given and the settings' backend would not
+            find verified assets (missing, or not the pinned bytes): checked here, before anything
+            listens, so a server that cannot serve never starts (PROTOCOL.md §2.2).
     """
     if backend is None:
+        from reference_server.assets import preflight
         from reference_server.backends import create_backend
 
+        preflight(settings.model_dir, backend=settings.backend)
         backend = create_backend(settings.backend, model_dir=settings.model_dir)
     runtime = Runtime(settings, backend)
 
@@ -81,6 +88,17 @@ class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, runtime: Runtime) -> None:
         super().__init__(config)
         self._runtime = runtime
+        self.load_failed = False
+        """The model failed to load: the server stopped itself (PROTOCOL.md §2.2)."""
+
+    async def on_tick(self, counter: int) -> bool:
+        # A server whose model failed to load cannot serve: it exits (non-zero, see __main__) rather than
+        # answer 503 until SageMaker's health check gives up.
+        if self._runtime.readiness is Readiness.FAILED and not self.load_failed:
+            self.load_failed = True
+            logger.error("cannot serve, stopping: %s", self._runtime.failure)
+            self.should_exit = True
+        return await super().on_tick(counter)
 
     async def startup(self, sockets: Any = None) -> None:
         settings = self._runtime.settings

@@ -51,6 +51,7 @@ import importlib.util
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -75,8 +76,10 @@ __all__ = [
     "PinnedFile",
     "default_dir",
     "fetch",
+    "fix_command",
     "locate",
     "main",
+    "preflight",
     "sagemaker_dir",
     "verify",
 ]
@@ -126,15 +129,18 @@ class AssetError(Exception):
 
 
 class HashMismatchError(AssetError):
-    """A file's bytes are not the pinned ones; ``path``, ``expected`` and ``actual`` (sha256 hex) say how."""
+    """A file's bytes are not the pinned ones; ``path``, ``expected`` and ``actual`` (sha256 hex) say how.
 
-    def __init__(self, path: Path | str, expected: str, actual: str) -> None:
-        super().__init__(
-            f"{path}: sha256 {actual} does not match the expected {expected}; refusing to use it"
-        )
+    ``fix``, when given, is the command that replaces the file and ends the message.
+    """
+
+    def __init__(self, path: Path | str, expected: str, actual: str, *, fix: str | None = None) -> None:
+        message = f"{path}: sha256 {actual} does not match the expected {expected}; refusing to use it"
+        super().__init__(message + (f"; run: {fix}" if fix else ""))
         self.path = Path(path)
         self.expected = expected
         self.actual = actual
+        self.fix = fix
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +179,23 @@ def default_dir() -> Path:
 def sagemaker_dir() -> Path:
     """SageMaker's model directory: ``$SM_MODEL_DIR``, else ``/opt/ml/model``."""
     return Path(os.environ.get("SM_MODEL_DIR", "/opt/ml/model"))
+
+
+def fix_command(directory: Path | str | None = None, *, torch: bool = False) -> str:
+    """The one command that puts verified assets into ``directory`` (default :func:`default_dir`).
+
+    ``--dir`` is named only when ``directory`` is not the default one, so the command is as short as a
+    newcomer needs; ``--torch yes`` when the torch weights are what is missing.
+    """
+    command = "python -m reference_server.assets fetch"
+    if directory is not None and Path(directory).absolute() == sagemaker_dir().absolute():
+        # Read-only in a container: the model archive itself must change.
+        return f"{command} --dir build/model, then rebuild model.tar.gz from it (reference_server/README.md)"
+    if directory is not None and Path(directory).expanduser().absolute() != default_dir().absolute():
+        command += f" --dir {shlex.quote(str(directory))}"
+    if torch:
+        command += " --torch yes"
+    return command
 
 
 # --- hashing and stamps -------------------------------------------------------------------------------
@@ -502,13 +525,17 @@ def _locate_in(directory: Path) -> Assets:
             continue
         path = directory / pinned.name
         if not path.is_file():
-            raise AssetError(
-                f"{path} is missing; run: python -m reference_server.assets fetch --dir {directory}"
-            )
+            raise AssetError(f"{path} is missing; run: {fix_command(directory)}")
         stat = path.stat()
         key = (path, stat.st_size, stat.st_mtime_ns)
         if key not in _hashed_this_process:
-            _check_pinned(path, pinned, size=stat.st_size, sha256=sha256_file(path))
+            try:
+                _check_pinned(path, pinned, size=stat.st_size, sha256=sha256_file(path))
+            except HashMismatchError as error:
+                # fetch replaces a file that does not match; a read-only model directory is rebuilt instead.
+                raise HashMismatchError(
+                    path, error.expected, error.actual, fix=fix_command(directory)
+                ) from None
             _hashed_this_process.add(key)
         with contextlib.suppress(OSError):  # read-only: hashed again by the next process
             stamps.record(pinned.name, pinned.sha256)
@@ -538,6 +565,25 @@ def locate(directory: Path | str | None = None) -> Assets:
             return _locate_in(model_dir)
         directory = default_dir()
     return _locate_in(Path(directory).expanduser())
+
+
+def preflight(directory: Path | str | None = None, *, backend: str = "onnx") -> Assets:
+    """Check, before a server starts, that ``backend`` will find verified assets (PROTOCOL.md §2.2).
+
+    The same search as :func:`locate` (no network; a warm cache costs a stamp comparison), plus the
+    torch weights when ``backend`` is ``"torch"``. Every error is one line that ends with the command
+    that fixes it.
+
+    Raises:
+        AssetError: a file is missing (or the torch weights are).
+        HashMismatchError: a file has other bytes than the pinned ones; it is never used.
+    """
+    found = locate(directory)
+    if backend == "torch" and found.torch_weights is None:
+        raise AssetError(
+            f"no torch weights in {found.directory}; run: {fix_command(found.directory, torch=True)}"
+        )
+    return found
 
 
 def verify(directory: Path | str | None = None, *, log: Log = _stderr) -> Assets:

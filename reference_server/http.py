@@ -57,7 +57,8 @@ logger = logging.getLogger("reference_server")
 
 async def ping(request: Request) -> JSONResponse:
     """``GET /ping`` (PROTOCOL.md §2): 200 ``{"status": "Healthy"}`` once the model is loaded and warmed
-    up; 503 ``{"status": "Unhealthy", "reason": "loading" | "failed" | "shutting down"}`` otherwise.
+    up; 503 ``{"status": "Unhealthy", "reason": "loading" | "failed" | "shutting down"}`` otherwise, with
+    ``error`` (why, and the fix) after a failure: the server then exits (§2.2).
 
     SageMaker sends no traffic to a container until this answers 200.
     """
@@ -66,7 +67,10 @@ async def ping(request: Request) -> JSONResponse:
         return JSONResponse({"status": "Unhealthy", "reason": "shutting down"}, status_code=503)
     if runtime.readiness is Readiness.READY:
         return JSONResponse({"status": "Healthy"})
-    return JSONResponse({"status": "Unhealthy", "reason": runtime.readiness.value}, status_code=503)
+    body = {"status": "Unhealthy", "reason": runtime.readiness.value}
+    if runtime.failure:
+        body["error"] = runtime.failure  # what failed and how to fix it, until the process exits
+    return JSONResponse(body, status_code=503)
 
 
 # --- POST /invocations ----------------------------------------------------------------------------------
@@ -205,7 +209,8 @@ async def invocations(request: Request) -> Response:
         too_large = f"the body is longer than {limits.max_message_bytes} bytes"
         return _error(runtime, ProtocolError(ErrorCode.MESSAGE_TOO_LARGE, too_large))
     if not await runtime.wait_ready():
-        return _error(runtime, ProtocolError(ErrorCode.INTERNAL_ERROR, "the model failed to load"))
+        failed = f"the model failed to load: {runtime.failure}"
+        return _error(runtime, ProtocolError(ErrorCode.INTERNAL_ERROR, failed))
     try:
         parsed = parse_invocations_request(
             body, limits=limits, known_voices=runtime.voices, mp3_available=MP3_AVAILABLE

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.messages import SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
+from reference_server.assets import AssetError
 from reference_server.telemetry import Metrics
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ class Runtime:
         self.executor = ThreadPoolExecutor(settings.synthesis_workers, thread_name_prefix="kokoro-synth")
         self.readiness = Readiness.LOADING
         self.failure: str | None = None
+        """Why loading failed, in one line (with the fix when there is one); ``None`` unless FAILED."""
         self.sessions = 0
         self.closing = False
         self._ready = asyncio.Event()
@@ -200,8 +202,15 @@ class Runtime:
             await loop.run_in_executor(self.executor, self.backend.warm_up)
         except Exception as exc:
             self.readiness = Readiness.FAILED
-            self.failure = f"{type(exc).__name__}: {exc}"
-            logger.exception("loading the %s backend failed", getattr(self.backend, "name", "?"))
+            name = getattr(self.backend, "name", "?")
+            if isinstance(exc, AssetError):  # its message names the file and the fix
+                self.failure = str(exc)
+            elif isinstance(exc, ImportError):
+                extras = ".[server,torch]" if name == "torch" else ".[server]"
+                self.failure = f"{exc}: install the {name} backend (pip install -e '{extras}')"
+            else:  # not foreseen: the traceback is the report
+                self.failure = f"loading the {name} backend failed: {type(exc).__name__}: {exc}"
+                logger.exception("loading the %s backend failed", name)
         else:
             self.readiness = Readiness.READY
             logger.info("%s backend ready: %d voices", self.backend.name, len(self.backend.voices))

@@ -247,7 +247,7 @@ class WebSocketSession:
         # The session reads (and answers pings) at once; synthesis waits for the model (§2.2: SageMaker
         # sends no traffic before GET /ping is healthy, but a direct client may be early).
         if not await self.runtime.wait_ready():
-            self.session.abort(ErrorCode.INTERNAL_ERROR, "the model failed to load")
+            self.session.abort(ErrorCode.INTERNAL_ERROR, f"the model failed to load: {self.runtime.failure}")
             self._kick()
             return
         while True:

@@ -434,22 +434,45 @@ class _BrokenBackend(ToneBackend):
         raise OSError("weights are missing")
 
 
-def test_a_model_that_fails_to_load_is_reported_not_served(serve):
-    import httpx
+def test_a_model_that_fails_to_load_stops_the_server(serve, caplog):
+    """PROTOCOL.md §2.2: a server that cannot serve exits rather than answer 503 until SageMaker gives up."""
+    import logging
 
-    server = serve(_BrokenBackend())
-    response = httpx.get(f"{server.http_url}/ping")
-    assert (response.status_code, response.json()) == (503, {"status": "Unhealthy", "reason": "failed"})
-    response = httpx.post(f"{server.http_url}/invocations", json={"text": "Hello."})
-    assert (response.status_code, response.json()["error"]["code"]) == (500, "internal_error")
+    caplog.set_level(logging.ERROR, logger="reference_server")
+    server = serve(_BrokenBackend(), wait_ready=False)
+    server._thread.join(GUARD_S)
+    assert not server._thread.is_alive(), "the server kept running with no model"
+    assert server.server.load_failed
+    stopping = [r.getMessage() for r in caplog.records if r.getMessage().startswith("cannot serve")]
+    assert stopping == [
+        "cannot serve, stopping: loading the tone backend failed: OSError: weights are missing"
+    ]
 
-    async def scenario():
-        async with open_session(server.ws_url) as conv:
-            error = await conv.until_error()
-            assert (error.code, error.fatal) == (ErrorCode.INTERNAL_ERROR, True)
-            assert await conv.until_closed() == 1011
 
-    run(scenario())
+def test_until_it_exits_every_route_says_why(caplog):
+    """The window between a failed load and the exit: each route answers with the reason (§2.2)."""
+    from starlette.testclient import TestClient
+
+    from reference_server.app import create_app
+
+    with TestClient(create_app(Settings(), backend=_BrokenBackend())) as client:
+        wait_for(lambda: client.app.state.runtime.failure is not None, what="the load to fail")
+        reason = "loading the tone backend failed: OSError: weights are missing"
+        response = client.get("/ping")
+        assert (response.status_code, response.json()) == (
+            503,
+            {"status": "Unhealthy", "reason": "failed", "error": reason},
+        )
+        response = client.post("/invocations", json={"text": "Hello."})
+        assert response.status_code == 500
+        assert response.json()["error"] == {
+            "code": "internal_error",
+            "message": f"the model failed to load: {reason}",
+        }
+        with client.websocket_connect(ws.PATH) as socket:
+            frame = json.loads(socket.receive_text())
+            assert (frame["code"], frame["fatal"]) == ("internal_error", True)
+            assert reason in frame["message"]
 
 
 def test_shutdown_closes_live_sessions_with_1001(serve):
