@@ -29,7 +29,10 @@ if TYPE_CHECKING:
     from reference_server.backends import Backend
     from reference_server.settings import Settings
 
-__all__ = ["AudioPiece", "Readiness", "RequestAudio", "Runtime"]
+__all__ = ["WAIT_FOR_TEXT", "AudioPiece", "Readiness", "RequestAudio", "Runtime"]
+
+WAIT_FOR_TEXT = object()
+"""What a synthesis step returns when an utterance has spoken all it holds and more text may come."""
 
 logger = logging.getLogger("reference_server")
 
@@ -74,6 +77,10 @@ class RequestAudio:
 
     ``compute_s`` totals the seconds the workers spent on this request (synthesis and resampling), the
     denominator of its xRT (:mod:`reference_server.telemetry`).
+
+    The text is spoken in pieces handed out by :meth:`_next_text`: here the request's whole text once;
+    an utterance (:class:`reference_server.utterance.UtteranceAudio`) hands out each segment of its
+    text as it becomes ready, on one timeline and through one resampler.
     """
 
     def __init__(self, runtime: Runtime, request: SynthesisRequest) -> None:
@@ -85,7 +92,16 @@ class RequestAudio:
         self._offset_s = 0.0
         self._exhausted = False
         self._closed = False
+        self._text_taken = False
         self.compute_s = 0.0
+
+    def _next_text(self) -> str | object | None:
+        """The next text to synthesize (runs on a worker, under the lock): ``None`` when there is no
+        more, or :data:`WAIT_FOR_TEXT` when more may come later (utterances)."""
+        if self._text_taken:
+            return None
+        self._text_taken = True
+        return self._request.text
 
     async def next(self) -> AudioPiece | None:
         """The next segment's audio, or ``None`` when the request is fully spoken (or closed).
@@ -98,7 +114,7 @@ class RequestAudio:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._runtime.executor, self._step)
 
-    def _step(self) -> AudioPiece | None:
+    def _step(self) -> AudioPiece | object | None:
         """Advance the generator by one segment (runs on a synthesis worker)."""
         started = time.perf_counter()
         try:
@@ -106,19 +122,25 @@ class RequestAudio:
         finally:
             self.compute_s += time.perf_counter() - started
 
-    def _advance(self) -> AudioPiece | None:
+    def _advance(self) -> AudioPiece | object | None:
         with self._lock:
             if self._closed or self._exhausted:
                 return None
-            if self._segments is None:
-                request, backend = self._request, self._runtime.backend
-                self._segments = iter(backend.synthesize(request.text, request.voice, request.speed))
-            segment = next(self._segments, None)
-            if segment is None:
-                self._exhausted = True
+            while True:
+                if self._segments is None:
+                    text = self._next_text()
+                    if text is WAIT_FOR_TEXT:
+                        return WAIT_FOR_TEXT
+                    if text is None:
+                        self._exhausted = True
+                        tail = self._resampler.flush()
+                        return AudioPiece(float_to_pcm16(tail), None) if len(tail) else None
+                    request, backend = self._request, self._runtime.backend
+                    self._segments = iter(backend.synthesize(text, request.voice, request.speed))  # type: ignore[arg-type]
+                segment = next(self._segments, None)
+                if segment is not None:
+                    break
                 self._segments = None
-                tail = self._resampler.flush()
-                return AudioPiece(float_to_pcm16(tail), None) if len(tail) else None
             pcm = float_to_pcm16(self._resampler.feed(segment.audio))
             words = None
             if segment.words is not None:

@@ -115,6 +115,7 @@ class RequestRecord:
 
     Times are :func:`time.monotonic` seconds. ``compute_s`` is the synthesis compute of the request (the
     time its backend segments took on a worker), not time spent waiting for a worker or for the client.
+    ``chars`` overrides ``len(request.text)`` for an utterance, whose text arrives after it is accepted.
     """
 
     transport: str
@@ -124,6 +125,7 @@ class RequestRecord:
     first_audio_at: float | None = None
     audio_bytes: int = 0
     compute_s: float = 0.0
+    chars: int | None = None
 
     def audio(self, nbytes: int) -> None:
         """``nbytes`` of PCM16 were handed to the transport."""
@@ -146,7 +148,7 @@ class RequestRecord:
             session=self.session,
             request_id=request.request_id,
             voice=request.voice,
-            chars=len(request.text),
+            chars=len(request.text) if self.chars is None else self.chars,
             audio_s=round(audio_s, 3),
             first_audio_ms=first_ms,
             xrt=xrt,

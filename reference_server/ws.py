@@ -15,7 +15,13 @@ share one session (PROTOCOL.md §2, §7, §8):
   written before taking the next, which bounds what a slow client can make the server hold;
 * the **writer** is the only task that sends: it writes :meth:`~ServerSession.data_to_send` in order
   and closes the socket once the session is finished (1000 after ``close``, the fatal code after a
-  fatal error, 1001 on server shutdown).
+  fatal error, 1001 on server shutdown);
+* the **idle watch** ends an active utterance that got no message for ``utterance_idle_timeout_s``
+  (:meth:`~ServerSession.deadline`, :meth:`~ServerSession.expire`, PROTOCOL.md §15.5).
+
+An utterance (§15) is a job whose text arrives later: the reader hands each piece of text, ``flush`` and
+``end`` to its :class:`~reference_server.utterance.UtteranceAudio` at once, and the synthesizer speaks
+each segment as soon as it is certain, so speech starts while the client is still writing.
 
 The reader never waits on the writer, and the event loop never waits on the model, so WebSocket pings
 are answered throughout synthesis (§8). A client that disconnects stops everything: the tasks are
@@ -35,9 +41,19 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from protocol.errors import CLOSE_GOING_AWAY, ErrorCode, ProtocolError
 from protocol.logs import log_event
 from protocol.messages import SynthesisRequest, Word
-from protocol.session import CloseRequested, RequestAccepted, RequestCancelled, ServerSession
+from protocol.session import (
+    CloseRequested,
+    RequestAccepted,
+    RequestCancelled,
+    ServerEvent,
+    ServerSession,
+    TextAppended,
+    UtteranceEnded,
+    UtteranceFlushed,
+)
 from reference_server.runtime import AudioPiece, RequestAudio, Runtime
 from reference_server.telemetry import RequestRecord
+from reference_server.utterance import UtteranceAudio
 
 __all__ = ["PATH", "SEGMENT_BUFFER", "WebSocketSession", "bidirectional_stream"]
 
@@ -60,8 +76,12 @@ class _Job:
     if synthesis failed; ``cancel`` drops what is buffered and releases both sides.
     """
 
-    def __init__(self, request: SynthesisRequest, session_id: str) -> None:
+    def __init__(
+        self, request: SynthesisRequest, session_id: str, utterance: UtteranceAudio | None = None
+    ) -> None:
         self.request = request
+        self.utterance = utterance
+        """The utterance's audio, fed by the reader (§15); ``None`` for a request with its whole text."""
         self.record = RequestRecord("ws", request, session=session_id)
         self.begun = False
         self.cancelled = False
@@ -100,6 +120,8 @@ class _Job:
         self._pieces.clear()
         self._has_piece.set()
         self._has_space.set()
+        if self.utterance is not None:
+            self.utterance.close()  # wakes a synthesizer waiting for the utterance's text
 
 
 class WebSocketSession:
@@ -121,7 +143,9 @@ class WebSocketSession:
         self.websocket = websocket
         self.runtime = runtime
         self.session_id = session_id
-        self.session = ServerSession(runtime.limits, known_voices=runtime.voices, on_reject=self._refused)
+        self.session = ServerSession(
+            runtime.limits, known_voices=runtime.voices, on_reject=self._refused, utterances=True
+        )
         self.requests = 0
         self.refused = 0
         self.close_code: int | None = None
@@ -130,6 +154,7 @@ class WebSocketSession:
         self._wake_feeder = asyncio.Event()
         self._outbox = asyncio.Event()  # frames may be waiting in the session
         self._flushed = asyncio.Event()  # the writer has sent everything queued so far
+        self._deadline_moved = asyncio.Event()  # a message or a synthesis_start moved the idle deadline
         self._going_away = False
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -142,6 +167,7 @@ class WebSocketSession:
         workers = [
             asyncio.create_task(self._synthesize(), name="ws-synthesizer"),
             asyncio.create_task(self._feed(), name="ws-feeder"),
+            asyncio.create_task(self._watch_idle(), name="ws-idle-watch"),
         ]
         self._tasks = [reader, writer, *workers]
         try:
@@ -211,24 +237,62 @@ class WebSocketSession:
                 data = message.get("text")
             if data is None:
                 continue
-            for event in self.session.receive_frame(data):
-                if isinstance(event, RequestAccepted):
-                    request_id = event.request.request_id
-                    assert request_id is not None
-                    self._jobs[request_id] = _Job(event.request, self.session_id)
-                    self.requests += 1
-                elif isinstance(event, RequestCancelled):
-                    job = self._jobs.get(event.request_id)
-                    if job is not None:
-                        job.cancel()
-                        if not event.started:
-                            # The session answers a request cancelled before its turn by itself.
-                            del self._jobs[event.request_id]
-                            job.record.finish("cancelled", self.runtime.metrics)
+            self._act(self.session.receive_frame(data))
+            self._deadline_moved.set()
+            self._kick()
+
+    def _act(self, events: list[ServerEvent]) -> None:
+        for event in events:
+            if isinstance(event, RequestAccepted):
+                request = event.request
+                assert request.request_id is not None
+                utterance = UtteranceAudio(self.runtime, request) if event.utterance else None
+                self._jobs[request.request_id] = _Job(request, self.session_id, utterance)
+                self.requests += 1
+            elif isinstance(event, TextAppended | UtteranceFlushed | UtteranceEnded):
+                job = self._jobs.get(event.request_id)
+                utterance = job.utterance if job is not None else None
+                if utterance is None:  # pragma: no cover - the session only names open utterances
+                    continue
+                if isinstance(event, TextAppended):
+                    utterance.append(event.text)
+                elif isinstance(event, UtteranceFlushed):
+                    utterance.flush()
                 else:
-                    assert isinstance(event, CloseRequested)
-                self._wake_synthesizer.set()
-                self._wake_feeder.set()
+                    utterance.end()
+            elif isinstance(event, RequestCancelled):
+                job = self._jobs.get(event.request_id)
+                if job is not None:
+                    job.cancel()
+                    if not event.started:
+                        # The session answers a request cancelled before its turn by itself.
+                        del self._jobs[event.request_id]
+                        self._finish_record(job, "cancelled")
+            else:
+                assert isinstance(event, CloseRequested)
+            self._wake_synthesizer.set()
+            self._wake_feeder.set()
+
+    def _finish_record(self, job: _Job, status: str) -> None:
+        if job.utterance is not None:
+            job.record.chars = job.utterance.chars
+        job.record.finish(status, self.runtime.metrics, utterance=job.utterance is not None or None)
+
+    # -- idle watch (§15.5) ------------------------------------------------------------------------
+
+    async def _watch_idle(self) -> None:
+        session = self.session
+        while True:
+            self._deadline_moved.clear()
+            deadline = session.deadline()
+            if deadline is None:
+                await self._deadline_moved.wait()
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(_loop_time(deadline)):
+                    await self._deadline_moved.wait()
+                    continue
+            self._act(session.expire())
             self._kick()
 
     # -- synthesizer -------------------------------------------------------------------------------
@@ -257,7 +321,7 @@ class WebSocketSession:
                 await self._wake_synthesizer.wait()
                 continue
             job.begun = True
-            audio = RequestAudio(self.runtime, job.request)
+            audio = job.utterance or RequestAudio(self.runtime, job.request)
             error: BaseException | None = None
             try:
                 while not job.cancelled:
@@ -289,9 +353,10 @@ class WebSocketSession:
             status = "cancelled"
             try:
                 if session.start(request_id):
+                    self._deadline_moved.set()  # an utterance's idle clock starts now (§15.5)
                     self._kick()
                     status = await self._send_audio(job)
-                job.record.finish(status, self.runtime.metrics)
+                self._finish_record(job, status)
             finally:
                 job.cancel()  # stops synthesis still running for it (feeder cancelled)
                 self._jobs.pop(request_id, None)
@@ -353,6 +418,11 @@ class WebSocketSession:
                 await websocket.close(self.close_code)
                 return
             self._flushed.set()
+
+
+def _loop_time(monotonic_s: float) -> float:
+    """The event loop's time at the :func:`time.monotonic` instant ``monotonic_s`` (the session's clock)."""
+    return asyncio.get_running_loop().time() + (monotonic_s - time.monotonic())
 
 
 async def bidirectional_stream(websocket: WebSocket) -> None:

@@ -56,6 +56,19 @@ class Conversation:
         await self.ws.send(frame.decode() if as_text else frame)
         return request_id
 
+    async def utterance(self, request_id: str, *, text: str | None = None, **fields: Any) -> str:
+        """Open an utterance (PROTOCOL.md §15.1); its answer is expected like a request's."""
+        _, frame = self.client.utterance(request_id, text=text, **fields)
+        await self.ws.send(frame)
+        return request_id
+
+    async def fragment(self, kind: str, request_id: str, text: str | None = None) -> None:
+        """Send ``append``, ``flush`` or ``end`` for an utterance (§15.1)."""
+        if kind == "append":
+            await self.ws.send(self.client.append(request_id, text or ""))
+        else:
+            await self.ws.send(getattr(self.client, kind)(request_id, text))
+
     async def send(self, message: dict[str, Any] | bytes | str, *, expect: bool = False) -> None:
         """Send a raw message; ``expect=True`` announces it as a request whose id the server assigns."""
         if expect:
