@@ -919,7 +919,8 @@ class ClientSession:
 
     def _on_error(self, frame: ErrorFrame) -> list[ClientEvent]:
         rid = frame.request_id
-        if rid in self._utterances and frame.code in _REJECTING:
+        # unknown_type is how a server without utterances refuses the opener (§15.1): no bracket.
+        if rid in self._utterances and frame.code in _REJECTING and frame.code != ErrorCode.UNKNOWN_TYPE:
             if frame.message_type is None:
                 raise ProtocolViolation(
                     f"{frame.code} names utterance {rid!r} without message_type: was the utterance or "

@@ -26,6 +26,8 @@ Rules (``events.py`` and ``spec/schemas/agent_*.schema.json`` hold the contract)
   with words has audio.
 * ``AGENT-TTS-AUDIO``: (when the TTS's output is known) the decoded audio is exactly what the TTS made.
 * ``AGENT-BATCH``: in ``batch`` mode, one synthesis and no audio before the reply is complete.
+* ``AGENT-STREAM``: in ``stream`` mode, the whole reply went to the TTS as one utterance (one segment,
+  PROTOCOL.md §15).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class Rule(StrEnum):
     SPOKEN = "AGENT-SPOKEN"
     TTS_AUDIO = "AGENT-TTS-AUDIO"
     BATCH = "AGENT-BATCH"
+    STREAM = "AGENT-STREAM"
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +294,7 @@ def check_events(
     if tts_audio is not None and audio != tts_audio:
         found.add(Rule.TTS_AUDIO, _describe_audio_difference(tts_audio, audio))
     _check_batch(found, typed)
+    _check_stream(found, typed)
     return found.result()
 
 
@@ -513,6 +517,20 @@ def _check_batch(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]])
     segments = end[1].get("segments") if end else None
     if isinstance(segments, list) and len(segments) > 1:
         found.add(Rule.BATCH, f"batch mode made {len(segments)} synthesis requests, expected one", end[0])  # type: ignore[index]
+
+
+def _check_stream(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]]) -> None:
+    start = _first(typed, "agent_start")
+    if start is None or start[1].get("mode") != "stream":
+        return
+    end = _first(typed, "audio_stream_end")
+    segments = end[1].get("segments") if end else None
+    if isinstance(segments, list) and len(segments) > 1:
+        found.add(
+            Rule.STREAM,
+            f"stream mode made {len(segments)} synthesis requests, expected one utterance",
+            end[0],  # type: ignore[index]
+        )
 
 
 def check_stream(

@@ -103,7 +103,7 @@ class AgentEventWriter:
 
     Args:
         request_id: the invocation's id, echoed in ``agent_start``.
-        mode: ``"bidi"`` or ``"batch"``.
+        mode: ``"bidi"``, ``"stream"`` or ``"batch"``.
         clock: monotonic seconds; injectable for tests.
     """
 

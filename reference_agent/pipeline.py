@@ -1,14 +1,21 @@
-"""One agent invocation: the model's reply streamed as text and speech, in ``bidi`` or ``batch`` mode.
+"""One agent invocation: the model's reply streamed as text and speech, in ``bidi``, ``stream`` or
+``batch`` mode.
 
-Both modes open ONE TTS session when the invocation starts and run two concurrent tasks that push
+Every mode opens ONE TTS session when the invocation starts and runs two concurrent tasks that push
 events into one queue:
 
 * the *writer* drains the Strands agent's text stream (``Agent.stream_async``; text deltas are
-  ``event["data"]``, REFERENCE.md §5), emits each delta as ``text_delta`` and feeds it to a
-  segmenter, sending every segment the segmenter releases to the TTS session;
+  ``event["data"]``, REFERENCE.md §5), emits each delta as ``text_delta`` and hands it to the TTS;
 * the *speaker* drains the TTS session and emits its audio as ``audio_chunk`` events as it arrives.
 
-The modes differ only in the segmenter, that is, in when synthesis starts:
+The modes differ in who decides when synthesis starts:
+
+* ``stream`` pipes every delta, as it comes, into one utterance (PROTOCOL.md §15): the TTS server cuts
+  the text into segments itself and starts speaking at its first complete sentence. The agent writes
+  no chunker; while the model pauses it keeps the utterance open with empty appends
+  (:data:`KEEPALIVE_S`), and ends it when the reply is complete;
+
+and, with a segmenter in the agent:
 
 * ``bidi`` uses :class:`protocol.chunker.IncrementalSentenceChunker`: each sentence goes to the TTS
   as soon as it is complete, so the first sentence is heard while later ones are still being written.
@@ -50,6 +57,7 @@ from reference_agent.tts import (
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
+    "KEEPALIVE_S",
     "LlmFailure",
     "PipelineSettings",
     "Segmenter",
@@ -61,6 +69,14 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 """Longest wait for the TTS session to open, in seconds (an untrusted certificate hangs silently)."""
+
+KEEPALIVE_S = 5.0
+"""In ``stream`` mode, seconds of model silence after which the open utterance gets an empty append.
+
+Well under the server's ``utterance_idle_timeout_s`` (20 s by default, PROTOCOL.md §15.5) and the
+agent's own TTS idle timeout, so a model that pauses (a tool call, a slow token) does not end the
+utterance; an empty append changes nothing else (§15.2).
+"""
 
 
 class LlmFailure(Exception):
@@ -204,19 +220,20 @@ async def _run(
             idle_timeout_s=settings.idle_timeout_s,
         )
         emit(writer.audio_stream_start(voice=request.voice, sample_rate=request.sample_rate))
-        segmenter: Segmenter = (
-            IncrementalSentenceChunker(language=_chunker_language(request.voice))
-            if request.mode == "bidi"
-            else WholeReply()
-        )
         try:
             agent = settings.agent_factory(request)
         except Exception as exc:
             raise LlmFailure(f"cannot build the model: {type(exc).__name__}: {exc}") from exc
-        await _both(
-            _write(agent, request.prompt, segmenter, speaker, writer, emit),
-            _speak(speaker, writer, emit),
-        )
+        if request.mode == "stream":
+            writing = _write_stream(agent, request.prompt, speaker, writer, emit)
+        else:
+            segmenter: Segmenter = (
+                IncrementalSentenceChunker(language=_chunker_language(request.voice))
+                if request.mode == "bidi"
+                else WholeReply()
+            )
+            writing = _write(agent, request.prompt, segmenter, speaker, writer, emit)
+        await _both(writing, _speak(speaker, writer, emit))
         emit(writer.audio_stream_end(speaker.segments))
         emit(writer.end())
     except (TtsUnavailable, TtsFailure, LlmFailure) as exc:
@@ -294,6 +311,55 @@ async def _write(
     if tail:
         await speaker.say(tail)
     speaker.finish()
+
+
+async def _write_stream(
+    agent: Any,
+    prompt: str,
+    speaker: Speaker,
+    writer: AgentEventWriter,
+    emit: Callable[[dict[str, Any]], None],
+) -> None:
+    """``stream`` mode: every text delta goes straight into one utterance (PROTOCOL.md §15)."""
+    stream = agent.stream_async(prompt)
+    pending: asyncio.Task[Any] | None = None
+    try:
+        while True:
+            pending = asyncio.create_task(_next_event(stream))
+            # Keep the utterance open while the model is silent; only once it has been opened.
+            while not (await asyncio.wait({pending}, timeout=KEEPALIVE_S))[0]:
+                if speaker.streaming:
+                    await speaker.stream("")
+            task, pending = pending, None
+            try:
+                event = task.result()
+            except Exception as exc:
+                raise LlmFailure(f"the model failed: {type(exc).__name__}: {exc}") from exc
+            if event is _END:
+                break
+            text = event.get("data") if isinstance(event, dict) else None
+            if not isinstance(text, str) or not text:
+                continue
+            emit(writer.text_delta(text))
+            await speaker.stream(text)
+    finally:
+        if pending is not None:
+            pending.cancel()
+        with contextlib.suppress(Exception):
+            await stream.aclose()
+    await speaker.end_stream()
+    speaker.finish()
+
+
+_END = object()
+
+
+async def _next_event(stream: Any) -> Any:
+    """The stream's next event, or :data:`_END` when it is exhausted."""
+    try:
+        return await anext(stream)
+    except StopAsyncIteration:
+        return _END
 
 
 async def _speak(speaker: Speaker, writer: AgentEventWriter, emit: Callable[[dict[str, Any]], None]) -> None:

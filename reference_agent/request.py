@@ -22,8 +22,10 @@ __all__ = [
     "parse_request",
 ]
 
-MODES = ("bidi", "batch")
-"""``bidi`` speaks each sentence as soon as it is written; ``batch`` waits for the whole reply."""
+MODES = ("bidi", "stream", "batch")
+"""``bidi`` chunks the reply itself and sends each sentence as soon as it is written; ``stream`` pipes
+the model's tokens into one TTS utterance and lets the TTS cut it (PROTOCOL.md §15); ``batch`` waits
+for the whole reply."""
 
 DEFAULT_SAMPLE_RATE = 24_000
 """Kokoro's native rate (PROTOCOL.md §4.1 default)."""
@@ -54,7 +56,7 @@ class AgentRequest:
 
     Attributes:
         prompt: the user's words for the model.
-        mode: ``"bidi"`` or ``"batch"``.
+        mode: ``"bidi"``, ``"stream"`` or ``"batch"``.
         voice, speed, sample_rate: passed to every TTS request (PROTOCOL.md §4.1).
         endpoint: SageMaker endpoint name, or ``None`` for the agent's configured one.
         endpoint_url: where to reach it, or ``None`` for the agent's configured URL.

@@ -7,9 +7,10 @@ Two layers:
   ``aws-sdk-sagemaker-runtime-http2`` client, which reaches the simulator and a live endpoint alike;
   tests plug in an in-process stand-in.
 * :class:`Speaker` runs the session protocol on top with :class:`protocol.session.ClientSession`:
-  :meth:`Speaker.say` sends one synthesis request per text (§4.1), :meth:`Speaker.audio` yields the
-  audio as it arrives and checks every server message (§3, §5, §6) until every request is answered
-  after :meth:`Speaker.finish`. Input stays open until then (REFERENCE.md §1, closing: a client that
+  :meth:`Speaker.say` sends one synthesis request per text (§4.1), or :meth:`Speaker.stream` pipes
+  text fragments into one utterance (§15) that :meth:`Speaker.end_stream` ends; :meth:`Speaker.audio`
+  yields the audio as it arrives and checks every server message (§3, §5, §6) until every request is
+  answered after :meth:`Speaker.finish`. Input stays open until then (REFERENCE.md §1, closing: a client that
   ends its input early can lose its last message); ending it ends the session.
 """
 
@@ -164,11 +165,17 @@ class Speaker:
         # checked, not the size of each part.
         self._client = ClientSession(check_frames=False)
         self._texts: dict[str, str] = {}
+        self._utterance: str | None = None  # the open utterance of stream(), if any
         self._answered = asyncio.Condition()
         self._finished = False
         self._wait_scope: asyncio.Timeout | None = None
         self.segments: list[Segment] = []
         """Answered requests, in order: the text sent and the audio bytes its answer reported."""
+
+    @property
+    def streaming(self) -> bool:
+        """Whether an utterance opened by :meth:`stream` is still open."""
+        return self._utterance is not None
 
     @property
     def outstanding(self) -> int:
@@ -192,6 +199,44 @@ class Speaker:
         self._texts[request_id] = text
         await self._send(frame)
         self._arm_deadline()
+
+    async def stream(self, text: str) -> None:
+        """Pipe ``text`` into the reply's utterance (PROTOCOL.md §15): the first call opens it (with
+        ``text`` as its first fragment), later ones append. The TTS decides where to cut; ``""`` only
+        keeps the utterance open (§15.5) while the model pauses.
+
+        Raises:
+            RuntimeError: called after :meth:`finish`.
+            TtsFailure: the transport refused the message.
+        """
+        if self._finished:
+            raise RuntimeError("stream() after finish()")
+        if self._utterance is None:
+            async with self._answered:
+                await self._answered.wait_for(lambda: self.outstanding < self.max_outstanding)
+            request_id, frame = self._client.utterance(
+                text=text, voice=self.voice, speed=self.speed, sample_rate=self.sample_rate
+            )
+            self._utterance = request_id
+            self._texts[request_id] = text
+        else:
+            frame = self._client.append(self._utterance, text)
+            self._texts[self._utterance] += text
+        await self._send(frame)
+        # An open utterance owes audio only for what it was sent: each fragment restarts the wait.
+        self._arm_deadline(restart=True)
+
+    async def end_stream(self) -> None:
+        """End the utterance :meth:`stream` opened (§15.4): the TTS speaks the rest. No-op if none is open.
+
+        Raises:
+            TtsFailure: the transport refused the message.
+        """
+        if self._utterance is None:
+            return
+        request_id, self._utterance = self._utterance, None
+        await self._send(self._client.end(request_id))
+        self._arm_deadline(restart=True)
 
     def finish(self) -> None:
         """No more texts: :meth:`audio` returns once every request sent so far is answered.
@@ -222,11 +267,11 @@ class Speaker:
     def _owed(self) -> bool:
         return self._finished or self.outstanding > 0
 
-    def _arm_deadline(self) -> None:
+    def _arm_deadline(self, *, restart: bool = False) -> None:
         # The receive wait has no deadline while nothing is owed (the model may think for a while);
-        # the first request sent during that wait starts the clock.
+        # the first request sent during that wait starts the clock. An utterance's fragments restart it.
         scope = self._wait_scope
-        if scope is not None and scope.when() is None:
+        if scope is not None and (restart or scope.when() is None):
             scope.reschedule(asyncio.get_running_loop().time() + self.idle_timeout_s)
 
     async def audio(self) -> AsyncIterator[bytes]:
@@ -299,6 +344,12 @@ class Speaker:
             return None
         if isinstance(event, ErrorReceived):
             frame = event.frame
+            refused = frame.code == "unknown_type" and frame.message_type is None
+            if refused and frame.request_id in self._texts:
+                raise TtsFailure(
+                    f"the TTS does not offer utterances (PROTOCOL.md §15; it answered {frame.code}): "
+                    "use mode bidi, which chunks the reply itself"
+                )
             raise TtsFailure(f"TTS error {frame.code}: {frame.message}")
         raise AssertionError(f"unexpected client event {event!r}")  # ClientSession's contract
 

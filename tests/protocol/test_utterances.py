@@ -352,6 +352,13 @@ def test_client_keeps_owing_the_bracket_when_a_fragment_is_refused():
     assert client.outstanding == []  # the utterance itself was refused: no bracket
 
 
+def test_client_takes_unknown_type_as_a_server_without_utterances():
+    client = ClientSession()
+    client.utterance("u1")
+    client.receive_message(ErrorFrame("unknown_type", 'unknown message type "utterance"', "u1").to_json())
+    assert client.outstanding == []  # a v1 server refuses the opener: no bracket is owed
+
+
 def test_client_flags_an_ambiguous_refusal_of_an_utterance():
     client = ClientSession()
     client.utterance("u1")

@@ -11,9 +11,18 @@ refusing endpoint.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
-from protocol.session import ServerSession
+from protocol.chunker import IncrementalSentenceChunker
+from protocol.session import (
+    RequestAccepted,
+    ServerSession,
+    TextAppended,
+    UtteranceEnded,
+    UtteranceFlushed,
+)
 from reference_agent.tts import TtsEndpoint, TtsUnavailable
 
 SAMPLES_PER_CHAR = 40
@@ -27,8 +36,102 @@ def speech_for(text: str) -> bytes:
     return b"".join(s.to_bytes(2, "little", signed=True) for s in samples)
 
 
+@dataclass
+class _Utterance:
+    """An utterance (PROTOCOL.md §15) the stand-in is answering: its text so far, the sentences ready."""
+
+    text: str = ""
+    chunker: IncrementalSentenceChunker = field(
+        default_factory=lambda: IncrementalSentenceChunker(markdown=False)
+    )
+    ready: list[str] = field(default_factory=list)
+    ended: bool = False
+
+    def flush(self) -> None:
+        rest = self.chunker.flush()
+        if rest:
+            self.ready.append(rest)
+
+
+class Answerer:
+    """The far end of a stand-in session: a :class:`ServerSession` that answers at once, in order.
+
+    :meth:`receive` takes one client message and returns the frames to send (``str`` TEXT control,
+    ``bytes`` BINARY audio). Requests are spoken with :func:`speech_for`; utterances (PROTOCOL.md §15)
+    like the reference server speaks them: each sentence as soon as the text completes it, the rest at
+    ``flush``/``end``.
+
+    Args:
+        sample_rate: announce this rate in ``synthesis_start`` instead of the requested one.
+        utterances: offer utterances; ``False`` answers them ``unknown_type``, as a version 1 server.
+        stall: accept requests but never answer them.
+
+    Attributes:
+        texts: the text of every request answered, in order (an utterance's whole text).
+        messages: every message received, decoded.
+    """
+
+    def __init__(
+        self, *, sample_rate: int | None = None, utterances: bool = True, stall: bool = False
+    ) -> None:
+        self.server = ServerSession(utterances=utterances)
+        self.sample_rate = sample_rate
+        self.stall = stall
+        self.texts: list[str] = []
+        self.messages: list[dict] = []
+        self._utterances: dict[str, _Utterance] = {}
+        self._active: str | None = None
+
+    def receive(self, data: bytes | str) -> list[bytes | str]:
+        """Handle one client message; return the frames it makes the server send."""
+        try:
+            self.messages.append(json.loads(data))
+        except ValueError:
+            self.messages.append({"undecodable": repr(data[:40])})
+        for event in self.server.receive_frame(data):
+            if isinstance(event, RequestAccepted) and event.utterance:
+                self._utterances[event.request.request_id] = _Utterance()  # type: ignore[index]
+            elif isinstance(event, TextAppended):
+                utterance = self._utterances[event.request_id]
+                utterance.text += event.text
+                utterance.ready += utterance.chunker.feed(event.text)
+            elif isinstance(event, UtteranceFlushed):
+                self._utterances[event.request_id].flush()
+            elif isinstance(event, UtteranceEnded):
+                self._utterances[event.request_id].flush()
+                self._utterances[event.request_id].ended = True
+        if not self.stall:
+            self._answer()
+        return self.server.data_to_send()
+
+    def _answer(self) -> None:
+        server = self.server
+        while True:
+            if (request := server.next_request()) is not None:
+                request_id = request.request_id
+                assert request_id is not None
+                server.start(request_id, sample_rate=self.sample_rate)
+                if request_id not in self._utterances:
+                    self.texts.append(request.text)
+                    server.audio(request_id, speech_for(request.text))
+                    server.complete(request_id)
+                    continue
+                self._active = request_id
+            if self._active is None:
+                break
+            utterance = self._utterances[self._active]
+            while utterance.ready:
+                server.audio(self._active, speech_for(utterance.ready.pop(0)))
+            if not (utterance.ended or server.is_cancelled(self._active)):
+                break  # the utterance is open: more text may come
+            self.texts.append(utterance.text)
+            server.complete(self._active)
+            del self._utterances[self._active]
+            self._active = None
+
+
 class StandInTts:
-    """A TTS session answered in-process by a :class:`ServerSession`.
+    """A TTS session answered in-process by an :class:`Answerer` (a :class:`ServerSession`).
 
     Args:
         part_size: split every server message into PayloadParts of at most this many bytes.
@@ -36,9 +139,11 @@ class StandInTts:
             ``ModelStreamError`` (the official client raises it from ``receive()``).
         stall: accept requests but never answer (to exercise the agent's idle timeout).
         sample_rate: announce this rate in ``synthesis_start`` instead of the requested one.
+        utterances: offer utterances (§15); ``False`` answers them ``unknown_type``, as a v1 server.
 
     Attributes:
-        texts: the text of every request received, in order.
+        texts: the text of every request answered, in order (an utterance's whole text).
+        messages: every message received, decoded.
         produced: every audio byte sent, in order.
         input_closed, closed: whether the agent ended its input / released the session.
     """
@@ -50,38 +155,33 @@ class StandInTts:
         fail_after_messages: int | None = None,
         stall: bool = False,
         sample_rate: int | None = None,
+        utterances: bool = True,
     ) -> None:
         self.part_size = part_size
         self.fail_after_messages = fail_after_messages
-        self.stall = stall
-        self.sample_rate = sample_rate
-        self.server = ServerSession()
-        self.texts: list[str] = []
+        self.answerer = Answerer(sample_rate=sample_rate, utterances=utterances, stall=stall)
+        self.server = self.answerer.server
+        self.texts = self.answerer.texts
+        self.messages = self.answerer.messages
         self.produced = bytearray()
         self.input_closed = False
         self.closed = False
         self._messages = 0
         self._out: asyncio.Queue[tuple[bytes, bool] | BaseException | None] = asyncio.Queue()
         self._ended = False
+        self._frames: list[bytes | str] = []
 
     async def send(self, data: bytes) -> None:
         if self.input_closed:
             raise RuntimeError("send after close_input")
         # The agent sends DataType UTF8, which reaches the container as a TEXT frame (REFERENCE.md §1).
-        # Accepted requests and close are answered by _pump, in arrival order.
-        self.server.receive_frame(data.decode("utf-8"))
-        if not self.stall:
-            self._pump()
+        self._frames = self.answerer.receive(data.decode("utf-8"))
+        self._pump()
 
     def _pump(self) -> None:
-        while (request := self.server.next_request()) is not None:
-            request_id = request.request_id
-            assert request_id is not None
-            self.texts.append(request.text)
-            self.server.start(request_id, sample_rate=self.sample_rate)
-            self.server.audio(request_id, speech_for(request.text))
-            self.server.complete(request_id)
-        for frame in self.server.data_to_send():
+        """Send what the answerer made of the last message (a test may override it to misbehave)."""
+        frames, self._frames = self._frames, []
+        for frame in frames:
             self._emit(
                 frame.encode("utf-8") if isinstance(frame, str) else frame, audio=isinstance(frame, bytes)
             )
@@ -167,26 +267,20 @@ def standin_container():
 
     async def bidi(websocket: WebSocket) -> None:
         await websocket.accept()
-        server = ServerSession()
-        while not server.finished:
+        answerer = Answerer()
+        answerer.texts = app.state.texts  # every session records into the app's list
+        while not answerer.server.finished:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
                 return
             data = message.get("text")
-            server.receive_frame(data if data is not None else message.get("bytes") or b"")
-            while (request := server.next_request()) is not None:
-                request_id = request.request_id
-                app.state.texts.append(request.text)
-                server.start(request_id)
-                server.audio(request_id, speech_for(request.text))
-                server.complete(request_id)
-            for frame in server.data_to_send():
+            for frame in answerer.receive(data if data is not None else message.get("bytes") or b""):
                 if isinstance(frame, str):
                     await websocket.send_text(frame)
                 else:
                     app.state.produced += frame
                     await websocket.send_bytes(frame)
-        await websocket.close(server.close_code or 1000)
+        await websocket.close(answerer.server.close_code or 1000)
 
     app = Starlette(routes=[Route("/ping", ping), WebSocketRoute("/invocations-bidirectional-stream", bidi)])
     app.state.texts = []

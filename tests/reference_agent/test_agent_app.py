@@ -109,12 +109,53 @@ def test_bidi_first_audio_comes_before_the_reply_ends_and_batch_after():
     assert bidi[-1]["first_audio_ms"] == bidi[bidi_audio]["t_ms"]
 
 
-@pytest.mark.parametrize("mode", ["bidi", "batch"])
+def test_stream_mode_pipes_every_token_into_one_utterance():
+    """``stream``: no chunker in the agent; each text delta goes into one utterance (PROTOCOL.md §15),
+    the TTS cuts it, and the stream still speaks before the reply ends."""
+    events, findings, factory = run({"prompt": "p", "mode": "stream"})
+    assert findings == []
+    session = factory.sessions[0]
+    assert session.texts == [DEFAULT_REPLY]  # one utterance holding the whole reply
+    deltas = [e["text"] for e in events if e["type"] == "text_delta"]
+    sent = session.messages
+    assert sent[0]["type"] == "utterance" and sent[0]["text"] == deltas[0]
+    assert [m["text"] for m in sent[1:-1] if m["type"] == "append" and m["text"]] == deltas[1:]
+    assert sent[-1] == {"type": "end", "request_id": sent[0]["request_id"]}
+    assert first_index(events, "audio_chunk") < last_index(events, "text_delta")
+    assert events[0]["mode"] == "stream"
+    assert events[-2]["segments"] == [{"text": DEFAULT_REPLY, "audio_bytes": len(session.produced)}]
+
+
+def test_stream_mode_keeps_the_utterance_open_while_the_model_pauses(monkeypatch):
+    """Empty appends (§15.5) while the model is silent, never before the utterance is open."""
+    monkeypatch.setattr("reference_agent.pipeline.KEEPALIVE_S", 0.01)
+    slow = settings().__class__(scripted=True, first_token_s=0.05, tokens_per_s=12.0)
+    _, findings, factory = run(
+        {"prompt": "p", "mode": "stream", "scripted": {"reply": "One two. Three"}}, settings=slow
+    )
+    assert findings == []
+    sent = factory.sessions[0].messages
+    assert sent[0]["type"] == "utterance"  # nothing before the first token
+    assert any(m == {"type": "append", "request_id": sent[0]["request_id"], "text": ""} for m in sent)
+    assert factory.sessions[0].texts == ["One two. Three"]
+
+
+def test_stream_mode_against_a_tts_without_utterances_ends_with_a_clear_error():
+    events, findings, _ = run(
+        {"prompt": "p", "mode": "stream"}, factory=StandInFactory(utterances=False), expect="error"
+    )
+    assert findings == []
+    assert events[-1]["code"] == "tts_error" and "does not offer utterances" in events[-1]["message"]
+
+
+@pytest.mark.parametrize("mode", ["bidi", "stream", "batch"])
 def test_last_words_without_punctuation_are_spoken(mode):
     _, findings, factory = run({"prompt": "p", "mode": mode, "scripted": {"reply": UNPUNCTUATED}})
     assert findings == []
     texts = factory.sessions[0].texts
     assert texts[-1].endswith("And the last words have no stop")
+    if mode == "stream":
+        assert texts == [UNPUNCTUATED]
     if mode == "bidi":
         assert texts == [
             "Here is the first sentence.",

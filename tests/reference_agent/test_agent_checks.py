@@ -324,6 +324,12 @@ def test_batch_rules():
     assert Rule.BATCH in rules(check_events(events))  # three segments, audio before the reply ended
 
 
+def test_stream_rule_wants_one_utterance():
+    events = good_bidi()
+    events[0]["mode"] = "stream"
+    assert Rule.STREAM in rules(check_events(events))  # three segments: the agent chunked it itself
+
+
 def test_findings_per_rule_are_capped():
     events = good_bidi()
     for event in events:

@@ -49,19 +49,26 @@ def last(events, type_):
     return max(i for i, e in enumerate(events) if e["type"] == type_)
 
 
-def test_both_modes_through_the_simulator_conform():
+def test_the_three_modes_through_the_simulator_conform():
     async def scenario(stack, container):
         invoke = http_invoker(stack.agent_url)
-        bidi = await measure(invoke, {"prompt": "p", "mode": "bidi"})
-        bidi_texts = list(container.state.texts)
-        batch = await measure(invoke, {"prompt": "p", "mode": "batch"})
-        return bidi, bidi_texts, batch, list(container.state.texts[len(bidi_texts) :])
+        trials, texts = {}, {}
+        for mode in ("bidi", "stream", "batch"):
+            done = len(container.state.texts)
+            trials[mode] = await measure(invoke, {"prompt": "p", "mode": mode})
+            texts[mode] = list(container.state.texts[done:])
+        return trials, texts
 
-    bidi, bidi_texts, batch, batch_texts = run_with_stack(scenario)
-    assert bidi.ok and batch.ok, (bidi.error, bidi.findings, batch.error, batch.findings)
-    assert check_events(bidi.events, expect="success", tts_texts=bidi_texts) == []
-    assert check_events(batch.events, expect="success", tts_texts=batch_texts) == []
-    assert len(bidi_texts) > 1 and len(batch_texts) == 1
+    trials, texts = run_with_stack(scenario)
+    bidi, stream, batch = trials["bidi"], trials["stream"], trials["batch"]
+    for mode, trial in trials.items():
+        assert trial.ok, (mode, trial.error, trial.findings)
+        assert check_events(trial.events, expect="success", tts_texts=texts[mode]) == [], mode
+    bidi_texts = texts["bidi"]
+    assert len(bidi_texts) > 1 and len(texts["batch"]) == 1
+    # stream: the whole reply reached the container as one utterance, its tokens as separate messages.
+    assert texts["stream"] == ["".join(e["text"] for e in stream.events if e["type"] == "text_delta")]
+    assert first(stream.events, "audio_chunk") < last(stream.events, "text_delta")
     # The same audio came through: what the container produced for each text, in order.
     from reference_agent.checks import decode_audio
 
@@ -135,16 +142,19 @@ SLOW_REPLY = (
 
 @pytest.mark.skipif(_kokoro_ready() is not None, reason=str(_kokoro_ready()))
 def test_real_stack_bidi_speaks_before_the_reply_ends():
-    """Simulator + reference server (Kokoro ONNX on CPU) + scripted agent, both modes."""
+    """Simulator + reference server (Kokoro ONNX on CPU) + scripted agent, all three modes."""
     settings = AgentSettings(reply=SLOW_REPLY, first_token_s=0.2, tokens_per_s=4.0)
 
     async def main():
         async with LocalStack(settings=settings, startup_timeout_s=300) as stack:
             invoke = http_invoker(stack.agent_url)
-            return [await measure(invoke, {"prompt": "p", "mode": mode}) for mode in ("bidi", "batch")]
+            modes = ("bidi", "stream", "batch")
+            return [await measure(invoke, {"prompt": "p", "mode": mode}) for mode in modes]
 
-    bidi, batch = asyncio.run(asyncio.wait_for(main(), 600))
-    assert bidi.ok and batch.ok, (bidi.error, bidi.findings, batch.error, batch.findings)
+    bidi, stream, batch = asyncio.run(asyncio.wait_for(main(), 600))
+    for trial in (bidi, stream, batch):
+        assert trial.ok, (trial.mode, trial.error, trial.findings)
+        assert trial.audio_s > 3.0  # real speech of the whole reply in every mode
     assert first(bidi.events, "audio_chunk") < last(bidi.events, "text_delta")
+    assert first(stream.events, "audio_chunk") < last(stream.events, "text_delta")
     assert first(batch.events, "audio_chunk") > last(batch.events, "text_delta")
-    assert bidi.audio_s > 3.0 and batch.audio_s > 3.0  # real speech of the whole reply in both

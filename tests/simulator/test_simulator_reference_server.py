@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from sim_support import SENTENCES, Transcript, run, speak
 
+from protocol.session import AudioReceived, ClientSession, ErrorReceived
 from simulator import CommandContainer, Simulator, SimulatorSettings, SplitPolicy
 from simulator.client import iter_response_stream, open_bidi_session, runtime_client
 
@@ -79,3 +80,46 @@ def test_reference_server_through_tls_and_in_process() -> None:
             assert body[:4] == b"RIFF" and len(body) > 44 and (len(body) - 44) % 2 == 0
 
     run(main(), timeout=600)
+
+
+def test_utterance_per_character_with_messages_resplit_into_parts() -> None:
+    """PROTOCOL.md §15 through the official client: an utterance sent one character per message, every
+    message re-split into 3-byte PayloadParts (the container sees each as one fragmented WebSocket
+    message, §12.3), and the output misaligned: the same speech as one synthesize request of the text."""
+    text = "Good question. It streams \U0001f600 fine."
+
+    async def send_split(session, frame: bytes) -> None:
+        for offset in range(0, len(frame), 3):
+            last = offset + 3 >= len(frame)
+            await session.send(
+                frame[offset : offset + 3], data_type="UTF8", completion_state=None if last else "PARTIAL"
+            )
+
+    async def main() -> dict[str, bytearray]:
+        settings = SimulatorSettings(split=SplitPolicy.parse("misaligned"))
+        async with Simulator(_reference_container(), settings) as sim:
+            async with open_bidi_session(
+                "tts", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file, timeout=120
+            ) as session:
+                client = ClientSession(check_frames=False)
+                _, frame = client.utterance("u1")
+                await send_split(session, frame)
+                units = text.encode("utf-16-le", "surrogatepass")  # the emoji's halves go apart
+                for i in range(0, len(units), 2):
+                    half = units[i : i + 2].decode("utf-16-le", "surrogatepass")
+                    await send_split(session, client.append("u1", half))
+                await send_split(session, client.end("u1"))
+                _, frame = client.request(text, request_id="whole")
+                await send_split(session, frame)
+                await send_split(session, client.close())
+                audio: dict[str, bytearray] = {}
+                async for part in session:
+                    for event in client.receive_part(part.data, part.is_complete):
+                        assert not isinstance(event, ErrorReceived), event
+                        if isinstance(event, AudioReceived):
+                            audio.setdefault(event.request_id, bytearray()).extend(event.pcm)
+                assert client.outstanding == []
+                return audio
+
+    audio = run(main(), timeout=600)
+    assert len(audio["u1"]) == len(audio["whole"]) > 48_000  # the same speech, over a second of it
