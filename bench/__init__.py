@@ -12,7 +12,7 @@ against); :mod:`bench.record` and :mod:`bench.summary` (results and statistics);
 then one module per benchmark, in the order of the issue:
 
 1. :mod:`bench.transport_latency`: first audio, whole text vs first sentence;
-2. :mod:`bench.agent_latency`: the agent's first audio, bidi vs batch;
+2. :mod:`bench.agent_latency`: the agent's first audio and playback underrun, bidi, stream and batch;
 3. :mod:`bench.transport_sizes`: bytes on the wire per audio encoding;
 4. :mod:`bench.throughput`: concurrent sessions per backend;
 5. :mod:`bench.simulator_overhead`: the simulator's cost in first-audio time;

@@ -1,8 +1,9 @@
-"""Benchmark 2: the agent end to end: first ``audio_chunk`` after ``agent_start``, bidi vs batch.
+"""Benchmark 2: the agent end to end: first ``audio_chunk`` after ``agent_start``, bidi, stream and batch.
 
 The seed's agent started speaking 2.4 times sooner in ``bidi`` mode (each sentence to the TTS as soon
 as it is written) than in ``batch`` mode (the whole reply at once), locally, and 3.5 times sooner
-deployed (REFERENCE.md §3).
+deployed (REFERENCE.md §3). ``stream`` mode pipes the model's tokens into one utterance and lets the
+server cut it (PROTOCOL.md §15): it should start as soon as ``bidi`` and, like it, play without a gap.
 
 Here the whole local stack runs (:class:`reference_agent.local.LocalStack`): the agent app on the
 scripted model, the official SageMaker client, the simulator (TLS + HTTP/2) and the reference server
@@ -10,7 +11,9 @@ scripted model, the official SageMaker client, the simulator (TLS + HTTP/2) and 
 rhythm: first sentence complete after about 0.6 s, whole reply after about 5 s (:func:`seed_timing`).
 The figure is the agent's own ``t_ms`` stamp of the first ``audio_chunk`` (``agent-infra demo``'s
 measure, :func:`reference_agent.demo.measure`, which also checks every stream with
-:mod:`reference_agent.checks`). Conditions and modes alternate trial by trial.
+:mod:`reference_agent.checks`). Conditions and modes alternate trial by trial. Beside it, each
+invocation's playback underrun: its ``audio_chunk`` events played back in real time from the first one,
+by their ``t_ms`` (:func:`bench.playback.underrun`), the silence a listener of the agent would hear.
 
 Two conditions: ``local`` (no added latency) and ``hop``: the simulator delays every PayloadPart by
 :attr:`Config.hop_latency_s` in each direction, emulating the network between a deployed agent and its
@@ -29,12 +32,14 @@ from bench.record import Result
 from bench.summary import describe, ratio
 from bench.texts import REPLY
 
-__all__ = ["NAME", "SMOKE", "TITLE", "Config", "notes", "plot", "run", "seed_timing", "tables"]
+__all__ = ["MODES", "NAME", "SMOKE", "TITLE", "Config", "notes", "plot", "run", "seed_timing", "tables"]
 
 NAME = "agent_latency"
-TITLE = "2. Agent end to end: first audio after agent_start, bidi vs batch"
+TITLE = "2. Agent end to end: first audio after agent_start, bidi, stream and batch"
 
 CONDITIONS = ("local", "hop")
+MODES = ("bidi", "stream", "batch")
+"""The agent's modes (``reference_agent.request.MODES``), compared in one run."""
 
 SEED_FIRST_SENTENCE_S = 0.6
 """The seed's scripted LLM: the first sentence is complete after about this many seconds."""
@@ -92,13 +97,35 @@ def seed_timing(reply: str, first_sentence_s: float, whole_reply_s: float) -> tu
     return round(first_token_s, 4), round(tokens_per_s, 4)
 
 
+def _playback(events: list[dict[str, Any]]) -> tuple[float | None, int | None]:
+    """``(underrun ms, stalls)`` of the stream's audio played from its first chunk by ``t_ms``."""
+    from bench.playback import underrun
+    from protocol.sse import decode_base64_strict
+
+    arrivals = []
+    for event in events:
+        if event.get("type") == "audio_chunk":
+            try:
+                arrivals.append((float(event["t_ms"]) / 1000.0, len(decode_base64_strict(event["data"]))))
+            except (KeyError, TypeError, ValueError):
+                return None, None
+    if not arrivals:
+        return None, None
+    silence, stalls = underrun(arrivals)
+    return round(silence * 1000.0, 1), stalls
+
+
 def _trial_row(trial: Any, condition: str, number: int) -> dict[str, Any]:
+    underrun_ms, stalls = _playback(trial.events)
     return {
         "condition": condition,
         "trial": number,
         "mode": trial.mode,
         "first_audio_ms": None if trial.first_audio_ms is None else round(trial.first_audio_ms, 1),
         "seen_ms": None if trial.seen_ms is None else round(trial.seen_ms, 1),
+        "reply_ms": None if trial.reply_ms is None else round(trial.reply_ms, 1),
+        "underrun_ms": underrun_ms,
+        "stalls": stalls,
         "audio_s": round(trial.audio_s, 3),
         "ok": trial.ok,
         "error": trial.error,
@@ -107,7 +134,7 @@ def _trial_row(trial: Any, condition: str, number: int) -> dict[str, Any]:
 
 
 async def run(context: Any, config: Config = Config()) -> Result:
-    """Run the trials of both conditions and modes, interleaved, through one local stack."""
+    """Run the trials of both conditions and the three modes, interleaved, through one local stack."""
     from reference_agent.app import AgentSettings
     from reference_agent.demo import DEFAULT_PROMPT, http_invoker, measure
     from reference_agent.local import LocalStack
@@ -138,15 +165,16 @@ async def run(context: Any, config: Config = Config()) -> Result:
             stack.simulator.update(part_latency_s=latency[condition])
             return await measure(invoke, {"prompt": DEFAULT_PROMPT, "mode": mode, "voice": "af_heart"})
 
-        for condition in CONDITIONS:  # warm-up
-            await invocation(condition, "bidi")
-        # Conditions and modes alternate trial by trial, so a change in the machine's load over the run
-        # falls on all four alike.
+        for condition in CONDITIONS:  # warm-up: the first call of each request path is not timed
+            for mode in ("bidi", "stream"):
+                await invocation(condition, mode)
+        # Conditions and modes alternate trial by trial (the modes' order rotates), so a change in the
+        # machine's load over the run falls on all six alike.
         for number in range(config.trials):
             conditions = CONDITIONS if number % 2 == 0 else CONDITIONS[::-1]
             for condition in conditions:
-                modes = ("bidi", "batch") if (number // 2) % 2 == 0 else ("batch", "bidi")
-                for mode in modes:
+                shift = number % len(MODES)
+                for mode in MODES[shift:] + MODES[:shift]:
                     row = _trial_row(await invocation(condition, mode), condition, number + 1)
                     result.trials.append(row)
                     first = row["first_audio_ms"]
@@ -154,14 +182,18 @@ async def run(context: Any, config: Config = Config()) -> Result:
     figures: dict[str, Any] = {}
     for condition in CONDITIONS:
         rows = [t for t in result.trials if t["condition"] == condition]
-        bidi = describe([t["first_audio_ms"] for t in rows if t["mode"] == "bidi" and t["ok"]])
-        batch = describe([t["first_audio_ms"] for t in rows if t["mode"] == "batch" and t["ok"]])
-        figures[condition] = {
-            "bidi_first_audio_ms": bidi,
-            "batch_first_audio_ms": batch,
-            "batch_over_bidi": ratio(batch["median"], bidi["median"]),
-            "failed_trials": sum(1 for t in rows if not t["ok"]),
-        }
+        figures[condition] = {}
+        for mode in MODES:
+            ok = [t for t in rows if t["mode"] == mode and t["ok"]]
+            figures[condition][f"{mode}_first_audio_ms"] = describe([t["first_audio_ms"] for t in ok])
+            figures[condition][f"{mode}_underrun_ms"] = describe(
+                [t["underrun_ms"] for t in ok if t["underrun_ms"] is not None]
+            )
+            figures[condition][f"{mode}_stalls"] = sum(t["stalls"] or 0 for t in ok)
+        medians = {mode: figures[condition][f"{mode}_first_audio_ms"]["median"] for mode in MODES}
+        figures[condition]["batch_over_bidi"] = ratio(medians["batch"], medians["bidi"])
+        figures[condition]["stream_over_bidi"] = ratio(medians["stream"], medians["bidi"])
+        figures[condition]["failed_trials"] = sum(1 for t in rows if not t["ok"])
     result.figures = figures
     result.seed = {"local_ratio": seeds.AGENT_RATIO_LOCAL, "deployed_ratio": seeds.AGENT_RATIO_DEPLOYED}
     failed = sum(f["failed_trials"] for f in figures.values())
@@ -180,26 +212,51 @@ def _x(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+def _modes(result: dict[str, Any]) -> tuple[str, ...]:
+    # A result saved before stream mode existed has bidi and batch only.
+    figures = result["figures"]["local"]
+    return tuple(mode for mode in MODES if f"{mode}_first_audio_ms" in figures)
+
+
 def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
-    """Rows: per condition, the medians of both modes and batch / bidi, beside the seed's ratio."""
-    headers = ["condition", "bidi, median", "batch, median", "n per mode", "batch / bidi (ours)", "seed"]
+    """Two tables: per condition, each mode's median first audio with stream / bidi and batch / bidi
+    beside the seed's ratio; then each mode's playback underrun (median, worst, stalls in all)."""
+    modes = _modes(result)
     seed = {"local": result["seed"]["local_ratio"], "hop": result["seed"]["deployed_ratio"]}
     names = {"local": "local", "hop": "network hop emulated (seed: deployed)"}
+    headers = ["condition", *(f"{mode}, median" for mode in modes), "n per mode"]
+    if "stream" in modes:
+        headers.append("stream / bidi")
+    headers += ["batch / bidi (ours)", "seed"]
     rows = []
     for condition in ("local", "hop"):
         figures = result["figures"][condition]
-        bidi, batch = figures["bidi_first_audio_ms"], figures["batch_first_audio_ms"]
-        rows.append(
-            [
-                names[condition],
-                _ms(bidi["median"]),
-                _ms(batch["median"]),
-                f"{bidi['n']} / {batch['n']}",
-                _x(figures["batch_over_bidi"]),
-                _x(seed[condition]),
-            ]
-        )
-    return [(headers, rows)]
+        first = {mode: figures[f"{mode}_first_audio_ms"] for mode in modes}
+        row = [names[condition], *(_ms(first[mode]["median"]) for mode in modes)]
+        row.append(" / ".join(str(first[mode]["n"]) for mode in modes))
+        if "stream" in modes:
+            row.append(_x(figures.get("stream_over_bidi")))
+        row += [_x(figures["batch_over_bidi"]), _x(seed[condition])]
+        rows.append(row)
+    out = [(headers, rows)]
+    if all(f"{mode}_underrun_ms" in result["figures"]["local"] for mode in modes):
+        headers = ["condition", "mode", "underrun, median", "underrun, worst", "stalls (all trials)"]
+        rows = []
+        for condition in ("local", "hop"):
+            figures = result["figures"][condition]
+            for mode in modes:
+                under = figures[f"{mode}_underrun_ms"]
+                rows.append(
+                    [
+                        names[condition],
+                        mode,
+                        _ms(under["median"]),
+                        _ms(under["max"]),
+                        str(figures[f"{mode}_stalls"]),
+                    ]
+                )
+        out.append((headers, rows))
+    return out
 
 
 def notes(result: dict[str, Any]) -> list[str]:
@@ -212,9 +269,13 @@ def notes(result: dict[str, Any]) -> list[str]:
         f"{config['first_sentence_s']:g} s, whole reply at {config['whole_reply_s']:g} s.",
         f"Hop: {config['hop_latency_s'] * 1000:.0f} ms added to every PayloadPart in each direction by the "
         "simulator (an assumption: SageMaker does not publish its routing latency).",
-        "In both modes the server streams each sentence as soon as it is synthesized, so batch's first audio "
+        "In every mode the server streams each sentence as soon as it is synthesized, so batch's first audio "
         "is the whole reply's writing time plus the first sentence's synthesis; bidi's is the first "
-        "sentence's writing time plus its synthesis.",
+        "sentence's writing time plus its synthesis. In stream mode the agent sends every token as it comes "
+        "into one utterance (PROTOCOL.md §15) and the server's own chunker releases the first sentence at "
+        "the same character as the agent's would in bidi mode, so the two should start together.",
+        "Underrun: the invocation's audio_chunk events played back in real time from the first, by their "
+        "t_ms; silence is counted whenever the next chunk had not been emitted when the previous one ended.",
     ]
 
 
@@ -224,7 +285,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
     series = {}
     for condition in ("local", "hop"):
-        for mode in ("bidi", "batch"):
+        for mode in _modes(result):
             series[f"{condition}: {mode}"] = [
                 t["first_audio_ms"]
                 for t in result["trials"]

@@ -139,3 +139,43 @@ def test_markdown_table_escapes_pipes() -> None:
 def test_command_line_refuses_unknown_benchmarks(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "no_such_benchmark"]) == 2
     assert "unknown benchmark" in capsys.readouterr().out
+
+
+def test_agent_latency_underrun_of_a_stream_follows_its_t_ms() -> None:
+    import base64
+
+    second = base64.b64encode(b"\x00\x00" * 24_000).decode()  # one second of 24 kHz audio
+    events = [
+        {"type": "agent_start", "t_ms": 0},
+        {"type": "audio_chunk", "t_ms": 500.0, "data": second},
+        {"type": "audio_chunk", "t_ms": 1500.0, "data": second},  # just in time
+        {"type": "audio_chunk", "t_ms": 2750.0, "data": second},  # 250 ms late
+    ]
+    assert agent_latency._playback(events) == (250.0, 1)
+    assert agent_latency._playback([{"type": "agent_start"}]) == (None, None)
+
+
+def _agent_result(modes: tuple[str, ...]) -> dict:
+    figures = {}
+    for condition in ("local", "hop"):
+        figures[condition] = {"batch_over_bidi": 4.0, "stream_over_bidi": 1.01, "failed_trials": 0}
+        for i, mode in enumerate(modes):
+            figures[condition][f"{mode}_first_audio_ms"] = describe([1000.0 * (i + 1)])
+            figures[condition][f"{mode}_underrun_ms"] = describe([0.0])
+            figures[condition][f"{mode}_stalls"] = 0
+    return {"figures": figures, "seed": {"local_ratio": 2.4, "deployed_ratio": 3.5}}
+
+
+def test_agent_latency_tables_show_the_three_modes_side_by_side() -> None:
+    (first, underrun) = agent_latency.tables(_agent_result(agent_latency.MODES))
+    headers, rows = first
+    assert headers[1:4] == ["bidi, median", "stream, median", "batch, median"]
+    assert rows[0][1:4] == ["1,000 ms", "2,000 ms", "3,000 ms"] and "1.01×" in rows[0]
+    assert [row[1] for row in underrun[1]] == ["bidi", "stream", "batch"] * 2
+    # A result saved before stream mode existed still renders (bidi and batch only).
+    legacy = _agent_result(("bidi", "batch"))
+    for condition in legacy["figures"].values():
+        for mode in ("bidi", "batch"):
+            del condition[f"{mode}_underrun_ms"]
+    ((headers, _),) = agent_latency.tables(legacy)
+    assert "stream / bidi" not in headers
