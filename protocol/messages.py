@@ -21,7 +21,7 @@ import math
 import re
 import time
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime, timedelta, timezone
 from itertools import accumulate
 from typing import Any, Literal
@@ -29,7 +29,7 @@ from typing import Any, Literal
 from protocol import schemas
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.limits import Limits
-from protocol.voices import DEFAULT_VOICE
+from protocol.voices import DEFAULT_VOICE, LANGUAGES, VOICE_LANGUAGE, voice_gender
 
 __all__ = [
     "CHANNELS",
@@ -37,7 +37,9 @@ __all__ = [
     "DEFAULT_SPEED",
     "DEFAULT_VOICE",
     "ENCODING",
+    "FEATURES",
     "FORMATS",
+    "PROTOCOL_VERSION",
     "REQUEST_ID_MAX_CHARS",
     "SAMPLE_RATES",
     "SPEED_MAX",
@@ -48,28 +50,38 @@ __all__ = [
     "VOICE_PATTERN",
     "Append",
     "Cancel",
+    "Capabilities",
     "ClientMessage",
     "Close",
     "End",
+    "Describe",
     "ErrorFrame",
     "Flush",
     "InvalidServerFrame",
     "InvocationsRequest",
+    "LanguageInfo",
     "ServerControl",
+    "ServerInfo",
     "SynthesisComplete",
     "SynthesisRequest",
     "SynthesisStart",
     "UnknownFrameType",
     "Utterance",
     "UtteranceMessage",
+    "VoiceInfo",
     "Word",
     "decode_json_object",
     "parse_client_message",
+    "parse_invocations_body",
     "parse_invocations_request",
     "parse_server_control",
     "rfc3339_to_epoch",
 ]
 
+PROTOCOL_VERSION = "1.1"
+"""The version of PROTOCOL.md this code implements (§1.7); ``capabilities.protocol`` carries it (§4.4)."""
+FEATURES: tuple[str, ...] = ("cancel", "describe")
+"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.4)."""
 SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000)
 """Output sample rates a request may ask for, in Hz (§4.1)."""
 DEFAULT_SAMPLE_RATE = 24000
@@ -301,7 +313,28 @@ class End:
 
 
 UtteranceMessage = Utterance | Append | Flush | End
-ClientMessage = SynthesisRequest | Cancel | Close | Utterance | Append | Flush | End
+class Describe:
+    """Ask the server what it offers; it answers at once with one ``capabilities`` frame (§4.4).
+
+    ``request_id`` is echoed in the answer; it names no synthesis request and is not checked for
+    duplicates.
+    """
+
+    request_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "describe"}`` plus ``request_id`` when set."""
+        obj: dict[str, Any] = {"type": "describe"}
+        if self.request_id is not None:
+            obj["request_id"] = self.request_id
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict`; also a valid ``POST /invocations`` body (§11.1)."""
+        return _to_json(self.to_dict())
+
+
+ClientMessage = SynthesisRequest | Cancel | Close | Describe | Utterance | Append | Flush | End
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,7 +569,222 @@ class ErrorFrame:
         return _to_json(self.to_dict())
 
 
-ServerControl = SynthesisStart | SynthesisComplete | ErrorFrame
+_LANGUAGE_CODE = re.compile(r"[a-z][a-z0-9-]{0,15}", re.ASCII)
+_FEATURE = re.compile(r"[a-z][a-z0-9_]{0,63}", re.ASCII)
+_GENDERS = ("female", "male")
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceInfo:
+    """One voice in ``capabilities.voices`` (§4.4).
+
+    Attributes:
+        id: the name a request's ``voice`` member takes (§4.1).
+        language: the ``code`` of one of ``capabilities.languages``.
+        gender: ``"female"``, ``"male"`` or ``None`` (not stated).
+
+    Raises:
+        ValueError: ``id`` is not a voice name, ``language`` not a language code, or ``gender`` is
+            another value.
+    """
+
+    id: str
+    language: str
+    gender: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not VOICE_PATTERN.fullmatch(self.id):
+            raise ValueError(f"voice id {self.id!r} is not a voice name (§4.1)")
+        if not isinstance(self.language, str) or not _LANGUAGE_CODE.fullmatch(self.language):
+            raise ValueError(f"language {self.language!r} is not a language code")
+        if self.gender is not None and self.gender not in _GENDERS:
+            raise ValueError(f"gender must be one of {_GENDERS} or None, not {self.gender!r}")
+
+    @classmethod
+    def kokoro(cls, voice: str) -> VoiceInfo:
+        """The entry of a Kokoro voice: language and gender from its first two letters (§4.1)."""
+        return cls(voice, VOICE_LANGUAGE.get(voice, voice[:1]), voice_gender(voice))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"id", "language", "gender"}`` (``gender`` only when stated)."""
+        obj: dict[str, Any] = {"id": self.id, "language": self.language}
+        if self.gender is not None:
+            obj["gender"] = self.gender
+        return obj
+
+
+@dataclass(frozen=True, slots=True)
+class LanguageInfo:
+    """One language in ``capabilities.languages`` (§4.4, §14.1).
+
+    Attributes:
+        code: the code voices refer to (Kokoro's letter: ``"a"`` … ``"z"``).
+        tag: its BCP 47 tag (``"en-US"``, ``"ja"`` …).
+        name: its English name.
+        word_timings: whether ``synthesis_complete`` carries ``words`` for requests in it (§5.3).
+
+    Raises:
+        ValueError: a field has the wrong type or shape.
+    """
+
+    code: str
+    tag: str
+    name: str
+    word_timings: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, str) or not _LANGUAGE_CODE.fullmatch(self.code):
+            raise ValueError(f"language code {self.code!r} is not a lower-case code")
+        if not isinstance(self.tag, str) or not self.tag or not isinstance(self.name, str):
+            raise ValueError("tag must be a non-empty string and name a string")
+        if not isinstance(self.word_timings, bool):
+            raise ValueError("word_timings must be a bool")
+
+    @classmethod
+    def kokoro(cls, code: str, *, word_timings: bool) -> LanguageInfo:
+        """The entry of one of Kokoro's languages (:data:`protocol.voices.LANGUAGES`)."""
+        language = LANGUAGES[code]
+        return cls(language.code, language.tag, language.name, word_timings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"code", "tag", "name", "word_timings"}``."""
+        return {"code": self.code, "tag": self.tag, "name": self.name, "word_timings": self.word_timings}
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """``capabilities.server``: what implementation answers (for people and logs; §4.4).
+
+    Attributes:
+        name: the implementation's name.
+        version: its version.
+        backend: the synthesis engine in use (``"onnx"``, ``"torch"``), or ``None``.
+    """
+
+    name: str
+    version: str
+    backend: str | None = None
+
+    def __post_init__(self) -> None:
+        for field_name in ("name", "version"):
+            if not isinstance(getattr(self, field_name), str) or not getattr(self, field_name):
+                raise ValueError(f"server.{field_name} must be a non-empty string")
+        if self.backend is not None and not isinstance(self.backend, str):
+            raise ValueError("server.backend must be a string or None")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"name", "version", "backend"}`` (``backend`` only when known)."""
+        obj: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.backend is not None:
+            obj["backend"] = self.backend
+        return obj
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capabilities:
+    """``capabilities``: what a server offers, the answer to ``describe`` (PROTOCOL.md §4.4).
+
+    Attributes:
+        server: the implementation.
+        voices: every voice a request may name, each with its language; a request naming any other
+            voice is refused with ``invalid_voice``.
+        languages: every language of :attr:`voices`, with whether word timings are sent for it.
+        protocol: the protocol version the server implements (``"1.1"``).
+        sample_rates: the ``sample_rate`` values accepted (Hz).
+        encodings: audio frame encodings (``"pcm_s16le"``, §3.3).
+        formats: ``POST /invocations`` formats offered (§11.1; ``mp3`` only with an encoder, §11.5).
+        features: optional features offered (:data:`FEATURES`; later versions add more).
+        limits: the server's limits of §10, name → value (numbers).
+        request_id: the ``describe`` message's ``request_id``, ``None`` when it had none.
+
+    Raises:
+        ValueError: a field is out of its range, two voices share an id, or a voice's language is not
+            in :attr:`languages` (so :meth:`to_json` always validates).
+    """
+
+    server: ServerInfo
+    voices: tuple[VoiceInfo, ...]
+    languages: tuple[LanguageInfo, ...]
+    protocol: str = PROTOCOL_VERSION
+    sample_rates: tuple[int, ...] = SAMPLE_RATES
+    encodings: tuple[str, ...] = (ENCODING,)
+    formats: tuple[str, ...] = FORMATS
+    features: tuple[str, ...] = FEATURES
+    limits: dict[str, float] | None = None
+    request_id: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("voices", "languages", "sample_rates", "encodings", "formats", "features"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if not isinstance(self.server, ServerInfo):
+            raise ValueError("server must be a ServerInfo")
+        if not isinstance(self.protocol, str) or not re.fullmatch(r"\d+\.\d+", self.protocol):
+            raise ValueError(f"protocol must be a version like {PROTOCOL_VERSION!r}, not {self.protocol!r}")
+        if not all(isinstance(v, VoiceInfo) for v in self.voices):
+            raise ValueError("voices must be VoiceInfo instances")
+        if not all(isinstance(lang, LanguageInfo) for lang in self.languages):
+            raise ValueError("languages must be LanguageInfo instances")
+        ids = [voice.id for voice in self.voices]
+        if len(set(ids)) != len(ids):
+            raise ValueError("two voices share an id")
+        codes = [lang.code for lang in self.languages]
+        if len(set(codes)) != len(codes):
+            raise ValueError("two languages share a code")
+        orphans = sorted({voice.language for voice in self.voices} - set(codes))
+        if orphans:
+            raise ValueError(f"voices speak languages not in languages: {orphans}")
+        # Rates and names beyond this version's are allowed: a later server may offer more (§1.7).
+        if not all(isinstance(r, int) and not isinstance(r, bool) and r > 0 for r in self.sample_rates):
+            raise ValueError("sample_rates must be positive integers (Hz)")
+        for name in ("encodings", "formats", "features"):
+            if not all(isinstance(item, str) and _FEATURE.fullmatch(item) for item in getattr(self, name)):
+                raise ValueError(f"{name} must be lower-case identifiers")
+        limits = dict(self.limits or {})
+        if not all(isinstance(k, str) and _is_number(v) and math.isfinite(v) for k, v in limits.items()):
+            raise ValueError("limits must map names to finite numbers")
+        object.__setattr__(self, "limits", limits)
+        _check_request_id(self.request_id, optional=True)
+
+    @classmethod
+    def from_limits(cls, limits: Limits, **members: Any) -> Capabilities:
+        """Capabilities whose ``limits`` are the fields of ``limits`` (§10); ``members`` set the rest.
+
+        A limit set to infinity (unbounded) is left out: JSON has no infinity (§1.4).
+        """
+        values = {f.name: getattr(limits, f.name) for f in fields(limits)}
+        return cls(limits={k: v for k, v in values.items() if math.isfinite(v)}, **members)
+
+    def answering(self, request_id: str | None) -> Capabilities:
+        """The same capabilities as the answer to a ``describe`` with this ``request_id``."""
+        return replace(self, request_id=request_id)
+
+    @property
+    def voice_ids(self) -> frozenset[str]:
+        """The ids of :attr:`voices`."""
+        return frozenset(voice.id for voice in self.voices)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of §4.4; ``request_id`` is always present (``null`` when none)."""
+        return {
+            "type": "capabilities",
+            "protocol": self.protocol,
+            "server": self.server.to_dict(),
+            "voices": [voice.to_dict() for voice in self.voices],
+            "languages": [lang.to_dict() for lang in self.languages],
+            "sample_rates": list(self.sample_rates),
+            "encodings": list(self.encodings),
+            "formats": list(self.formats),
+            "features": list(self.features),
+            "limits": dict(self.limits or {}),
+            "request_id": self.request_id,
+        }
+
+    def to_json(self) -> str:
+        """Compact JSON text; a TEXT frame on the WebSocket, the body of ``POST /invocations`` (§4.4)."""
+        return _to_json(self.to_dict())
+
+
+ServerControl = SynthesisStart | SynthesisComplete | ErrorFrame | Capabilities
 
 
 class InvalidServerFrame(ValueError):
@@ -721,7 +969,7 @@ def decode_json_object(
 
 # What invalid_field says a member must be.
 _EXPECTED = {
-    "type": 'a string ("synthesize", "cancel", "close", "utterance", "append", "flush" or "end")',
+    "type": 'a string ("synthesize", "cancel", "close", "describe", "utterance", "append", "flush" or "end")',
     "request_id": f"a string of 1 to {REQUEST_ID_MAX_CHARS} characters",
     "text": "a string",
     "voice": "a string",
@@ -869,7 +1117,11 @@ def _check_fields(
                     ErrorCode.INVALID_VOICE, f"voice {_show(value)} is not a voice name", request_id
                 )
             if known_voices is not None and value not in known_voices:
-                raise ProtocolError(ErrorCode.INVALID_VOICE, f"unknown voice {_show(value)}", request_id)
+                raise ProtocolError(
+                    ErrorCode.INVALID_VOICE,
+                    f'unknown voice {_show(value)}; send {{"type":"describe"}} for the voice list',
+                    request_id,
+                )
         elif member == "format":
             if value == "mp3" and not mp3_available:
                 raise ProtocolError(
@@ -939,9 +1191,9 @@ def parse_client_message(
 
     Returns:
         A :class:`SynthesisRequest` (``request_id`` ``None`` when the client sent none; the session
-        assigns one), :class:`Cancel`, :class:`Close`, or an utterance message: :class:`Utterance`,
-        :class:`Append`, :class:`Flush`, :class:`End`. Their ``text`` may carry the surrogate halves of
-        §15.2 at its edges; the session pairs them.
+        assigns one), :class:`Cancel`, :class:`Close`, :class:`Describe`, or an utterance message:
+        :class:`Utterance`, :class:`Append`, :class:`Flush`, :class:`End`. Their ``text`` may carry the
+        surrogate halves of §15.2 at its edges; the session pairs them.
 
     Raises:
         ProtocolError: the message is refused. The code is the first failure in the order of §9.2;
@@ -964,7 +1216,7 @@ def parse_client_message(
         raise
 
 
-_CLIENT_TYPES = frozenset({"synthesize", "cancel", "close", *UTTERANCE_TYPES})
+_CLIENT_TYPES = frozenset({"synthesize", "cancel", "close", "describe", *UTTERANCE_TYPES})
 
 
 def _client_message(
@@ -991,6 +1243,8 @@ def _client_message(
     if kind == "close":
         _check_fields(obj, schema="close", order=(), limits=limits, now=now, known_voices=None)
         return Close()
+    if kind == "describe":
+        return _describe_from(obj, limits)
     if utterances and kind in UTTERANCE_TYPES:
         return _utterance_message(obj, kind, limits, now, known_voices)
     if isinstance(kind, str):
@@ -1023,6 +1277,9 @@ def _utterance_message(
     if kind == "flush":
         return Flush(request_id=request_id, text=text)
     return End(request_id=request_id, text=text)
+def _describe_from(obj: dict[str, Any], limits: Limits) -> Describe:
+    _check_fields(obj, schema="describe", order=("request_id",), limits=limits, now=None, known_voices=None)
+    return Describe(request_id=obj.get("request_id"))
 
 
 def _valid_id(obj: dict[str, Any]) -> str | None:
@@ -1059,6 +1316,40 @@ def parse_invocations_request(
     """
     limits = limits or Limits()
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
+    return _invocations_from(obj, limits, now, known_voices, mp3_available)
+
+
+def parse_invocations_body(
+    body: bytes | str,
+    *,
+    limits: Limits | None = None,
+    now: float | None = None,
+    known_voices: Collection[str] | None = None,
+    mp3_available: bool = True,
+) -> InvocationsRequest | Describe:
+    """Parse a ``POST /invocations`` body that is either a synthesis request or ``describe`` (§11.1, §4.4).
+
+    A body whose ``type`` is ``"describe"`` is a :class:`Describe` (answered with the
+    ``capabilities`` object as ``application/json``); any other ``type`` is ignored, as in
+    :func:`parse_invocations_request`, whose arguments and errors these are.
+
+    Raises:
+        ProtocolError: the body is refused (first failure in the order of §9.2).
+    """
+    limits = limits or Limits()
+    obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
+    if obj.get("type") == "describe":
+        return _describe_from(obj, limits)
+    return _invocations_from(obj, limits, now, known_voices, mp3_available)
+
+
+def _invocations_from(
+    obj: dict[str, Any],
+    limits: Limits,
+    now: float | None,
+    known_voices: Collection[str] | None,
+    mp3_available: bool,
+) -> InvocationsRequest:
     _check_fields(
         obj,
         schema="invocations_request",
@@ -1082,6 +1373,7 @@ _SERVER_SCHEMAS = {
     "synthesis_start": "synthesis_start",
     "synthesis_complete": "synthesis_complete",
     "error": "error",
+    "capabilities": "capabilities",
 }
 
 
@@ -1092,8 +1384,8 @@ def parse_server_control(obj: dict[str, Any]) -> ServerControl:
         obj: the decoded JSON object.
 
     Returns:
-        :class:`SynthesisStart`, :class:`SynthesisComplete` or :class:`ErrorFrame`. Unknown members
-        are ignored.
+        :class:`SynthesisStart`, :class:`SynthesisComplete`, :class:`ErrorFrame` or
+        :class:`Capabilities`. Unknown members are ignored.
 
     Raises:
         UnknownFrameType: ``type`` names no server frame of this version (a client SHOULD ignore it).
@@ -1129,6 +1421,8 @@ def parse_server_control(obj: dict[str, Any]) -> ServerControl:
                 elapsed_s=float(obj["elapsed_s"]),
                 words=None if words is None else _words(words),
             )
+        if name == "capabilities":
+            return _capabilities(obj)
         return ErrorFrame(
             code=obj["code"],
             message=obj["message"],
@@ -1142,3 +1436,22 @@ def parse_server_control(obj: dict[str, Any]) -> ServerControl:
 
 def _words(items: Iterable[dict[str, Any]]) -> tuple[Word, ...]:
     return tuple(Word(item["word"], float(item["start_s"]), float(item["end_s"])) for item in items)
+
+
+def _capabilities(obj: dict[str, Any]) -> Capabilities:
+    server = obj["server"]
+    return Capabilities(
+        protocol=obj["protocol"],
+        server=ServerInfo(server["name"], server["version"], server.get("backend")),
+        voices=tuple(VoiceInfo(v["id"], v["language"], v.get("gender")) for v in obj["voices"]),
+        languages=tuple(
+            LanguageInfo(lang["code"], lang["tag"], lang["name"], bool(lang.get("word_timings") or False))
+            for lang in obj["languages"]
+        ),
+        sample_rates=tuple(int(rate) for rate in obj["sample_rates"]),
+        encodings=tuple(obj["encodings"]),
+        formats=tuple(obj["formats"]),
+        features=tuple(obj["features"]),
+        limits=dict(obj["limits"]),
+        request_id=obj.get("request_id"),
+    )

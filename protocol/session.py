@@ -56,7 +56,9 @@ from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
 from protocol.messages import (
     Append,
     Cancel,
+    Capabilities,
     Close,
+    Describe,
     End,
     ErrorFrame,
     Flush,
@@ -73,6 +75,7 @@ from protocol.pcm import SampleAligner
 
 __all__ = [
     "AudioReceived",
+    "CapabilitiesReceived",
     "ClientEvent",
     "ClientSession",
     "CloseRequested",
@@ -248,6 +251,9 @@ class ServerSession:
             :class:`TextAppended`, :class:`UtteranceFlushed` and :class:`UtteranceEnded`, and call
             :meth:`expire` by :meth:`deadline`; without it the four messages are ``unknown_type``, exactly
             as a version 1 server answers them (§15.1).
+        capabilities: what the server offers, the answer to ``describe`` (§4.4), which the session
+            sends by itself the moment it reads one. ``None``: the session does not offer describe and
+            refuses it with ``unknown_type``, as a version 1 server does (§1.7).
     """
 
     def __init__(
@@ -259,10 +265,12 @@ class ServerSession:
         on_reject: Callable[[ProtocolError], None] | None = None,
         *,
         utterances: bool = False,
+        capabilities: Capabilities | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.utterances = utterances
         self.known_voices = frozenset(known_voices) if known_voices is not None else None
+        self.capabilities = capabilities
         self._clock = clock
         self._wallclock = wallclock
         self._on_reject = on_reject
@@ -309,6 +317,9 @@ class ServerSession:
             return self._open_utterance(message)
         if isinstance(message, Append | Flush | End):
             return self._fragment(message)
+        if isinstance(message, Describe):
+            self._describe(message.request_id)
+            return []
         raise AssertionError(f"unhandled message {message!r}")  # parse_client_message's contract
 
     def _reject(self, exc: ProtocolError) -> None:
@@ -318,6 +329,13 @@ class ServerSession:
         if exc.fatal:
             self.state = SessionState.CLOSED
             self.close_code = exc.code.close_code
+
+    def _describe(self, request_id: str | None) -> None:
+        # Answered at once, outside any bracket, like an error frame (§4.4, §6.3): nothing else changes.
+        if self.capabilities is None:
+            self._reject(ProtocolError(ErrorCode.UNKNOWN_TYPE, 'unknown message type "describe"', request_id))
+            return
+        self._outgoing.append(self.capabilities.answering(request_id).to_json())
 
     def _accept(
         self, request: SynthesisRequest, *, utterance: bool = False, message_type: str = "synthesize"
@@ -712,7 +730,14 @@ class ErrorReceived:
     frame: ErrorFrame
 
 
-ClientEvent = SynthesisStarted | AudioReceived | SynthesisCompleted | ErrorReceived
+@dataclass(frozen=True, slots=True)
+class CapabilitiesReceived:
+    """A ``capabilities`` frame arrived, the answer to a ``describe`` (§4.4)."""
+
+    frame: Capabilities
+
+
+ClientEvent = SynthesisStarted | AudioReceived | SynthesisCompleted | ErrorReceived | CapabilitiesReceived
 
 # Error codes that reject the message they answer: the named request never gets a bracket (§6.3).
 _REJECTING = frozenset(ErrorCode) - {
@@ -755,6 +780,7 @@ class ClientSession:
         self._parts = bytearray()
         self._ids = itertools.count(1)
         self._utterances: set[str] = set()  # ids this client opened as utterances, until answered
+        self._describes = 0
 
     # -- building messages ---------------------------------------------------------------------------------
 
@@ -822,6 +848,15 @@ class ClientSession:
         """Build a ``close`` frame (§4.3)."""
         return Close().to_json().encode()
 
+    def describe(self, request_id: str | None = None) -> bytes:
+        """Build a ``describe`` frame (§4.4) and expect one ``capabilities`` frame in answer.
+
+        A version 1 server refuses it with ``unknown_type`` instead (§1.7); that error also settles the
+        expectation.
+        """
+        self._describes += 1
+        return Describe(request_id=request_id).to_json().encode()
+
     @property
     def outstanding(self) -> list[str | None]:
         """Requests still awaiting ``synthesis_complete``, in answer order (``None``: id not yet known)."""
@@ -862,6 +897,8 @@ class ClientSession:
             return self._on_start(frame)
         if isinstance(frame, SynthesisComplete):
             return self._on_complete(frame)
+        if isinstance(frame, Capabilities):
+            return self._on_capabilities(frame)
         assert isinstance(frame, ErrorFrame)
         return self._on_error(frame)
 
@@ -917,7 +954,15 @@ class ClientSession:
         self._utterances.discard(frame.request_id)
         return [SynthesisCompleted(frame)]
 
+    def _on_capabilities(self, frame: Capabilities) -> list[ClientEvent]:
+        if not self._describes:
+            raise ProtocolViolation("capabilities frame without a describe to answer", "§4.4")
+        self._describes -= 1
+        return [CapabilitiesReceived(frame)]
+
     def _on_error(self, frame: ErrorFrame) -> list[ClientEvent]:
+        if frame.code == ErrorCode.UNKNOWN_TYPE and self._describes:
+            self._describes -= 1  # describe is not offered (§1.7)
         rid = frame.request_id
         # unknown_type is how a server without utterances refuses the opener (§15.1): no bracket.
         if rid in self._utterances and frame.code in _REJECTING and frame.code != ErrorCode.UNKNOWN_TYPE:

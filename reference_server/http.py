@@ -28,10 +28,11 @@ from protocol.logs import log_event
 from protocol.messages import (
     CHANNELS,
     ENCODING,
+    Describe,
     InvocationsRequest,
     SynthesisRequest,
     Word,
-    parse_invocations_request,
+    parse_invocations_body,
 )
 from protocol.pcm import wav_header
 from protocol.sse import encode_event
@@ -56,9 +57,11 @@ logger = logging.getLogger("reference_server")
 
 
 async def ping(request: Request) -> JSONResponse:
-    """``GET /ping`` (PROTOCOL.md §2): 200 ``{"status": "Healthy"}`` once the model is loaded and warmed
-    up; 503 ``{"status": "Unhealthy", "reason": "loading" | "failed" | "shutting down"}`` otherwise, with
-    ``error`` (why, and the fix) after a failure: the server then exits (§2.2).
+    """``GET /ping`` (PROTOCOL.md §2): 200 once the model is loaded and warmed up, with what is loaded:
+    ``{"status": "Healthy", "backend": "onnx", "voices": 54, "languages": ["a", "b", ...]}`` (the
+    voice list itself is the answer to ``describe``, §4.4); 503 ``{"status": "Unhealthy", "reason":
+    "loading" | "failed" | "shutting down"}`` otherwise, with ``error`` (why, and the fix) after a
+    failure: the server then exits (§2.2).
 
     SageMaker sends no traffic to a container until this answers 200.
     """
@@ -66,7 +69,15 @@ async def ping(request: Request) -> JSONResponse:
     if runtime.closing:  # §7.3: a server shutting down reports unhealthy
         return JSONResponse({"status": "Unhealthy", "reason": "shutting down"}, status_code=503)
     if runtime.readiness is Readiness.READY:
-        return JSONResponse({"status": "Healthy"})
+        capabilities = runtime.capabilities
+        return JSONResponse(
+            {
+                "status": "Healthy",
+                "backend": capabilities.server.backend,
+                "voices": len(capabilities.voices),
+                "languages": [language.code for language in capabilities.languages],
+            }
+        )
     body = {"status": "Unhealthy", "reason": runtime.readiness.value}
     if runtime.failure:
         body["error"] = runtime.failure  # what failed and how to fix it, until the process exits
@@ -195,6 +206,8 @@ async def _logged(runtime: Runtime, record: RequestRecord, fmt: str) -> AsyncIte
 async def invocations(request: Request) -> Response:
     """``POST /invocations`` (PROTOCOL.md §11): synthesize one text and answer with its audio.
 
+    The body ``{"type": "describe"}`` is answered with the ``capabilities`` object instead (§4.4).
+
     Errors before the status line (§11.6): 400 for a bad body, 408 ``request_stale``, 413
     ``message_too_large``/``text_too_long``, 503 ``queue_full`` when ``max_sessions`` responses are in
     flight, 500 ``internal_error`` when the model failed to load.
@@ -212,11 +225,13 @@ async def invocations(request: Request) -> Response:
         failed = f"the model failed to load: {runtime.failure}"
         return _error(runtime, ProtocolError(ErrorCode.INTERNAL_ERROR, failed))
     try:
-        parsed = parse_invocations_request(
+        parsed = parse_invocations_body(
             body, limits=limits, known_voices=runtime.voices, mp3_available=MP3_AVAILABLE
         )
     except ProtocolError as exc:
         return _error(runtime, exc)
+    if isinstance(parsed, Describe):  # §4.4: the capabilities object, no synthesis, no session slot
+        return JSONResponse(runtime.capabilities.answering(parsed.request_id).to_dict())
     if not runtime.try_open_session():
         return _error(runtime, ProtocolError(ErrorCode.QUEUE_FULL, "the server is busy; try again later"))
     slot = _Slot(runtime)

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from protocol.messages import SynthesisRequest, Word
+from protocol.messages import Capabilities, SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
 from reference_server.assets import AssetError
 from reference_server.telemetry import Metrics
@@ -209,6 +209,7 @@ class Runtime:
         self._session_ids = itertools.count(1)
         self._live: set[Any] = set()
         self.metrics = Metrics(self.queue_depth, lambda: self.readiness is Readiness.READY)
+        self._capabilities: Capabilities | None = None
 
     # -- readiness -------------------------------------------------------------------------------
 
@@ -235,9 +236,19 @@ class Runtime:
                 logger.exception("loading the %s backend failed", name)
         else:
             self.readiness = Readiness.READY
-            logger.info("%s backend ready: %d voices", self.backend.name, len(self.backend.voices))
+            logger.info("%s backend ready: %s", self.backend.name, self._voices_loaded())
         finally:
             self._ready.set()
+
+    def _voices_loaded(self) -> str:
+        """``54 voices in 9 languages: a af_alloy af_aoede ...; b ...`` (the start-up log line)."""
+        capabilities = self.capabilities
+        by_language = {
+            language.code: [voice.id for voice in capabilities.voices if voice.language == language.code]
+            for language in capabilities.languages
+        }
+        listed = "; ".join(f"{code} {' '.join(voices)}" for code, voices in by_language.items())
+        return f"{len(capabilities.voices)} voices in {len(by_language)} languages: {listed}"
 
     async def wait_ready(self) -> bool:
         """Wait until loading has finished; ``True`` if the model is ready, ``False`` if it failed."""
@@ -248,6 +259,16 @@ class Runtime:
     def voices(self) -> frozenset[str]:
         """The voices requests may name (the backend's; meaningful once ready)."""
         return frozenset(self.backend.voices)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The answer to ``describe`` (PROTOCOL.md §4.4), built once from the backend and the limits."""
+        if self._capabilities is None:
+            from reference_server.capabilities import server_capabilities
+            from reference_server.http import MP3_AVAILABLE
+
+            self._capabilities = server_capabilities(self.backend, self.limits, mp3=MP3_AVAILABLE)
+        return self._capabilities
 
     # -- sessions --------------------------------------------------------------------------------
 

@@ -78,6 +78,7 @@ class Backend(abc.ABC):
         name: ``"onnx"`` or ``"torch"``.
         sample_rate: always :data:`SAMPLE_RATE`.
         voices: the voice names :meth:`synthesize` accepts (:data:`ENGLISH_VOICES`), known before loading.
+        word_timing_languages: the language codes (PROTOCOL.md §14.1) whose segments carry word timings.
 
     Subclasses implement :meth:`load` and :meth:`_speak`; text cutting, G2P and argument checks are here.
     """
@@ -85,6 +86,7 @@ class Backend(abc.ABC):
     name: ClassVar[str]
     sample_rate: ClassVar[int] = SAMPLE_RATE
     voices: frozenset[str] = ENGLISH_VOICES
+    word_timing_languages: frozenset[str] = frozenset()
 
     def __init__(self) -> None:
         self._phonemizer: EspeakPhonemizer | None = None

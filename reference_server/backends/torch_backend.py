@@ -49,6 +49,7 @@ class TorchBackend(Backend):
     """
 
     name = "torch"
+    word_timing_languages = frozenset("ab")
 
     def __init__(
         self, model_dir: Path | str | None = None, *, device: str | None = None, threads: int | None = None

@@ -21,20 +21,28 @@ from protocol.errors import (
 )
 from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
 from protocol.messages import (
+    FEATURES,
+    PROTOCOL_VERSION,
     REQUEST_ID_MAX_CHARS,
     SAMPLE_RATES,
     Cancel,
+    Capabilities,
     Close,
+    Describe,
     ErrorFrame,
     InvalidServerFrame,
     InvocationsRequest,
+    LanguageInfo,
+    ServerInfo,
     SynthesisComplete,
     SynthesisRequest,
     SynthesisStart,
     UnknownFrameType,
+    VoiceInfo,
     Word,
     decode_json_object,
     parse_client_message,
+    parse_invocations_body,
     parse_invocations_request,
     parse_server_control,
     rfc3339_to_epoch,
@@ -44,7 +52,11 @@ from protocol.voices import (
     KOKORO_VOICES,
     LANGUAGE_NAMES,
     LANGUAGE_TAGS,
+    LANGUAGES,
     VOICE_LANGUAGE,
+    language,
+    language_of,
+    voice_gender,
     voice_language,
 )
 
@@ -177,6 +189,33 @@ def test_voices():
         assert re.fullmatch(r"[abefhijpz][fm]_[a-z]+", voice)
     with pytest.raises(KeyError):
         voice_language("xx_nobody")
+
+
+def test_languages_table():
+    assert "".join(LANGUAGES) == "abefhijpz"
+    assert language_of("jf_alpha").tag == "ja" and language_of("af_heart+af_bella").code == "a"
+    assert language_of("pm_santa").primary == "pt"
+    for code_or_tag, code in [
+        ("j", "j"),
+        ("ja", "j"),
+        ("JA-jp", "j"),
+        ("pt_BR", "p"),
+        ("pt-br", "p"),
+        ("en", "a"),
+        ("en-GB", "b"),
+        ("cmn", "z"),
+        ("zh", "z"),
+        ("fr-fr", "f"),
+        ("Hindi", "h"),
+    ]:
+        assert language(code_or_tag).code == code, code_or_tag
+    for bad in ("xx", "", "de"):
+        with pytest.raises(KeyError):
+            language(bad)
+    with pytest.raises(KeyError):
+        language_of("xf_nobody")
+    assert voice_gender("zm_yunxi") == "male" and voice_gender("ef_dora") == "female"
+    assert voice_gender("x") is None
 
 
 # --- strict JSON text (§3.1) ----------------------------------------------------------------------------
@@ -706,6 +745,117 @@ def test_parse_server_control_is_forward_compatible():
     assert start == SynthesisStart(request_id="a", sample_rate=24000, voice="af_heart", speed=1.0)
 
 
+# --- describe and capabilities (§4.4) ---------------------------------------------------------------------
+
+KOKORO_CAPABILITIES = Capabilities.from_limits(
+    Limits(),
+    server=ServerInfo("kokoro-bidi-tts", "0.1.0", "onnx"),
+    voices=tuple(VoiceInfo.kokoro(v) for v in sorted(KOKORO_VOICES)),
+    languages=tuple(LanguageInfo.kokoro(code, word_timings=code in "ab") for code in LANGUAGES),
+)
+
+
+def test_describe_parses_on_the_websocket_and_on_invocations():
+    assert parse_client_message(b'{"type":"describe"}') == Describe()
+    assert parse_client_message('{"type":"describe","request_id":"d1","x":1}') == Describe("d1")
+    assert parse_invocations_body(b'{"type":"describe","request_id":"d1"}') == Describe("d1")
+    assert Describe("d1").to_json() == '{"type":"describe","request_id":"d1"}'
+    # Any other type is still ignored on invocations (§11.1), so a v1 body keeps working.
+    body = parse_invocations_body(b'{"type":"whatever","text":"Hi."}')
+    assert isinstance(body, InvocationsRequest) and body.request.text == "Hi."
+    # parse_invocations_request keeps its v1 contract: type ignored, so describe lacks text.
+    with pytest.raises(ProtocolError) as info:
+        parse_invocations_request(b'{"type":"describe"}')
+    assert info.value.code == ErrorCode.TEXT_REQUIRED
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b'{"type":"describe","request_id":""}', ErrorCode.INVALID_FIELD),
+        (b'{"type":"describe","request_id":["d"]}', ErrorCode.INVALID_FIELD),
+        (b'["describe"]', ErrorCode.NOT_AN_OBJECT),
+        (b'{"type":"describe"', ErrorCode.INVALID_JSON),
+    ],
+)
+def test_describe_refusals(body, code):
+    assert code_of(body) == code
+    with pytest.raises(ProtocolError) as info:
+        parse_invocations_body(body)
+    assert info.value.code == code
+
+
+def test_unknown_voice_points_to_describe():
+    with pytest.raises(ProtocolError) as info:
+        parse_client_message('{"text":"hi","voice":"af_nobody"}', known_voices={"af_heart"})
+    assert info.value.code == ErrorCode.INVALID_VOICE and '{"type":"describe"}' in info.value.message
+
+
+def test_capabilities_of_the_54_voices_validate_and_round_trip():
+    answer = KOKORO_CAPABILITIES.answering("d1")
+    obj = json.loads(answer.to_json())
+    schemas.validate("capabilities", obj)
+    assert obj["protocol"] == PROTOCOL_VERSION == "1.1" and obj["features"] == list(FEATURES)
+    assert obj["request_id"] == "d1" and KOKORO_CAPABILITIES.request_id is None
+    assert len(obj["voices"]) == 54 and answer.voice_ids == KOKORO_VOICES
+    assert {"id": "jm_kumo", "language": "j", "gender": "male"} in obj["voices"]
+    assert obj["limits"]["max_message_bytes"] == Limits().max_message_bytes
+    assert parse_server_control(obj) == answer
+    assert len(answer.to_json().encode()) < 64 * 1024  # a control frame SHOULD stay under 64 KiB (§3.2)
+
+
+def test_capabilities_leave_out_unbounded_limits():
+    unbounded = Capabilities.from_limits(
+        Limits(max_request_age_s=math.inf), server=ServerInfo("s", "1"), voices=(), languages=()
+    )
+    assert "max_request_age_s" not in unbounded.limits
+    json.loads(unbounded.to_json())  # no Infinity in the JSON text (§1.4)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: VoiceInfo("bad voice", "a"),
+        lambda: VoiceInfo("af_heart", "A"),
+        lambda: VoiceInfo("af_heart", "a", "other"),
+        lambda: LanguageInfo("a", "", "x"),
+        lambda: LanguageInfo("a", "en", "x", word_timings=1),
+        lambda: ServerInfo("", "1"),
+        lambda: Capabilities(
+            server=ServerInfo("s", "1"), voices=(VoiceInfo.kokoro("af_heart"),), languages=()
+        ),
+        lambda: Capabilities(
+            server=ServerInfo("s", "1"),
+            voices=(VoiceInfo.kokoro("af_heart"), VoiceInfo.kokoro("af_heart")),
+            languages=(LanguageInfo.kokoro("a", word_timings=False),),
+        ),
+        lambda: Capabilities(server=ServerInfo("s", "1"), voices=(), languages=(), protocol="one"),
+        lambda: Capabilities(server=ServerInfo("s", "1"), voices=(), languages=(), sample_rates=(0,)),
+        lambda: Capabilities(server=ServerInfo("s", "1"), voices=(), languages=(), features=("Cancel",)),
+        lambda: Capabilities(server=ServerInfo("s", "1"), voices=(), languages=(), limits={"x": math.nan}),
+    ],
+)
+def test_capabilities_refuse_invalid_fields(build):
+    with pytest.raises(ValueError):
+        build()
+
+
+def test_parse_capabilities_refusals_and_forward_compatibility():
+    obj = json.loads(KOKORO_CAPABILITIES.to_json())
+    later = obj | {"protocol": "1.2", "sample_rates": [24000, 48000], "features": ["cancel", "utterance"]}
+    later |= {"server": obj["server"] | {"gpu": "H200"}, "extra": {"a": 1}}
+    parsed = parse_server_control(later)
+    assert parsed.protocol == "1.2" and 48000 in parsed.sample_rates and "utterance" in parsed.features
+    for broken in (
+        obj | {"voices": [{"id": "af_heart"}]},  # no language
+        obj | {"languages": [{"code": "a", "tag": "en-US", "name": "x"}]},  # no word_timings
+        {k: v for k, v in obj.items() if k != "limits"},
+        obj | {"voices": [{"id": "af_heart", "language": "q"}]},  # a language not listed: code only
+    ):
+        with pytest.raises(InvalidServerFrame):
+            parse_server_control(broken)
+
+
 # --- properties -----------------------------------------------------------------------------------------
 
 json_scalars = (
@@ -721,7 +871,7 @@ json_values = st.recursive(
 request_ish = st.fixed_dictionaries(
     {},
     optional={
-        "type": st.sampled_from(["synthesize", "cancel", "close", "speak", None]) | json_values,
+        "type": st.sampled_from(["synthesize", "cancel", "close", "describe", "speak", None]) | json_values,
         "text": st.sampled_from(["Hello.", "", "  ", "\u3000"]) | st.text(max_size=30) | json_values,
         "voice": st.sampled_from([*sorted(KOKORO_VOICES)[:5], "zz_x", "", "a b"]) | json_values,
         "speed": st.floats(0, 3) | json_values,
@@ -764,6 +914,9 @@ def test_random_messages_parse_or_raise_a_registry_code(obj, ascii_only):
     elif isinstance(message, Cancel):
         assert kind == "cancel"
         schemas.validate("cancel", obj)
+    elif isinstance(message, Describe):
+        assert kind == "describe"
+        schemas.validate("describe", obj)
     else:
         assert kind == "close" and message == Close()
 

@@ -55,9 +55,11 @@ EXPECTED_SCHEMAS = {
     "sse_synthesis_complete",
     "sse_error",
     "http_error",
+    "describe",
+    "capabilities",
 }
-CLIENT_FRAMES = {"synthesis_request", "cancel", "close", "utterance", "append", "flush", "end"}
-SERVER_FRAMES = {"synthesis_start", "synthesis_complete", "error"}
+CLIENT_FRAMES = {"synthesis_request", "cancel", "close", "describe", "utterance", "append", "flush", "end"}
+SERVER_FRAMES = {"synthesis_start", "synthesis_complete", "error", "capabilities"}
 
 
 # --- the schema files -----------------------------------------------------------------------------------
@@ -130,7 +132,15 @@ def test_constants_agree_with_the_schemas():
     assert invocations["format"]["enum"] == [*FORMATS, None]
     start = schemas.load("synthesis_start")["properties"]
     assert start["sample_rate"]["enum"] == list(SAMPLE_RATES)
-    for name in ("synthesis_start", "synthesis_complete", "error", "cancel", "sse_error"):
+    for name in (
+        "synthesis_start",
+        "synthesis_complete",
+        "error",
+        "cancel",
+        "sse_error",
+        "describe",
+        "capabilities",
+    ):
         request_id = schemas.load(name)["properties"]["request_id"]
         assert (request_id["minLength"], request_id["maxLength"]) == (1, 128), name
 

@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from protocol.limits import Limits
+from protocol.messages import Capabilities, LanguageInfo, ServerInfo, VoiceInfo
 from protocol.session import (
     AudioReceived,
+    CapabilitiesReceived,
     ClientSession,
     CloseRequested,
     ErrorReceived,
@@ -395,6 +397,92 @@ def test_client_drops_a_rejected_request_from_its_expectations():
     assert client.outstanding == [b]
 
 
+# --- describe (§4.4) ----------------------------------------------------------------------------------
+
+CAPABILITIES = Capabilities.from_limits(
+    Limits(),
+    server=ServerInfo("test", "1"),
+    voices=(VoiceInfo.kokoro("af_heart"), VoiceInfo.kokoro("ff_siwis")),
+    languages=(LanguageInfo.kokoro("a", word_timings=True), LanguageInfo.kokoro("f", word_timings=False)),
+)
+
+
+def test_describe_is_answered_at_once_inside_an_open_bracket_and_changes_nothing_else():
+    server = ServerSession(capabilities=CAPABILITIES, known_voices={"af_heart", "ff_siwis"})
+    client = ClientSession()
+    rid, frame = client.request("Hello there.")
+    server.receive_frame(frame)
+    server.start(rid)
+    server.audio(rid, PCM)
+    events = server.receive_frame(client.describe("d1"))
+    assert events == []  # nothing for the adapter to do
+    server.audio(rid, PCM)
+    server.complete(rid)
+    frames = server.data_to_send()
+    kinds = [json.loads(f)["type"] if isinstance(f, str) else "audio" for f in frames]
+    assert kinds == ["synthesis_start", "audio", "capabilities", "audio", "synthesis_complete"]
+    received = [e for f in frames for e in client.receive_message(f)]
+    answers = [e.frame for e in received if isinstance(e, CapabilitiesReceived)]
+    assert answers == [CAPABILITIES.answering("d1")]
+    assert [e.frame.audio_bytes for e in received if isinstance(e, SynthesisCompleted)] == [2 * len(PCM)]
+    assert server.pending_ids == [] and server.state is SessionState.OPEN
+
+
+def test_describe_without_request_id_is_answered_with_null_and_ids_are_not_request_ids():
+    server = ServerSession(capabilities=CAPABILITIES)
+    server.receive_frame(request(request_id="x"))
+    server.receive_frame(b'{"type":"describe","request_id":"x"}')  # not a duplicate_request_id
+    server.receive_frame(b'{"type":"describe"}')
+    answers = [json.loads(f) for f in server.data_to_send()]
+    assert [(a["type"], a["request_id"]) for a in answers] == [("capabilities", "x"), ("capabilities", None)]
+    assert server.pending_ids == ["x"]
+
+
+def test_a_session_without_capabilities_refuses_describe_as_a_version_1_server_does():
+    server = ServerSession()
+    client = ClientSession()
+    server.receive_frame(client.describe("d1"))
+    (frame,) = controls(server.data_to_send())
+    assert (frame["type"], frame["code"], frame["request_id"], frame["fatal"]) == (
+        "error",
+        "unknown_type",
+        "d1",
+        False,
+    )
+    (event,) = client.receive_message(json.dumps(frame))
+    assert isinstance(event, ErrorReceived)
+    # The refusal settles the client's expectation: a later capabilities frame would be unasked for.
+    with pytest.raises(ProtocolViolation, match=r"§4\.4"):
+        client.receive_message(CAPABILITIES.to_json())
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        (b'{"type":"describe","request_id":""}', "invalid_field"),
+        (b'{"type":"describe","request_id":7}', "invalid_field"),
+    ],
+)
+def test_a_malformed_describe_is_refused_per_message(frame, code):
+    server = ServerSession(capabilities=CAPABILITIES)
+    server.receive_frame(frame)
+    (answer,) = controls(server.data_to_send())
+    assert (answer["type"], answer["code"]) == ("error", code)
+    assert server.state is SessionState.OPEN
+
+
+def test_describe_after_close_is_ignored():
+    server = ServerSession(capabilities=CAPABILITIES)
+    server.receive_frame(ClientSession.close())
+    server.receive_frame(b'{"type":"describe"}')
+    assert server.data_to_send() == []
+
+
+def test_client_flags_capabilities_nobody_asked_for():
+    with pytest.raises(ProtocolViolation, match=r"§4\.4"):
+        ClientSession().receive_message(CAPABILITIES.to_json())
+
+
 # --- random sessions ---------------------------------------------------------------------------------
 
 BAD_FRAMES = [b"", b"\xc3\x28", b"[]", b"nope", b'{"type":"x"}', b'{"text":""}', b'{"text":"a","speed":0}']
@@ -405,12 +493,16 @@ class SessionMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.server = ServerSession(limits=Limits(max_queue=4, max_audio_frame_bytes=64))
+        self.server = ServerSession(
+            limits=Limits(max_queue=4, max_audio_frame_bytes=64), capabilities=CAPABILITIES
+        )
         self.client = ClientSession()
         self.accepted: list[str] = []
         self.completed: list[str] = []
         self.errors = 0
         self.closed = False
+        self.describes = 0
+        self.capabilities = 0
 
     def pump(self) -> None:
         for frame in self.server.data_to_send():
@@ -419,6 +511,8 @@ class SessionMachine(RuleBasedStateMachine):
                     self.completed.append(event.frame.request_id)
                 elif isinstance(event, ErrorReceived):
                     self.errors += 1
+                elif isinstance(event, CapabilitiesReceived):
+                    self.capabilities += 1
 
     @rule(text=st.text(min_size=1, max_size=20).filter(str.strip), use_text_frame=st.booleans())
     def send_request(self, text, use_text_frame):
@@ -447,6 +541,13 @@ class SessionMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.closed)
     @rule()
+    def describe(self):
+        self.server.receive_frame(self.client.describe())
+        self.describes += 1
+        self.pump()
+
+    @precondition(lambda self: not self.closed)
+    @rule()
     def close(self):
         self.server.receive_frame(ClientSession.close())
         self.closed = True
@@ -461,6 +562,10 @@ class SessionMachine(RuleBasedStateMachine):
             if not self.server.audio(active, pcm) or pcm == b"":
                 self.server.complete(active)
         self.pump()
+
+    @invariant()
+    def every_describe_is_answered_at_once(self):
+        assert self.capabilities == self.describes
 
     @invariant()
     def brackets_follow_acceptance_order(self):

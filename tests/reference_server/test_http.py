@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 import pytest
 from conftest import GUARD_S, run, wait_for
-from tone_backend import FAIL_MARKER, SAMPLE_RATE, ToneBackend, expected_samples
+from tone_backend import FAIL_MARKER, SAMPLE_RATE, VOICES, ToneBackend, expected_samples
 
 from protocol import schemas
 from protocol.limits import Limits
@@ -34,7 +34,26 @@ def post(server, **body) -> httpx.Response:
 def test_ping_healthy_once_ready(serve):
     server = serve(ToneBackend())
     response = httpx.get(f"{server.http_url}/ping")
-    assert (response.status_code, response.json()) == (200, {"status": "Healthy"})
+    assert response.status_code == 200
+    assert response.json() == {"status": "Healthy", "backend": "tone", "voices": 6, "languages": ["a", "b"]}
+
+
+def test_describe_on_invocations_answers_the_capabilities_as_json(serve):
+    server = serve(ToneBackend())
+    response = post(server, type="describe", request_id="d9")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    obj = response.json()
+    schemas.validate("capabilities", obj)
+    assert (obj["type"], obj["request_id"], obj["protocol"]) == ("capabilities", "d9", "1.1")
+    assert sorted(v["id"] for v in obj["voices"]) == sorted(VOICES)
+    assert obj["formats"] == ["wav", "pcm", "mp3"] and obj["sample_rates"] == [8000, 16000, 22050, 24000]
+    assert server.runtime.sessions == 0  # no synthesis slot was taken
+    refused = post(server, type="describe", request_id="")
+    assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_field")
+    # Another type is ignored, as in version 1: a body with text is a synthesis request.
+    spoken = post(server, type="anything", text="Hello.")
+    assert spoken.status_code == 200 and spoken.headers["content-type"] == "audio/wav"
 
 
 def test_ping_unhealthy_while_shutting_down(serve):

@@ -55,6 +55,30 @@ def test_binary_and_text_frames_carry_the_same_requests(serve):
     run(scenario())
 
 
+def test_describe_lists_the_backend_voices_at_once_even_mid_bracket(serve):
+    backend = ToneBackend(gated=True)
+    server = serve(backend)
+
+    async def scenario():
+        async with open_session(server.ws_url) as conv:
+            rid = await conv.request("One two three. Four five.")
+            await in_thread(acquire, backend.entered)  # the first segment is being synthesized
+            capabilities = await conv.describe("d1")  # answered while the request is held
+            assert capabilities.request_id == "d1" and capabilities.server.backend == "tone"
+            assert capabilities.voice_ids == backend.voices
+            assert [lang.code for lang in capabilities.languages] == ["a", "b"]
+            assert not any(lang.word_timings for lang in capabilities.languages)
+            assert "describe" in capabilities.features and "cancel" in capabilities.features
+            backend.segment_permits.release(10)
+            assert (await conv.until_complete(rid)).complete.status == "completed"
+            refused = await conv.request("Hi.", voice="bf_nobody")
+            error = await conv.until_error()
+            assert (error.code, error.request_id) == (ErrorCode.INVALID_VOICE, refused)
+            assert '{"type":"describe"}' in error.message
+
+    run(scenario())
+
+
 def test_every_bad_message_gets_one_coded_error_and_the_session_lives_on(serve):
     server = serve(ToneBackend())
     bad = [
@@ -425,7 +449,7 @@ def test_ping_is_unhealthy_until_the_model_is_ready_and_sessions_wait(serve):
             assert (await conv.until_complete(rid)).complete.status == "completed"
 
     run(scenario())
-    assert httpx.get(f"{server.http_url}/ping").json() == {"status": "Healthy"}
+    assert httpx.get(f"{server.http_url}/ping").json()["status"] == "Healthy"
     assert backend.warmed_up
 
 

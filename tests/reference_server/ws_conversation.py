@@ -15,9 +15,10 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from protocol.messages import ErrorFrame, SynthesisComplete, SynthesisStart
+from protocol.messages import Capabilities, ErrorFrame, SynthesisComplete, SynthesisStart
 from protocol.session import (
     AudioReceived,
+    CapabilitiesReceived,
     ClientEvent,
     ClientSession,
     ErrorReceived,
@@ -110,6 +111,14 @@ class Conversation:
             event = await self.next_event(timeout)
             if isinstance(event, AudioReceived) and event.request_id == request_id:
                 return event.pcm
+
+    async def describe(self, request_id: str | None = None, timeout: float = GUARD_S) -> Capabilities:
+        """Send ``describe`` (§4.4) and read events until its ``capabilities`` arrives."""
+        await self.ws.send(self.client.describe(request_id))
+        while True:
+            event = await self.next_event(timeout)
+            if isinstance(event, CapabilitiesReceived):
+                return event.frame
 
     async def until_error(self, timeout: float = GUARD_S) -> ErrorFrame:
         """Read events until the next error frame."""

@@ -7,7 +7,15 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.session import AudioReceived, ClientSession, ErrorReceived, SynthesisCompleted, SynthesisStarted
+from protocol.messages import Capabilities
+from protocol.session import (
+    AudioReceived,
+    CapabilitiesReceived,
+    ClientSession,
+    ErrorReceived,
+    SynthesisCompleted,
+    SynthesisStarted,
+)
 from simulator.client import BidiSession, ReceivedPart, open_bidi_session
 
 #: REFERENCE §3's deployment check.
@@ -60,6 +68,18 @@ async def speak(
             elif isinstance(event, ErrorReceived):
                 transcript.errors.append(event.frame)
     return transcript
+
+
+async def describe(session: BidiSession, *, data_type: str = "BINARY") -> Capabilities:
+    """Send ``describe`` (PROTOCOL.md §4.4) and read parts until its ``capabilities`` frame; the session
+    stays open for more. The frame is checked by :class:`protocol.session.ClientSession`."""
+    client = ClientSession(check_frames=False)
+    await session.send(client.describe("voices"), data_type=data_type)
+    while (part := await session.receive()) is not None:
+        for event in client.receive_part(part.data, part.is_complete):
+            if isinstance(event, CapabilitiesReceived):
+                return event.frame
+    raise AssertionError("the session ended before capabilities arrived")
 
 
 async def speak_through(texts: tuple[str, ...] = SENTENCES, **target: Any) -> Transcript:

@@ -4,20 +4,24 @@ Skipped unless ``reference_server.app`` imports and its verified assets are pres
 These are the acceptance checks of the simulator issue against the real server: the official client
 over TLS + HTTP/2 and through the in-process transport, three sentences each, requests sent as
 BINARY (where a ``receive_text()``-only container fails) and as UTF8; boto3's response stream under a
-misaligned split.
+misaligned split; and the voice list (``describe``, PROTOCOL.md §4.4) through both of SageMaker's
+routes, the bidirectional stream and InvokeEndpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import sys
 from pathlib import Path
 
 import pytest
-from sim_support import SENTENCES, Transcript, run, speak
+from sim_support import SENTENCES, Transcript, describe, run, speak
 
+from protocol.messages import parse_server_control
 from protocol.session import AudioReceived, ClientSession, ErrorReceived
+from protocol.voices import KOKORO_VOICES
 from simulator import CommandContainer, Simulator, SimulatorSettings, SplitPolicy
 from simulator.client import iter_response_stream, open_bidi_session, runtime_client
 
@@ -69,6 +73,7 @@ def test_reference_server_through_tls_and_in_process() -> None:
             async with open_bidi_session(
                 "tts", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file, timeout=120
             ) as session:
+                capabilities = await describe(session)
                 _assert_three_sentences(await speak(session, SENTENCES, data_type="BINARY"))
             async with open_bidi_session("tts", transport=sim.transport(), timeout=120) as session:
                 _assert_three_sentences(await speak(session, SENTENCES, data_type="UTF8"))
@@ -78,6 +83,19 @@ def test_reference_server_through_tls_and_in_process() -> None:
                 lambda: b"".join(iter_response_stream(client, "tts", {"text": SENTENCES[0], "format": "wav"}))
             )
             assert body[:4] == b"RIFF" and len(body) > 44 and (len(body) - 44) % 2 == 0
+
+            # The voice list through InvokeEndpoint is the same as through the bidirectional stream.
+            answer = await asyncio.to_thread(
+                client.invoke_endpoint,
+                EndpointName="tts",
+                Body=json.dumps({"type": "describe", "request_id": "voices"}).encode(),
+                ContentType="application/json",
+            )
+            assert answer["ContentType"] == "application/json"
+            over_http = parse_server_control(json.loads(answer["Body"].read()))
+            assert over_http == capabilities and capabilities.request_id == "voices"
+            english = {voice for voice in KOKORO_VOICES if voice[0] in "ab"}
+            assert capabilities.voice_ids == english and len(capabilities.languages) == 2
 
     run(main(), timeout=600)
 
