@@ -80,8 +80,8 @@ __all__ = [
 
 PROTOCOL_VERSION = "1.1"
 """The version of PROTOCOL.md this code implements (§1.7); ``capabilities.protocol`` carries it (§4.4)."""
-FEATURES: tuple[str, ...] = ("cancel", "describe")
-"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.4)."""
+FEATURES: tuple[str, ...] = ("cancel", "describe", "utterance")
+"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.4, §15.1)."""
 SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000)
 """Output sample rates a request may ask for, in Hz (§4.1)."""
 DEFAULT_SAMPLE_RATE = 24000
