@@ -53,8 +53,8 @@ __all__ = [
     "Capabilities",
     "ClientMessage",
     "Close",
-    "End",
     "Describe",
+    "End",
     "ErrorFrame",
     "Flush",
     "InvalidServerFrame",
@@ -313,6 +313,9 @@ class End:
 
 
 UtteranceMessage = Utterance | Append | Flush | End
+
+
+@dataclass(frozen=True, slots=True)
 class Describe:
     """Ask the server what it offers; it answers at once with one ``capabilities`` frame (§4.4).
 
@@ -1277,6 +1280,8 @@ def _utterance_message(
     if kind == "flush":
         return Flush(request_id=request_id, text=text)
     return End(request_id=request_id, text=text)
+
+
 def _describe_from(obj: dict[str, Any], limits: Limits) -> Describe:
     _check_fields(obj, schema="describe", order=("request_id",), limits=limits, now=None, known_voices=None)
     return Describe(request_id=obj.get("request_id"))

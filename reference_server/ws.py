@@ -144,7 +144,9 @@ class WebSocketSession:
         self.runtime = runtime
         self.session_id = session_id
         self.session = ServerSession(
-            runtime.limits, known_voices=runtime.voices, on_reject=self._refused,
+            runtime.limits,
+            known_voices=runtime.voices,
+            on_reject=self._refused,
             utterances=True,
             capabilities=runtime.capabilities,
         )
