@@ -32,6 +32,18 @@ $(SYSTEM_STAMP):
 	fi
 	@touch $@
 
+# Debian's chromium: the browser tests (the playground page, the conformance report) drive it with
+# Playwright; Playwright's own browser download is not used (REFERENCE §7).
+CHROMIUM_STAMP := $(VENV)/.chromium-stamp
+$(CHROMIUM_STAMP):
+	@mkdir -p $(VENV)
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "chromium is required: install it (e.g. sudo apt-get install chromium)" >&2; exit 1; fi; \
+	fi
+	@touch $@
+
 $(STAMP): pyproject.toml $(SYSTEM_STAMP)
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install python3.12 or pyenv install 3.12" >&2; exit 1; }
 	@test -x $(PY) || $(PYTHON312) -m venv $(VENV)
@@ -51,7 +63,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: $(ASSETS) lint
+test: $(ASSETS) $(CHROMIUM_STAMP) lint
 	HF_HUB_OFFLINE=1 $(PY) -m pytest tests
 
 conformance: $(ASSETS)

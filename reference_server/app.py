@@ -16,10 +16,10 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from reference_server import http, ws
+from reference_server import http, playground, ws
 from reference_server.runtime import Readiness, Runtime
 from reference_server.settings import Settings
 
@@ -37,6 +37,9 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
         backend: an object with the backend interface of :mod:`reference_server.backends` (``name``,
             ``sample_rate``, ``voices``, ``load()``, ``warm_up()``, ``synthesize()``); tests pass a
             double here.
+
+    With ``settings.serves_playground`` the app also serves the playground page at ``/playground/``
+    (:mod:`reference_server.playground`; by default only on a loopback address).
 
     The model is loaded and warmed up in the background when the app starts (its lifespan), on a
     worker thread, so ``GET /ping`` answers 503 until it is ready. ``app.state.runtime`` holds the
@@ -64,14 +67,14 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
             await runtime.shutdown(timeout_s=settings.limits.close_timeout_s)
             preparing.cancel()
 
-    app = Starlette(
-        routes=[
-            Route("/ping", http.ping, methods=["GET"]),
-            Route("/invocations", http.invocations, methods=["POST"]),
-            WebSocketRoute(ws.PATH, ws.bidirectional_stream),
-        ],
-        lifespan=lifespan,
-    )
+    routes: list[BaseRoute] = [
+        Route("/ping", http.ping, methods=["GET"]),
+        Route("/invocations", http.invocations, methods=["POST"]),
+        WebSocketRoute(ws.PATH, ws.bidirectional_stream),
+    ]
+    if settings.serves_playground:
+        routes += playground.routes()
+    app = Starlette(routes=routes, lifespan=lifespan)
     app.state.runtime = runtime
     return app
 
@@ -111,11 +114,26 @@ class _Server(uvicorn.Server):
                 return
             logger.info("metrics at http://%s:%d/metrics", settings.host, port)
         await super().startup(sockets)
+        if self.started and settings.serves_playground:
+            logger.info(
+                "playground at http://%s:%d%s", _url_host(settings.host), self._port(), playground.PREFIX
+            )
+
+    def _port(self) -> int:
+        """The port actually bound (``settings.port`` may be 0)."""
+        for server in self.servers:
+            for sock in server.sockets:
+                return int(sock.getsockname()[1])
+        return self._runtime.settings.port
 
     async def shutdown(self, sockets: Any = None) -> None:
         await self._runtime.shutdown(timeout_s=self._runtime.limits.close_timeout_s)
         await super().shutdown(sockets)
         self._runtime.metrics.stop()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol]:

@@ -26,6 +26,8 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "ENV_PREFIX",
+    "LOOPBACK_HOSTS",
+    "PLAYGROUND_MODES",
     "Settings",
     "SettingsError",
     "build_parser",
@@ -40,6 +42,10 @@ BACKENDS = ("onnx", "torch")
 """``onnx``: kokoro-onnx on CPU (the CPU image); ``torch``: the ``kokoro`` package, CUDA when present."""
 ENV_PREFIX = "KOKORO_"
 """Every setting ``name`` is read from the environment variable ``KOKORO_<NAME>``."""
+PLAYGROUND_MODES = ("auto", "on", "off")
+"""Values of :attr:`Settings.playground`; the command line and ``KOKORO_PLAYGROUND`` also read 1/0."""
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+"""Addresses only this machine can reach: the playground is served there unless turned off."""
 
 _DEFAULT_LIMITS = Limits()
 # 1 MiB: sixteen times the default message limit, so a client that overshoots gets an answer, while
@@ -74,6 +80,11 @@ class Settings:
         log_format: ``"text"`` (default) or ``"json"`` (:mod:`protocol.logs`); ``KOKORO_LOG_FORMAT``.
         metrics_port: serve Prometheus metrics on this port of ``host`` (``GET /metrics``); ``None``
             (default): no metrics endpoint. 0 picks a free port. See reference_server/README.md.
+        playground: serve the playground page at ``/playground/`` (:mod:`reference_server.playground`):
+            ``"on"``, ``"off"`` or ``"auto"`` (default): only when ``host`` is a loopback address, i.e.
+            for ``python -m reference_server`` on a developer's machine but not in the containers, which
+            bind 0.0.0.0 and serve SageMaker's routes only unless ``KOKORO_PLAYGROUND=1``. See
+            :attr:`serves_playground`.
         limits: the protocol limits of §10.
     """
 
@@ -86,6 +97,7 @@ class Settings:
     log_level: str = "info"
     log_format: str = "text"
     metrics_port: int | None = None
+    playground: str = "auto"
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -95,6 +107,10 @@ class Settings:
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 65535:
                 raise SettingsError(f"{name} must be from 0 to 65535, not {value}")
+        if self.playground not in PLAYGROUND_MODES:
+            raise SettingsError(
+                f"playground must be one of {', '.join(PLAYGROUND_MODES)}, not {self.playground!r}"
+            )
         if self.synthesis_workers < 1:
             raise SettingsError(f"synthesis_workers must be at least 1, not {self.synthesis_workers}")
         limit = self.transport_max_message_bytes
@@ -103,6 +119,13 @@ class Settings:
                 f"transport_max_message_bytes ({limit}) must be at least "
                 f"max_message_bytes ({self.limits.max_message_bytes})"
             )
+
+    @property
+    def serves_playground(self) -> bool:
+        """Whether ``/playground/`` is served: on, off, or with auto whether ``host`` is loopback."""
+        if self.playground == "auto":
+            return self.host in LOOPBACK_HOSTS
+        return self.playground == "on"
 
     @property
     def ws_max_size(self) -> int:
@@ -129,6 +152,18 @@ class _Option:
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+
+def _on_off_auto(raw: str) -> str:
+    """``on`` (also ``1/true/yes``), ``off`` (also ``0/false/no``) or ``auto``."""
+    word = raw.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return "on"
+    if word in ("0", "false", "no", "off"):
+        return "off"
+    if word == "auto":
+        return "auto"
+    raise ValueError(f"use on, off or auto, not {raw!r}")
 
 
 def _limit(name: str, what: str, parse: Callable[[str], Any] = int) -> _Option:
@@ -159,6 +194,12 @@ _OPTIONS: tuple[_Option, ...] = (
         "metrics_port",
         int,
         "serve Prometheus metrics at http://HOST:PORT/metrics (default: off; 0 = any free port)",
+    ),
+    _Option(
+        "playground",
+        _on_off_auto,
+        "serve the playground page at http://HOST:PORT/playground/: on, off or auto (default auto: on "
+        "when HOST is loopback, off otherwise, so the containers serve it only with KOKORO_PLAYGROUND=1)",
     ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),

@@ -1,0 +1,175 @@
+// The bidirectional protocol as the playground needs it, without I/O (spec/PROTOCOL.md).
+// Nothing here touches the network, the DOM or the audio graph, so each rule can be read on its own.
+
+/** The WebSocket route of a session (§2.1). */
+export const PATH = "/invocations-bidirectional-stream";
+
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const UTF8 = new TextEncoder();
+const JSON_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+/**
+ * Classify one whole server message by its content (§3.4): a control frame if and only if the whole
+ * message is one JSON object, audio otherwise. The WebSocket frame type is not evidence (§3.4 item 5).
+ *
+ * The UTF-8 decoder is strict (`fatal`) and keeps a byte order mark (`ignoreBOM`), so a BOM makes the
+ * parse fail, as §3.4 item 2 requires; WHATWG's default decoder would replace bad bytes and drop it.
+ *
+ * @param {string | ArrayBuffer} data the message (TEXT arrives as a string, BINARY as an ArrayBuffer)
+ * @returns {{kind: "control", frame: object} | {kind: "audio", bytes: Uint8Array}}
+ */
+export function classify(data) {
+  let bytes = null;
+  let text;
+  if (typeof data === "string") {
+    text = data;
+  } else {
+    bytes = new Uint8Array(data);
+    // A JSON object text starts with "{" after JSON whitespace: anything else is audio, without
+    // decoding 32 KiB of PCM as text. This is the rule itself, not a shortcut around it.
+    let i = 0;
+    while (i < bytes.length && JSON_WHITESPACE.has(bytes[i])) i++;
+    if (i === bytes.length || bytes[i] !== 0x7b) return { kind: "audio", bytes };
+    try {
+      text = STRICT_UTF8.decode(bytes);
+    } catch {
+      return { kind: "audio", bytes };
+    }
+  }
+  let value;
+  try {
+    value = JSON.parse(text); // also throws RangeError on nesting too deep to decide: audio (§3.4 item 3)
+  } catch {
+    return { kind: "audio", bytes: bytes ?? UTF8.encode(text) };
+  }
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    return { kind: "control", frame: value };
+  }
+  return { kind: "audio", bytes: bytes ?? UTF8.encode(text) };
+}
+
+/**
+ * Joins the audio messages of one bracket into whole PCM16LE samples (§3.3.1, §3.4 item 4): a transport
+ * may split a message at any byte, so an odd trailing byte is carried over to the next message.
+ */
+export class PcmJoiner {
+  constructor() {
+    /** @type {number | null} the odd byte waiting for its partner */
+    this.carry = null;
+  }
+
+  /**
+   * @param {Uint8Array} bytes the next audio message of the bracket
+   * @returns {Int16Array} the whole samples it completes (little-endian, whatever the machine)
+   */
+  push(bytes) {
+    let buf = bytes;
+    if (this.carry !== null) {
+      buf = new Uint8Array(bytes.length + 1);
+      buf[0] = this.carry;
+      buf.set(bytes, 1);
+      this.carry = null;
+    }
+    const whole = buf.length - (buf.length % 2);
+    if (whole < buf.length) this.carry = buf[buf.length - 1];
+    const view = new DataView(buf.buffer, buf.byteOffset, whole);
+    const samples = new Int16Array(whole / 2);
+    for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(2 * i, true);
+    return samples;
+  }
+
+  /** Whether a byte is waiting: at `synthesis_complete` it never is (§3.4 item 4). */
+  get pending() {
+    return this.carry !== null;
+  }
+}
+
+// Pieces the size of a language model's tokens: a leading space joins the word after it (" the"), long
+// words come in pieces of up to six letters, numbers in up to three digits, punctuation alone. Only the
+// pace matters to the demo; every character belongs to exactly one piece.
+const TOKEN = /\s*(?:[\p{L}\p{M}]{1,6}|\p{N}{1,3}|[^\s\p{L}\p{M}\p{N}])|\s+/gu;
+
+/**
+ * Cut text into LLM-like tokens whose concatenation is the text.
+ * @param {string} text
+ * @returns {string[]}
+ */
+export function tokenize(text) {
+  return text.match(TOKEN) ?? [];
+}
+
+const SENTENCE_END = /[.!?…。！？]+["'”’»)\]]*(\s+)/gu;
+
+/**
+ * The complete sentences at the start of `text`, for a server without utterances (§15.1): the page
+ * then sends each sentence as its own request, as v1 agents do.
+ * @param {string} text what was written and not yet sent
+ * @returns {{sentences: string[], rest: string}} each sentence keeps its trailing whitespace
+ */
+export function takeSentences(text) {
+  const sentences = [];
+  let from = 0;
+  for (const match of text.matchAll(SENTENCE_END)) {
+    const end = match.index + match[0].length;
+    sentences.push(text.slice(from, end));
+    from = end;
+  }
+  return { sentences, rest: text.slice(from) };
+}
+
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * Where `needle` occurs in `text` at or after `from`, any run of whitespace matching any other.
+ * The server reports the text it spoke (segments, words); this finds it in what the user typed.
+ * @returns {{start: number, end: number} | null} UTF-16 offsets into `text`
+ */
+export function locate(text, from, needle, until = text.length) {
+  const trimmed = needle.trim();
+  if (!trimmed) return null;
+  const pattern = new RegExp(trimmed.split(/\s+/u).map(escapeRegExp).join("\\s+"), "gu");
+  pattern.lastIndex = from;
+  const match = pattern.exec(text);
+  if (!match || match.index + match[0].length > until) return null;
+  return { start: match.index, end: match.index + match[0].length };
+}
+
+/**
+ * Spans of words in `text` with their times (seconds from the request's first sample, §5.3).
+ *
+ * With the server's word timings, each word is found in order inside [start, end). Without them (the
+ * language has none, §14.1) the segment's time is shared among its words by their length in letters: an
+ * estimate, marked as such.
+ *
+ * @param {string} text the whole text typed
+ * @param {{start: number, end: number}} where the segment's place in `text`
+ * @param {{start_s: number, end_s: number, words?: {word: string, start_s: number, end_s: number}[]}} mark
+ * @returns {{start: number, end: number, start_s: number, end_s: number, estimated: boolean}[]}
+ */
+export function wordSpans(text, where, mark) {
+  const spans = [];
+  if (Array.isArray(mark.words) && mark.words.length) {
+    let cursor = where.start;
+    for (const word of mark.words) {
+      const found = locate(text, cursor, word.word, where.end);
+      if (!found) continue; // a word the front-end rewrote ("1500" spoken as words): no highlight
+      spans.push({ ...found, start_s: word.start_s, end_s: word.end_s, estimated: false });
+      cursor = found.end;
+    }
+    return spans;
+  }
+  const words = [...text.slice(where.start, where.end).matchAll(/\S+/gu)];
+  const weight = (w) => Math.max(1, (w.match(/[\p{L}\p{N}]/gu) ?? []).length);
+  const total = words.reduce((sum, m) => sum + weight(m[0]), 0);
+  let t = mark.start_s;
+  const span = Math.max(0, mark.end_s - mark.start_s);
+  for (const m of words) {
+    const d = (span * weight(m[0])) / total;
+    const start = where.start + m.index;
+    spans.push({ start, end: start + m[0].length, start_s: t, end_s: t + d, estimated: true });
+    t += d;
+  }
+  return spans;
+}

@@ -1,0 +1,120 @@
+"""The playground page in a real browser, against the real server with real Kokoro (ONNX).
+
+Debian's ``chromium`` (installed by ``make test``'s system step) is driven by Playwright for Python with
+``executable_path``: Playwright's own browser download is not used (REFERENCE.md §7). The autoplay flag
+lets the page's AudioContext run without a click from a person; everything else is the page as a person
+uses it: it fills the text, presses Speak and Cancel, and reads the figures the page shows
+(``window.playground.stats()``).
+
+Screenshots are written to ``build/test-artefacts/playground/`` (``speaking.png`` mid-sentence with the
+word being spoken highlighted; ``cancelled.png`` right after a barge-in).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+TEXT = "Hello there. This is a deployment check."
+MIN_SECONDS = 0.8 + 1.2
+"""The shortest accepted lengths of the two sentences (test_kokoro_e2e.SENTENCES), in seconds."""
+LONG_TEXT = (
+    "Streaming speech starts with the first sentence. The second sentence is synthesized while the "
+    "first one plays. A third one follows, and then a fourth. This last sentence is never heard."
+)
+WAIT_MS = 60_000
+"""Hang guard for each wait; nothing asserts on time."""
+ARTEFACTS = ROOT / "build" / "test-artefacts" / "playground"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed: `make test` installs it (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: pip install -e '.[dev]'")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"],
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser, kokoro_server) -> Iterator[object]:
+    """The playground loaded from the real server, connected, its voice list received."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
+    page.goto(f"{kokoro_server.http_url}/")  # redirects to /playground/
+    page.wait_for_function("() => window.playground && window.playground.stats().ready", timeout=WAIT_MS)
+    yield page
+    context.close()
+    assert not problems, "\n".join(problems)
+
+
+def stats(page) -> dict:
+    return page.evaluate("() => window.playground.stats()")
+
+
+def test_speaks_two_sentences_as_written_and_plays_every_sample(page):
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    assert "utterance" in stats(page)["features"]
+    page.fill("#text", TEXT)
+    page.fill("#pace", "60")
+    page.click("#speak")
+    # Mid-speech: audio flowing, a word of the text highlighted (from the server's marks when it sends them).
+    page.wait_for_function(
+        "() => (s => s.playing && s.secondsScheduled > 1)(window.playground.stats())", timeout=WAIT_MS
+    )
+    page.screenshot(path=ARTEFACTS / "speaking.png", full_page=True)
+    page.wait_for_function("() => window.playground.stats().state !== 'speaking'", timeout=WAIT_MS)
+    figures = stats(page)
+    assert figures["state"] == "done", json.dumps(figures)
+    [request] = figures["requests"]  # one utterance: the server's chunker cut the segments (§15)
+    assert request["status"] == "completed"
+    # Every sample the server sent reached the audio graph, and that is at least two sentences of speech.
+    assert figures["samplesScheduled"] == request["samples"] == request["audio_bytes"] // 2
+    assert figures["samplesScheduled"] >= MIN_SECONDS * request["sample_rate"]
+    assert figures["contextState"] == "running"
+    assert figures["peak"] > 0.02, "the graph rendered silence"
+    assert figures["firstAudioMs"] > 0
+    first_audio = page.inner_text("#stat-first")
+    assert first_audio == f"{round(figures['firstAudioMs'])} ms"
+    assert figures["activeSources"] == 0 and not figures["playing"]
+
+
+def test_cancel_stops_playback_at_once(page):
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    page.fill("#text", LONG_TEXT)
+    page.fill("#pace", "120")
+    page.click("#speak")
+    page.wait_for_function("() => window.playground.stats().playing", timeout=WAIT_MS)
+    page.click("#cancel")
+    at_cancel = stats(page)
+    assert at_cancel["state"] == "cancelled"
+    assert at_cancel["activeSources"] == 0 and not at_cancel["playing"]
+    page.screenshot(path=ARTEFACTS / "cancelled.png", full_page=True)
+    # The server closes the cancelled utterance's bracket (§4.2); audio still on its way is dropped.
+    page.wait_for_function(
+        "() => window.playground.stats().requests.every(r => r.status !== null)", timeout=WAIT_MS
+    )
+    page.wait_for_timeout(300)
+    after = stats(page)
+    assert [r["status"] for r in after["requests"]] == ["cancelled"]
+    assert after["samplesScheduled"] == at_cancel["samplesScheduled"]
+    assert after["activeSources"] == 0 and after["level"] == 0
