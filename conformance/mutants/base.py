@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import math
 import re
 import time
 import zlib
+from collections import deque
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,11 +29,21 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from protocol.chunker import IncrementalSentenceChunker
 from protocol.errors import ProtocolError
 from protocol.limits import Limits
 from protocol.messages import SynthesisRequest, parse_invocations_request
 from protocol.pcm import float_to_pcm16, wav_header
-from protocol.session import CloseRequested, RequestAccepted, RequestCancelled, ServerSession, SessionState
+from protocol.session import (
+    CloseRequested,
+    RequestAccepted,
+    RequestCancelled,
+    ServerEvent,
+    ServerSession,
+    TextAppended,
+    UtteranceEnded,
+    UtteranceFlushed,
+)
 from protocol.sse import encode_event
 from protocol.voices import KOKORO_VOICES
 
@@ -72,39 +85,76 @@ class ToneSynthesizer:
         return self.work_factor * len(pcm) / 2 / sample_rate
 
 
+@dataclass
+class ToneUtterance:
+    """An utterance's text on its way to the tone (PROTOCOL.md §15): segments ready to speak, in order.
+
+    Cut by the same streaming chunker as the reference server cuts an utterance (whole sentences as they
+    complete; ``flush`` and ``end`` release the rest), so any fragmentation gives the same segments.
+    """
+
+    chunker: IncrementalSentenceChunker = field(
+        default_factory=lambda: IncrementalSentenceChunker(markdown=False)
+    )
+    ready: deque[str] = field(default_factory=deque)
+    ended: bool = False
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def take(self, segments: list[str]) -> None:
+        self.ready.extend(segments)
+        self.changed.set()
+
+    def flush(self) -> None:
+        rest = self.chunker.flush()
+        self.take([rest] if rest else [])
+
+
 class ToneSession:
-    """One WebSocket session: a reader, a synthesis worker and a writer around a :class:`ServerSession`.
+    """One WebSocket session: a reader, a synthesis worker, a writer and an utterance idle watch around a
+    :class:`ServerSession`.
 
     The hooks a mutant may override are :meth:`receive`, :meth:`on_accepted`, :meth:`on_refused`,
-    :meth:`on_close_requested`, :meth:`work`, :meth:`synthesize`, :meth:`after_complete`, :meth:`outgoing`,
-    :meth:`should_close` and :meth:`close_code`.
+    :meth:`on_close_requested`, :meth:`on_text`, :meth:`on_flush`, :meth:`on_utterance_end`, :meth:`work`,
+    :meth:`synthesize`, :meth:`after_complete`, :meth:`outgoing`, :meth:`should_close` and
+    :meth:`close_code`.
     """
 
     def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
         self.server = server
         self.websocket = websocket
-        self.session = ServerSession(server.limits, known_voices=server.voices)
+        self.session = ServerSession(
+            server.limits,
+            known_voices=server.voices,
+            on_reject=lambda _: self.on_refused(),
+            utterances=server.utterances,
+        )
+        self.utterances: dict[str, ToneUtterance] = {}
+        """Accepted utterances not yet answered, by request id."""
         self.closing = True
         """Close the WebSocket once the session is finished (§7.1); a mutant may clear it."""
         self.answered = 0
         """Requests whose ``synthesis_complete`` was queued."""
         self._wake = asyncio.Event()
         self._outbox = asyncio.Event()
+        self._deadline_moved = asyncio.Event()
 
     async def run(self) -> None:
         """Serve until the client disconnects or the session is finished and closed."""
-        reader = asyncio.create_task(self.read())
-        writer = asyncio.create_task(self.write())
-        worker = asyncio.create_task(self.work())
+        tasks = {
+            asyncio.create_task(self.read()),
+            asyncio.create_task(self.write()),
+            asyncio.create_task(self.work()),
+            asyncio.create_task(self.watch_idle()),
+        }
         try:
-            done, _ = await asyncio.wait({reader, writer, worker}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 if not task.cancelled() and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
         finally:
-            for task in (reader, writer, worker):
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(reader, writer, worker, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     def kick(self) -> None:
         """Wake the writer: frames may be waiting in the session."""
@@ -122,17 +172,58 @@ class ToneSession:
 
     async def read(self) -> None:
         while (data := await self.receive()) is not None:
-            was_open = self.session.state is SessionState.OPEN
-            events = self.session.receive_frame(data)
-            if was_open and not events:
-                self.on_refused()
-            for event in events:
-                if isinstance(event, CloseRequested):
-                    self.on_close_requested()
-                elif isinstance(event, RequestAccepted):
-                    self.on_accepted(event.request)
-                elif isinstance(event, RequestCancelled):
-                    self._wake.set()
+            self.act(self.session.receive_frame(data))
+            self._deadline_moved.set()
+            self.kick()
+
+    def act(self, events: list[ServerEvent]) -> None:
+        """Act on the session's events (refusals reach :meth:`on_refused` through the session)."""
+        for event in events:
+            if isinstance(event, CloseRequested):
+                self.on_close_requested()
+            elif isinstance(event, RequestAccepted):
+                if event.utterance:
+                    self.utterances[event.request.request_id] = ToneUtterance()  # type: ignore[index]
+                self.on_accepted(event.request)
+            elif isinstance(event, RequestCancelled):
+                utterance = self.utterances.get(event.request_id)
+                if utterance is not None:
+                    utterance.changed.set()
+                self._wake.set()
+            elif isinstance(event, TextAppended):
+                self.on_text(self.utterances[event.request_id], event.text)
+            elif isinstance(event, UtteranceFlushed):
+                self.on_flush(self.utterances[event.request_id])
+            elif isinstance(event, UtteranceEnded):
+                self.on_utterance_end(self.utterances[event.request_id], event.reason)
+
+    def on_text(self, utterance: ToneUtterance, text: str) -> None:
+        """Text of an open utterance arrived: every segment it completes is ready to speak (§15.3)."""
+        utterance.take(utterance.chunker.feed(text))
+
+    def on_flush(self, utterance: ToneUtterance) -> None:
+        """``flush``: everything held is ready to speak now (§15.3)."""
+        utterance.flush()
+
+    def on_utterance_end(self, utterance: ToneUtterance, reason: str) -> None:
+        """The utterance takes no more text (``end``, ``close`` or the idle timeout): speak the rest."""
+        utterance.flush()
+        utterance.ended = True
+        utterance.changed.set()
+
+    async def watch_idle(self) -> None:
+        """End an active utterance that got no message for ``utterance_idle_timeout_s`` (§15.5)."""
+        while True:
+            self._deadline_moved.clear()
+            deadline = self.session.deadline()
+            if deadline is None:
+                await self._deadline_moved.wait()
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    await self._deadline_moved.wait()
+                    continue
+            self.act(self.session.expire())
             self.kick()
 
     def on_accepted(self, request: SynthesisRequest) -> None:
@@ -159,6 +250,7 @@ class ToneSession:
             request_id = request.request_id
             assert request_id is not None
             if session.start(request_id):
+                self._deadline_moved.set()  # an utterance's idle clock starts now (§15.5)
                 self.kick()
                 async for pcm in self.synthesize(request):
                     if not session.audio(request_id, pcm):
@@ -166,15 +258,32 @@ class ToneSession:
                     self.kick()
                 session.complete(request_id)
                 self.after_complete(request_id)
+            self.utterances.pop(request_id, None)
             self.kick()
 
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
         """The request's audio, segment by segment, off the event loop's critical path (§8)."""
         synth = self.server.synth
-        for segment in synth.segments(request.text):
+        async for segment in self.segments(request):
             pcm = synth.render(segment, request.voice, request.speed, request.sample_rate)
             await asyncio.sleep(synth.work_s(pcm, request.sample_rate))
             yield pcm
+
+    async def segments(self, request: SynthesisRequest) -> AsyncIterator[str]:
+        """The request's segments; an utterance's as they become ready, until it has ended (§15.3)."""
+        utterance = self.utterances.get(request.request_id)  # type: ignore[arg-type]
+        if utterance is None:
+            for segment in self.server.synth.segments(request.text):
+                yield segment
+            return
+        while not self.session.is_cancelled(request.request_id):  # type: ignore[arg-type]
+            if utterance.ready:
+                yield utterance.ready.popleft()
+            elif utterance.ended:
+                return
+            else:
+                utterance.changed.clear()
+                await utterance.changed.wait()
 
     def after_complete(self, request_id: str) -> None:
         """A request's ``synthesis_complete`` was queued."""
@@ -213,6 +322,8 @@ class ToneServer:
 
     name = "base"
     session_class: type[ToneSession] = ToneSession
+    utterances = True
+    """Offer the utterances of §15 (a mutant turns them off to be a version 1 server)."""
 
     def __init__(self) -> None:
         self.limits = Limits()

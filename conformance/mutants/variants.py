@@ -13,21 +13,27 @@ from collections.abc import AsyncIterator
 
 from starlette.websockets import WebSocket
 
-from conformance.mutants.base import ToneServer, ToneSession
+from conformance.mutants.base import ToneServer, ToneSession, ToneUtterance
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisComplete, SynthesisRequest, SynthesisStart
 
 __all__ = [
     "BlockingSynthesis",
+    "CancelIgnoresUtterance",
+    "CloseDropsUtterance",
     "ClosesAfterFirstRequest",
     "ClosesOnBadMessage",
     "ClosesWithoutDraining",
+    "FragmentSegments",
     "IgnoresClose",
+    "IgnoresFlush",
     "InterleavesRequests",
     "JsonObjectAudioFrame",
     "OddAudioFrames",
+    "RefusalWithoutMessageType",
     "TextOnlyReceive",
     "WithoutCancel",
+    "WithoutUtterances",
     "WrongSampleRate",
 ]
 
@@ -265,3 +271,102 @@ class WithoutCancel(ToneServer):
 
     name = "no-cancel"
     session_class = _NoCancelSession
+
+
+# --- utterances (PROTOCOL.md §15) -------------------------------------------------------------------------
+
+
+class WithoutUtterances(ToneServer):
+    """Does not offer the OPTIONAL utterances: refuses their four messages with unknown_type (§15.1).
+
+    Not broken: a version 1 server. Its utterance cases must be UNIMPLEMENTED, never FAILED.
+    """
+
+    name = "no-utterances"
+    utterances = False
+
+
+class _FragmentSegmentsSession(ToneSession):
+    def on_text(self, utterance: ToneUtterance, text: str) -> None:
+        utterance.take([text])  # every fragment its own segment: the speech depends on the split
+
+
+class FragmentSegments(ToneServer):
+    """Speaks each utterance fragment as its own segment, so the audio depends on how the text was split
+    (§15.3 fragmentation invariance)."""
+
+    name = "fragment-segments"
+    session_class = _FragmentSegmentsSession
+
+
+class _IgnoresFlushSession(ToneSession):
+    def on_flush(self, utterance: ToneUtterance) -> None:
+        pass  # held text waits for a sentence end or `end`
+
+
+class IgnoresFlush(ToneServer):
+    """Ignores flush: an unfinished sentence is spoken only at end (§15.3)."""
+
+    name = "ignores-flush"
+    session_class = _IgnoresFlushSession
+
+
+class _CancelIgnoresUtteranceSession(ToneSession):
+    async def receive(self) -> bytes | str | None:
+        while True:
+            data = await super().receive()
+            if data is None or not _cancels_an_utterance(data, self.utterances):
+                return data
+            # Dropped unanswered: the utterance goes on as if no cancel had come.
+
+
+def _cancels_an_utterance(data: bytes | str, utterances: dict[str, ToneUtterance]) -> bool:
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "cancel" and obj.get("request_id") in utterances
+
+
+class CancelIgnoresUtterance(ToneServer):
+    """Drops a cancel that names an utterance: it is spoken to the end (§15.5, §4.2)."""
+
+    name = "cancel-ignores-utterance"
+    session_class = _CancelIgnoresUtteranceSession
+
+
+class _CloseDropsUtteranceSession(ToneSession):
+    def on_utterance_end(self, utterance: ToneUtterance, reason: str) -> None:
+        if reason == "close":
+            utterance.ready.clear()  # what it held is dropped instead of spoken
+            utterance.ended = True
+            utterance.changed.set()
+            return
+        super().on_utterance_end(utterance, reason)
+
+
+class CloseDropsUtterance(ToneServer):
+    """On close, drops the text an open utterance holds instead of speaking it (§15.5)."""
+
+    name = "close-drops-open"
+    session_class = _CloseDropsUtteranceSession
+
+
+class _NoMessageTypeSession(ToneSession):
+    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
+        out: list[bytes | str] = []
+        for frame in frames:
+            if isinstance(frame, str) and '"message_type"' in frame:
+                obj = json.loads(frame)
+                obj.pop("message_type", None)
+                frame = json.dumps(obj, separators=(",", ":"))
+            out.append(frame)
+        return out
+
+
+class RefusalWithoutMessageType(ToneServer):
+    """Refuses utterance messages without message_type: a refused fragment cannot be told from a refused
+    utterance (§15.6, §5.4)."""
+
+    name = "no-message-type"
+    session_class = _NoMessageTypeSession
