@@ -253,7 +253,8 @@ class ServerSession:
             as a version 1 server answers them (§15.1).
         capabilities: what the server offers, the answer to ``describe`` (§4.4), which the session
             sends by itself the moment it reads one. ``None``: the session does not offer describe and
-            refuses it with ``unknown_type``, as a version 1 server does (§1.7).
+            refuses it with ``unknown_type``, as a version 1 server does (§1.7). Its ``features`` list
+            ``"utterance"`` exactly when ``utterances`` is on (§15.1), whatever the caller passed.
     """
 
     def __init__(
@@ -270,6 +271,12 @@ class ServerSession:
         self.limits = limits or Limits()
         self.utterances = utterances
         self.known_voices = frozenset(known_voices) if known_voices is not None else None
+        if capabilities is not None:
+            # §15.1: the feature is listed if and only if the session answers the four messages.
+            others = tuple(f for f in capabilities.features if f != "utterance")
+            features = (*others, "utterance") if utterances else others
+            if features != capabilities.features:
+                capabilities = replace(capabilities, features=features)
         self.capabilities = capabilities
         self._clock = clock
         self._wallclock = wallclock

@@ -330,6 +330,24 @@ def test_fail_closes_the_utterance():
     assert types == ["synthesis_start", "error", "synthesis_complete"]
 
 
+def test_capabilities_list_utterance_exactly_when_the_session_offers_it():
+    """§15.1: ``features`` says what the session answers, whatever the capabilities passed in said."""
+    from protocol.messages import FEATURES, Capabilities, ServerInfo
+
+    listed = Capabilities.from_limits(Limits(), server=ServerInfo("t", "1"), voices=(), languages=())
+    assert "utterance" in FEATURES and "utterance" in listed.features
+    without = Capabilities.from_limits(
+        Limits(), server=ServerInfo("t", "1"), voices=(), languages=(), features=("cancel", "describe")
+    )
+    for capabilities in (listed, without):
+        for utterances in (True, False):
+            server = ServerSession(capabilities=capabilities, utterances=utterances)
+            server.receive_frame(msg(type="describe"))
+            (answer,) = controls(server.data_to_send())
+            assert ("utterance" in answer["features"]) is utterances
+            assert {"cancel", "describe"} <= set(answer["features"])
+
+
 def test_default_server_session_does_not_offer_utterances():
     server = ServerSession()
     assert server.receive_frame(msg(type="utterance", request_id="u1")) == []
