@@ -23,6 +23,9 @@ from protocol.session import SynthesisCompleted, SynthesisStarted
 from reference_agent.scripted import tokenize
 from reference_server.utterance import segment_chunker
 
+PADDING_S = 0.8
+"""One segment's padding: Kokoro puts about 0.8 s of silence around each synthesis pass."""
+
 TEXT = "Good question. The short answer is yes, and it streams. Nothing else changes!"
 
 
@@ -291,5 +294,9 @@ def test_kokoro_speaks_the_same_audio_whole_per_token_and_per_character(kokoro_s
     assert len(samples) / 24000 > 2.0 and np.abs(samples).max() > 3000  # real speech, not silence
     for how, answer in answers.items():
         assert answer.complete.status == "completed", how
-        assert len(answer.pcm) == len(plain.pcm), how
-        assert answer.complete.words == plain.complete.words, how
+        # §15.3: the same words; the same length up to the silence of a segment boundary (a server that
+        # cuts by deadline, §10.1, may cut a sentence at another word when the timing differs).
+        difference_s = abs(len(answer.pcm) - len(plain.pcm)) / 2 / 24000
+        assert difference_s <= PADDING_S, (how, difference_s)
+        if plain.complete.words is not None:
+            assert [w.word for w in answer.complete.words] == [w.word for w in plain.complete.words], how
