@@ -43,7 +43,10 @@ def decode_wav(parts: Iterable[bytes], *, sample_rate: int, streamed: bool) -> b
     """
     body = b"".join(parts)
     assert len(body) >= 44, f"the WAV body has only {len(body)} bytes"
-    header = parse_wav_header(body)
+    try:
+        header = parse_wav_header(body)
+    except ValueError as exc:
+        raise AssertionError(f"the body does not start with a WAV header (§11.2): {exc}") from None
     assert header.header_bytes == 44, (
         f"the header is {header.header_bytes} bytes, not the canonical 44 (§11.2)"
     )
@@ -115,7 +118,10 @@ def decode_sse(parts: Iterable[bytes]) -> SSEBody:
     result = SSEBody()
     audio = bytearray()
     for index, event in enumerate(decoded):
-        obj = json.loads(event.data)
+        try:
+            obj = json.loads(event.data)
+        except (ValueError, RecursionError):
+            raise AssertionError(f"event {index}: data is not JSON: {event.data[:80]!r}") from None
         assert isinstance(obj, dict) and obj.get("type") == event.event, (
             f"event {index}: 'event: {event.event}' carries {event.data[:80]!r}"
         )
@@ -129,7 +135,10 @@ def decode_sse(parts: Iterable[bytes]) -> SSEBody:
         errors = sorted(schemas.validator(schema).iter_errors(obj), key=str)
         assert not errors, f"event {index} ({event.event}) breaks its schema: {errors[0].message}"
         if event.event == "audio_chunk":
-            chunk = decode_base64_strict(obj["data"])
+            try:
+                chunk = decode_base64_strict(obj["data"])
+            except ValueError as exc:
+                raise AssertionError(f"event {index}: audio_chunk data is not strict base64: {exc}") from None
             assert chunk, f"event {index}: an empty audio_chunk"
             audio += chunk
         result.events.append((event.event, obj))

@@ -2,8 +2,14 @@
 
 A case is a pytest test carrying a :class:`Case`: a stable id tied to a spec section (``"6.2.1"`` for
 §6.2), the requirement quoted verbatim from ``spec/PROTOCOL.md``, its level (MUST, SHOULD, MAY), what is
-done (``description``) and what must be seen (``expectation``). Mark a test with :func:`case`, or give
-each row of a parametrized table its own case with :func:`param`.
+done (``description``), what must be seen (``expectation``) and the ids of the spec's requirements it tests
+(``requirements``, see :mod:`conformance.requirements`). Mark a test with :func:`case`, or give each row of
+a parametrized table its own case with :func:`param`.
+
+A requirement a case tests is one of its *clauses*: the case fails on its own assertions and on findings
+(:mod:`conformance.observer`) on its clauses; findings on other requirements seen while it ran are notes on
+it, judged by the cases that test those. So one defect of a server fails the cases of its requirement, not
+every case that happens to see it.
 
 Verdicts (:class:`Verdict`), from the test's outcome and the case's level:
 
@@ -97,7 +103,8 @@ class Case:
         source: the file the requirement is quoted from, relative to the repository root.
         requirements: the ids of the spec's normative sentences this case tests (``"R3.3.1-2"``, see
             :mod:`conformance.requirements`); the traceability matrix (``python -m conformance.matrix``)
-            maps each id to the cases that declare it.
+            maps each id to the cases that declare it. They are the case's clauses: findings on them fail
+            it, findings on other requirements are notes on it.
 
     Raises:
         ValueError: a malformed id, an empty requirement or a malformed requirement id.
@@ -121,6 +128,11 @@ class Case:
         bad = [r for r in self.requirements if not _REQUIREMENT_ID.fullmatch(r)]
         if bad:
             raise ValueError(f"case {self.id}: malformed requirement ids {bad} (expected e.g. 'R3.3.1-2')")
+
+    @property
+    def clauses(self) -> tuple[str, ...]:
+        """The requirement ids whose findings decide this case's verdict (its ``requirements``)."""
+        return self.requirements
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""

@@ -13,9 +13,16 @@ Options (``pytest conformance --help`` lists them under "conformance"):
     run only the cases whose id matches a pattern (``fnmatch``: ``9.1.*``, ``3.3.?``).
 ``--report DIR``
     write ``DIR/index.json`` and ``DIR/cases/<id>.json`` (:mod:`conformance.report`).
+``--case-timeout SECONDS``
+    the longest a case may run, its shared recordings included (default
+    :data:`conformance.deadline.DEFAULT_CASE_TIMEOUT_S`); a case that runs out gets a verdict saying what it
+    was waiting for (:mod:`conformance.deadline`).
 
-The verdict of each case is computed here from its outcome and level (:func:`conformance.cases.verdict_for`)
-and printed as a table at the end of the run.
+The verdict of each case is computed here from its outcome, its level (:func:`conformance.cases.verdict_for`)
+and the findings on its own clauses (a finding on a clause of the case fails it, findings on other clauses
+are notes on it), and printed as a table at the end of the run, followed by the distinct defects (findings
+grouped by clause). An exception of the suite's own code (``TypeError``, ``KeyError`` ...) is still a
+readable verdict, flagged ``suite_error`` in the report: a bug of the suite, never a server's fault.
 """
 
 from __future__ import annotations
@@ -32,9 +39,10 @@ from typing import Any
 
 import pytest
 
-from conformance import recordings
+from conformance import deadline, recordings
 from conformance.cases import MARKER, Case, Unimplemented, Verdict, verdict_for
 from conformance.loop import LoopThread
+from conformance.observer import Finding
 from conformance.probe import Probe, Recording
 from conformance.report import Results
 from conformance.target import (
@@ -74,6 +82,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--agent-runtime-arn", help="live target: a deployed agent (AgentCore runtime ARN)")
     group.addoption("--cases", help="comma-separated fnmatch patterns of case ids to run")
     group.addoption("--report", type=Path, help="write index.json and cases/<id>.json here")
+    group.addoption(
+        "--case-timeout",
+        type=float,
+        default=deadline.DEFAULT_CASE_TIMEOUT_S,
+        help="seconds a case may run, its shared recordings included "
+        f"(default {deadline.DEFAULT_CASE_TIMEOUT_S:g})",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -82,6 +97,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", "ignore:Support for class-based `config` is deprecated")
     config.addinivalue_line("filterwarnings", "ignore:datetime.datetime.utcnow:DeprecationWarning")
     config.stash[_RESULTS] = Results()
+    config.stash[_RESULTS].meta["case_timeout_s"] = config.getoption("case_timeout")
+    deadline.start(config.getoption("case_timeout"))
 
 
 def _strict(config: pytest.Config) -> bool:
@@ -136,6 +153,65 @@ def _short(text: str) -> str:
     return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + " ..."
 
 
+SUITE_ERRORS = (
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    NameError,
+    ZeroDivisionError,
+    RecursionError,
+    ValueError,
+)
+"""Exceptions that mean a bug of the suite when a case ends on them: whatever a server sends, the suite
+turns it into an assertion with a readable message, never into one of these."""
+
+
+class ClauseFindings(AssertionError):
+    """The case saw deviations on its own clauses (each is a :class:`conformance.observer.Finding`)."""
+
+
+def _describe(findings: list[Any], limit: int = 6) -> str:
+    lines = [str(f) + (f"\n      wire: {f.excerpt}" if f.excerpt else "") for f in findings[:limit]]
+    more = f"\n  ... and {len(findings) - limit} more" if len(findings) > limit else ""
+    return "\n  ".join(lines) + more
+
+
+def _gather(item: pytest.Item) -> list[Any]:
+    """File the case's findings on its result (own clauses vs notes); return the own ones."""
+    case = item.stash.get(_CASE, None)
+    result = item.config.stash[_RESULTS].get(item.nodeid)
+    probe = getattr(item, "funcargs", {}).get("conf")
+    if case is None or result is None or probe is None:
+        return []
+    try:
+        findings = probe.findings()
+    except Exception:  # never let the bookkeeping hide the case's own outcome
+        return []
+    result.findings = [f for f in findings if f.clause in case.clauses]
+    result.notes = [f for f in findings if f.clause not in case.clauses]
+    return result.findings
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    deadline.start()  # each case's clock starts with its setup (recordings it triggers count)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    try:
+        outcome = yield
+    except BaseException:
+        _gather(item)
+        raise
+    own = _gather(item)
+    if own:
+        raise ClauseFindings(f"{len(own)} finding(s) on this case's clauses:\n  {_describe(own)}")
+    return outcome
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
@@ -152,6 +228,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if report.when == "setup":
         if report.failed:
             result.verdict = Verdict.FAILED
+            result.suite_error = bool(call.excinfo and call.excinfo.errisinstance(SUITE_ERRORS))
             result.message = _short(call.excinfo.exconly() if call.excinfo else report.longreprtext)
         elif report.skipped:
             result.verdict = Verdict.SKIPPED
@@ -170,7 +247,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     else:
         verdict = verdict_for(case.level, False, strict=_strict(item.config))
         result.verdict = verdict
-        result.message = _short(call.excinfo.exconly() if call.excinfo else report.longreprtext)
+        message = call.excinfo.exconly() if call.excinfo else report.longreprtext
+        if call.excinfo is not None and call.excinfo.errisinstance(SUITE_ERRORS):
+            result.suite_error = True
+            where = call.excinfo.traceback[-1]
+            message = f"suite error at {where.path}:{where.lineno + 1}: {message}"
+        if result.findings and not (call.excinfo and call.excinfo.errisinstance(ClauseFindings)):
+            message += f"\nfinding(s) on this case's clauses:\n  {_describe(result.findings)}"
+        if (
+            case.requirements
+            and not result.findings
+            and not result.suite_error
+            and not (call.excinfo and call.excinfo.errisinstance(ClauseFindings))
+        ):
+            # The case's own assertion is a finding on its (first) requirement, so the defect list shows it.
+            first_line = (call.excinfo.exconly() if call.excinfo else message).splitlines()[0]
+            result.findings.append(
+                Finding(case.clauses[0], first_line.removeprefix("AssertionError: ")[:300])
+            )
+        result.message = _short(message)
         if verdict is not Verdict.FAILED:
             # A failed SHOULD or MAY is not a failure of the run: reported as an expected failure.
             report.outcome = "skipped"
@@ -192,6 +287,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.write_sep("=", "conformance verdicts")
     for line in results.table():
         terminalreporter.write_line(line)
+    if results.defects():
+        for line in results.defect_lines():
+            terminalreporter.write_line(line)
+    if results.suite_errors():
+        ids = ", ".join(r.case.id for r in results.suite_errors())
+        terminalreporter.write_line(f"suite errors (bugs of the suite, not verdicts on the server): {ids}")
     if "startup_s" in results.meta:
         terminalreporter.write_line(f"container and simulator started in {results.meta['startup_s']:.1f} s")
     directory = config.getoption("report")
@@ -254,6 +355,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
             process.stop()
         raise
     meta["startup_s"] = round(time.monotonic() - started, 2)
+    deadline.start()  # the first case's clock starts once the target is up
     try:
         yield simulator
     finally:
@@ -288,6 +390,12 @@ def pipelined(target: Target, client_loop: LoopThread) -> Recording:
 def variations(target: Target, client_loop: LoopThread) -> Recording:
     """:func:`conformance.recordings.variations`, recorded once per run."""
     return recordings.variations(target, client_loop)
+
+
+@pytest.fixture(scope="session")
+def refusals(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.refusals`, recorded once per run."""
+    return recordings.refusals(target, client_loop)
 
 
 @pytest.fixture(scope="session")

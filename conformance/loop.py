@@ -18,6 +18,9 @@ __all__ = ["LoopThread"]
 
 _CRT_STREAM_COMPLETED = "AWS_ERROR_HTTP_STREAM_HAS_COMPLETED"
 
+WEDGED_LOOP_GRACE_S = 5.0
+"""How long past its timeout :meth:`LoopThread.run` waits for a cancelled coroutine to finish."""
+
 
 def _quiet_crt_races(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The loop's exception handler: drop one benign race of the CRT client, report the rest as usual.
@@ -58,11 +61,14 @@ class LoopThread:
         """
         future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(coroutine, timeout), self.loop)
         try:
-            # The loop enforces the timeout; this outer bound only guards against a wedged loop.
-            return future.result(timeout + 30.0)
+            # The loop enforces the timeout; this outer bound only guards against a wedged loop (or a
+            # cancelled coroutine whose clean-up hangs).
+            return future.result(timeout + WEDGED_LOOP_GRACE_S)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise TimeoutError(f"the event loop did not answer within {timeout + 30.0:g} s") from None
+            raise TimeoutError(
+                f"the event loop did not answer within {timeout + WEDGED_LOOP_GRACE_S:g} s"
+            ) from None
 
     def stop(self) -> None:
         """Cancel what is left on the loop, stop it and join the thread (idempotent)."""

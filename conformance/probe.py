@@ -1,9 +1,11 @@
 """What a case works with: :class:`Probe` (the ``conf`` fixture) and :class:`Recording` (a session judged by
 several cases).
 
-A :class:`Probe` runs the case's coroutines on the client loop, opens checked sessions through the target,
-changes simulator settings for the case, and gathers what the report keeps beside the verdict: each
-session's client-side log, the simulator's wire log during the case, and the values the case observed.
+A :class:`Probe` runs the case's coroutines on the client loop and its blocking calls on a worker thread,
+both within the case's deadline (:mod:`conformance.deadline`), opens observed sessions through the target,
+changes simulator settings for the case, and gathers what the report keeps beside the verdict: the findings
+of its sessions and recordings and of its own non-fatal checks (:meth:`Probe.check`), each session's
+client-side log, the simulator's wire log during the case, and the values the case observed.
 
 A :class:`Recording` is one session run once (by a module-scoped fixture) and judged by several cases, so
 that, say, one three-request session serves the framing, ordering and close cases (Autobahn keeps one
@@ -12,6 +14,7 @@ wire log per case; here several cases point at the same log).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
@@ -20,37 +23,37 @@ from typing import Any
 
 import pytest
 
+from conformance import deadline
 from conformance.loop import LoopThread
+from conformance.observer import Finding, Message, Observer
 from conformance.report import CaseResult
-from conformance.session import Checker, Message, Session, replay
+from conformance.session import Session
 from conformance.target import Target
 
-__all__ = ["CASE_TIMEOUT_S", "Probe", "Recording", "record"]
-
-CASE_TIMEOUT_S = 300.0
-"""Longest a case's coroutine may run; only a guard against hangs (a long text takes about a minute on two
-CPU cores)."""
+__all__ = ["Probe", "Recording", "record"]
 
 
 @dataclass
 class Recording:
-    """Messages of one session, recorded without checks, for cases to judge.
+    """Messages of one session, recorded and observed once, for several cases to judge.
 
     Attributes:
         name: what the session did.
         messages: every whole server message, in order.
         expect: the request ids sent, in order (``None``: assigned by the server).
+        observer: the session's observer (answers, errors, findings).
         log: the session's client-side log.
         wire: the simulator's wire log of the session (empty on the live target).
-        error: what ended the recording early (an exception from the stream, a timeout), if anything.
-        ended: the output stream ended (the server closed the session).
-        faithful_data_types: see :class:`conformance.session.Checker`.
+        error: what ended the scenario early (the session ended before what it waited for, a timeout).
+        ended: the output stream ended (the server closed the session, normally or not).
+        faithful_data_types: see :class:`conformance.observer.Observer`.
         extra: values the recording scenario measured on the side.
     """
 
     name: str
     messages: list[Message] = field(default_factory=list)
     expect: list[str | None] = field(default_factory=list)
+    observer: Observer | None = None
     log: list[dict[str, Any]] = field(default_factory=list)
     wire: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
@@ -58,17 +61,19 @@ class Recording:
     faithful_data_types: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def replay(self, *, check_frames: bool = True) -> Checker:
-        """Judge the messages (see :func:`conformance.session.replay`); raises ProtocolViolation."""
-        return replay(
-            self.messages,
-            faithful_data_types=self.faithful_data_types,
-            expect=self.expect,
-            check_frames=check_frames,
-        )
+    def replay(self) -> Observer:
+        """The session's :class:`~conformance.observer.Observer` (its answers, errors and findings)."""
+        if self.observer is None:
+            self.observer = Observer(faithful_data_types=self.faithful_data_types, name=self.name)
+        return self.observer
 
-    def require_clean_end(self) -> None:
-        """Fail unless the session ran to its end without an error."""
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding of the session."""
+        return list(self.observer.findings) if self.observer is not None else []
+
+    def require_end(self) -> None:
+        """Fail unless the scenario ran to its end and the server ended the session."""
         if self.error is not None:
             raise AssertionError(f"the {self.name} session failed: {self.error}")
         if not self.ended:
@@ -81,38 +86,43 @@ def record(
     name: str,
     scenario: Callable[[Session, Recording], Awaitable[None]],
     *,
-    timeout: float = CASE_TIMEOUT_S,
     settings: dict[str, Any] | None = None,
     **bidi_options: Any,
 ) -> Recording:
     """Open a session, run ``scenario(session, recording)`` and keep what happened.
 
-    The session records without checking; ``scenario`` sends, reads (``session.drain()``) and may store
-    values in ``recording.extra``. An exception or a timeout ends the recording and is kept in
-    ``recording.error`` rather than raised, so each case judges what was recorded.
+    ``scenario`` sends (announcing its requests with ``session.expect``), reads (``session.drain()``) and
+    may store values in ``recording.extra``. An exception or the end of the case's deadline ends the
+    recording and is kept in ``recording.error`` rather than raised, so each case judges what was recorded.
 
     Args:
         settings: simulator settings for the session (ignored on the live target).
     """
     recording = Recording(name, faithful_data_types=target.faithful_data_types)
     mark = target.wire_mark()
+    sessions: list[Session] = []
 
     async def main() -> None:
         async with target.bidi(**bidi_options) as bidi:
-            session = Session(bidi, faithful_data_types=target.faithful_data_types, check=False, name=name)
-            try:
-                await scenario(session, recording)
-            finally:
-                recording.messages = session.messages
-                recording.log = session.log
-                recording.ended = session.ended
+            session = Session(bidi, faithful_data_types=target.faithful_data_types, name=name)
+            sessions.append(session)
+            await scenario(session, recording)
 
     configure = target.configure(**settings) if settings and target.simulated else contextlib.nullcontext()
     with configure:  # type: ignore[attr-defined]
         try:
-            loop.run(main(), timeout)
+            loop.run(main(), deadline.remaining())
         except Exception as exc:
-            recording.error = f"{type(exc).__name__}: {exc}"
+            waiting = sessions[0].waiting_for if sessions else None
+            recording.error = f"{type(exc).__name__}: {exc}" + (
+                f" (waiting for {waiting})" if waiting else ""
+            )
+    if sessions:
+        session = sessions[0]
+        recording.messages = session.messages
+        recording.log = session.log
+        recording.ended = session.ended
+        recording.observer = session.observer
     recording.wire = target.wire_since(mark)
     return recording
 
@@ -130,39 +140,113 @@ class Probe:
         self.target = target
         self.loop = loop
         self.result = result
-        self._sessions: list[tuple[Session, int]] = []
+        self._sessions: list[tuple[Session, int, int]] = []
         self._recordings: list[Recording] = []
         self._mark = target.wire_mark()
+        self._checks: list[Finding] = []
         self.observations: dict[str, Any] = {}
 
-    def run[T](self, coroutine: Coroutine[Any, Any, T], timeout: float = CASE_TIMEOUT_S) -> T:
-        """Run the case's coroutine on the client loop (cancelled after ``timeout`` seconds)."""
-        return self.loop.run(coroutine, timeout)
+    # -- running within the case's deadline ---------------------------------------------------------
+
+    def _waiting(self) -> str:
+        waits = [s.waiting_for for s, _, _ in self._sessions if s.waiting_for]
+        return f" while waiting until {'; '.join(waits)}" if waits else ""
+
+    def run[T](
+        self, coroutine: Coroutine[Any, Any, T], timeout: float = deadline.DEFAULT_CASE_TIMEOUT_S
+    ) -> T:
+        """Run the case's coroutine on the client loop, within ``timeout`` and the case's deadline.
+
+        Raises:
+            conformance.deadline.CaseTimeout: the case's deadline ran out first (the coroutine is cancelled).
+            TimeoutError: ``timeout`` ran out first.
+        """
+        bounded = deadline.bound(timeout)
+        try:
+            return self.loop.run(coroutine, bounded)
+        except TimeoutError as exc:
+            if isinstance(exc, deadline.CaseTimeout):
+                raise
+            if deadline.expired() or bounded < timeout:
+                raise deadline.CaseTimeout(
+                    f"no verdict within the case's deadline of {deadline.case_timeout():g} s (--case-timeout)"
+                    f"{self._waiting()}"
+                ) from None
+            raise TimeoutError(f"nothing within {timeout:g} s{self._waiting()}") from None
+
+    def blocking[T](self, function: Callable[[], T], what: str = "the server answered") -> T:
+        """Call ``function`` (blocking I/O: boto3, httpx) on a worker thread, within the case's deadline.
+
+        Raises:
+            conformance.deadline.CaseTimeout: the deadline ran out first (the thread is left to finish).
+        """
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="conformance-call")
+        future = pool.submit(function)
+        pool.shutdown(wait=False)
+        try:
+            return future.result(deadline.remaining())
+        except concurrent.futures.TimeoutError:
+            raise deadline.CaseTimeout(
+                f"no verdict within the case's deadline of {deadline.case_timeout():g} s (--case-timeout) "
+                f"while waiting until {what}"
+            ) from None
+
+    def runtime(self) -> Any:
+        """A boto3 ``sagemaker-runtime`` client whose reads time out with the case's deadline."""
+        return self.target.runtime(read_timeout=deadline.remaining())
+
+    # -- sessions ----------------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
     async def session(
-        self, name: str = "s", *, check: bool = True, check_frames: bool = True, **bidi_options: Any
+        self,
+        name: str = "s",
+        *,
+        check_frames: bool = True,
+        stream_errors: str = "observe",
+        **bidi_options: Any,
     ) -> AsyncIterator[Session]:
-        """Open a checked :class:`Session` whose log goes into the case's report."""
+        """Open an observed :class:`Session` whose log and findings go into the case's report."""
         async with self.target.bidi(**bidi_options) as bidi:
             session = Session(
                 bidi,
                 faithful_data_types=self.target.faithful_data_types,
-                check=check,
                 check_frames=check_frames,
                 name=name,
+                stream_errors=stream_errors,
             )
             self.attach(session)
             yield session
 
     def attach(self, session: Session) -> None:
-        """Put ``session``'s log from now on into this case's report (for sessions shared by cases)."""
-        self._sessions.append((session, len(session.log)))
+        """Put ``session``'s log and findings from now on into this case (for sessions shared by cases)."""
+        self._sessions.append((session, len(session.log), len(session.observer.findings)))
 
     def use(self, recording: Recording) -> Recording:
-        """Judge ``recording`` in this case: its logs go into the report. Returns it."""
+        """Judge ``recording`` in this case: its logs and findings go into the report. Returns it."""
         self._recordings.append(recording)
         return recording
+
+    # -- findings and observations --------------------------------------------------------------------
+
+    def check(self, clause: str, condition: bool, message: str) -> bool:
+        """A check of ``clause`` that does not stop the case: a finding when ``condition`` is false.
+
+        The finding fails the case if ``clause`` is one of its own (at the end of the case), and is a note
+        on it otherwise. Returns ``condition``.
+        """
+        if not condition:
+            self._checks.append(Finding(clause, message))
+        return condition
+
+    def findings(self) -> list[Finding]:
+        """Every finding of the case so far: its sessions', its recordings' and its own checks'."""
+        found: list[Finding] = []
+        for recording in self._recordings:
+            found += recording.findings
+        for session, _, first in self._sessions:
+            found += session.observer.findings[first:]
+        return found + self._checks
 
     def observe(self, **values: Any) -> None:
         """Record values in the case's report (measurements, ids)."""
@@ -202,7 +286,7 @@ class Probe:
             result.wire_log.extend(recording.wire)
             if recording.error:
                 result.observations.setdefault("recording_errors", {})[recording.name] = recording.error
-        for session, first in self._sessions:
+        for session, first, _ in self._sessions:
             entry: dict[str, Any] = {"session": session.name, "entries": session.log[first:]}
             if session.log_dropped:
                 entry["entries_dropped"] = session.log_dropped

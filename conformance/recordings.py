@@ -3,6 +3,8 @@
 * :func:`pipelined`: the three REFERENCE.md §3 sentences sent back to back, then ``close``: framing
   (§3.2, §3.3), frame contents (§5), ordering (§6) and draining on close (§7.1).
 * :func:`variations`: one sentence with each of voice, speed and sample_rate changed (§4.1, §5.1).
+* :func:`refusals`: five messages the server must refuse, four carrying :data:`MARKER_TEXT`, then
+  ``close``: error frames (§5.4), their content (§9.3) and the ids they name (§9.2).
 * :func:`long_text`: :data:`conformance.texts.LONG` at speed 2 while the simulator pings the container
   every 0.25 s, ``GET /ping`` is polled and a second session opens: keepalive (§8), health checks while
   busy (§2.2), handshakes while busy (§2.3) and text beyond Kokoro's single-pass limit (§4.1).
@@ -11,11 +13,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
 import httpx
 
+from conformance import deadline
 from conformance.loop import LoopThread
 from conformance.probe import Recording, record
 from conformance.session import Session
@@ -25,10 +29,13 @@ from protocol.messages import SynthesisRequest
 
 __all__ = [
     "KEEPALIVE_SETTINGS",
+    "MARKER_TEXT",
     "PIPELINED",
+    "REFUSED",
     "VARIATIONS",
     "long_text",
     "pipelined",
+    "refusals",
     "variations",
 ]
 
@@ -48,6 +55,18 @@ VARIATIONS = {
 }
 """The variations session's requests: the same sentence with one parameter changed each."""
 
+MARKER_TEXT = "Zebra quartz marker seventy one."
+"""Words an error message has no reason to quote unless it quotes the request's text (§9.3, §13)."""
+
+REFUSED = (
+    ({"text": MARKER_TEXT, "voice": "zz_nobody", "request_id": "m1"}, "invalid_voice"),
+    ({"text": MARKER_TEXT, "speed": 9, "request_id": "m2"}, "invalid_speed"),
+    ({"text": MARKER_TEXT, "sample_rate": 5, "request_id": "m3"}, "invalid_sample_rate"),
+    ({"type": "start", "text": MARKER_TEXT, "request_id": "m4"}, "unknown_type"),
+    ({"text": "  ", "request_id": "m5"}, "text_required"),
+)
+"""The refusals session's messages and the code each must be refused with; every one names a valid id."""
+
 KEEPALIVE_SETTINGS = {"ping_interval_s": 0.25, "ping_timeout_s": 5.0}
 """Simulator pings for the long session: frequent, so even a fast server's synthesis is pinged, and a
 server that blocks its event loop for 5 s while it synthesizes misses one."""
@@ -58,6 +77,7 @@ PING_POLL_S = 0.25
 async def _send_all(session: Session, recording: Recording, requests: tuple[SynthesisRequest, ...]) -> None:
     for request in requests:
         recording.expect.append(request.request_id)
+        session.expect(request.request_id, request.to_dict())
         await session.send(request.to_json().encode(), data_type="BINARY")
 
 
@@ -83,8 +103,20 @@ def variations(target: Target, loop: LoopThread) -> Recording:
     return record(target, loop, "variations", scenario)
 
 
+def refusals(target: Target, loop: LoopThread) -> Recording:
+    """:data:`REFUSED` sent at once, then ``close``; the session is read to its end."""
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        for message, _ in REFUSED:
+            await session.send(json.dumps(message).encode())
+        await session.close()
+        await session.drain_after_close([])
+
+    return record(target, loop, "refusals", scenario)
+
+
 async def _poll_ping(url: str, stop: asyncio.Event, checks: list[tuple[float, Any]]) -> None:
-    async with httpx.AsyncClient(timeout=30.0) as client:
+    async with httpx.AsyncClient(timeout=deadline.bound(30.0)) as client:
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -103,10 +135,12 @@ async def _second_session(target: Target, extra: dict[str, Any]) -> None:
     try:
         async with target.bidi() as bidi:
             session = Session(bidi, faithful_data_types=target.faithful_data_types, name="second")
-            await bidi.opened()
+            await asyncio.wait_for(bidi.opened(), deadline.bound(60.0))
             extra["second_opened_s"] = round(time.monotonic() - started, 3)
             answer = await session.answer(await session.request(SHORT, speed=FAST))
+            extra["second_completed"] = answer.complete is not None
             extra["second_status"] = answer.complete.status if answer.complete else None
+            extra["second_findings"] = [str(f) for f in session.observer.findings[:5]]
             extra["second_audio_bytes"] = len(answer.audio)
             await session.close()
             await session.drain()

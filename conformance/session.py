@@ -1,16 +1,15 @@
-"""Sessions through the official client: reassembled messages, strict checks, answers, a client-side log.
+"""Sessions through the official client: reassembled messages, observed leniently, a client-side log.
 
 A :class:`Session` wraps one ``InvokeEndpointWithBidirectionalStream`` stream opened with
 :func:`simulator.client.open_bidi_session`. It sends client messages as PayloadParts (``DataType`` BINARY,
 UTF8 or absent; whole or in PARTIAL parts) and reads the output as whole server messages, joining
 PayloadParts up to ``CompletionState=COMPLETE`` (PROTOCOL.md §3.4 step 1, §12.3).
 
-Each message goes through a :class:`Checker`: the team's strict client,
-:class:`protocol.session.ClientSession`, which raises :class:`~protocol.session.ProtocolViolation` (with
-the section) on any broken rule of §3, §5 and §6, plus the frame-type rules only a faithful transport
-can show (a BINARY message that is a JSON object, §3.3.2; audio in a TEXT message, §3.3.1). A session
-opened with ``check=False`` only records: cases then judge the recorded messages with :func:`replay`,
-so one recording serves many cases, each with its own verdict (Autobahn's way).
+Every message goes to the session's :class:`conformance.observer.Observer`, which records each deviation
+from the spec as a finding and never aborts: one broken rule does not hide the rest of the session. How
+the session ended is observed too: a server that ends it before ``close`` (§7), or without a Close frame
+1000 after it (§7.1), is a finding, and the stream's end is not an exception for the case (unless the case
+asks for it, ``stream_errors="raise"``).
 
 Every send and every received message is appended to :attr:`Session.log`, which the report keeps
 beside the verdict.
@@ -22,204 +21,53 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from protocol.frames import Audio, classify, is_json_object
-from protocol.messages import ErrorFrame, SynthesisComplete, SynthesisStart
-from protocol.session import (
-    AudioReceived,
-    ClientEvent,
-    ClientSession,
-    ErrorReceived,
-    ProtocolViolation,
-    SynthesisCompleted,
-    SynthesisStarted,
-)
+from conformance import clauses
+from conformance.observer import Answer, Message, Observer, describe_frame, excerpt, observe
+from protocol.messages import Cancel, Close, SynthesisRequest
 from simulator.client import BidiSession
 
 __all__ = [
     "LOG_LIMIT",
     "Answer",
-    "Checker",
     "Message",
+    "Observer",
     "Session",
     "SessionEnded",
     "describe_frame",
-    "replay",
+    "observe",
 ]
 
 LOG_LIMIT = 4000
 """Client-log entries kept per session; later ones are counted, not stored (keeps reports small)."""
 
 
-class SessionEnded(Exception):
+class SessionEnded(AssertionError):
     """The output stream ended before what the case waited for arrived."""
 
 
-@dataclass(frozen=True)
-class Message:
-    """One whole server message (PROTOCOL.md §3.4 step 1).
-
-    Attributes:
-        data: the bytes of its PayloadParts joined.
-        data_type: ``DataType`` of its first part (``UTF8`` or ``BINARY``).
-        parts: how many PayloadParts carried it.
-        t: seconds from the session's opening to its last part.
-    """
-
-    data: bytes
-    data_type: str
-    parts: int
-    t: float
-
-    @property
-    def is_control(self) -> bool:
-        """The §3.4 classification: the whole message is one JSON object."""
-        return is_json_object(self.data)
-
-
-@dataclass
-class Answer:
-    """What the server sent for one accepted request (its bracket, §6.1).
-
-    Attributes:
-        request_id: the id from ``synthesis_start``.
-        start: the ``synthesis_start`` frame.
-        audio: the request's PCM, joined into whole samples.
-        frames: the length of each audio message, in order.
-        complete: the ``synthesis_complete`` frame once it arrived.
-    """
-
-    request_id: str
-    start: SynthesisStart
-    audio: bytearray = field(default_factory=bytearray)
-    frames: list[int] = field(default_factory=list)
-    complete: SynthesisComplete | None = None
-
-    @property
-    def duration_s(self) -> float:
-        """Seconds of audio received, at the declared sample rate."""
-        return len(self.audio) / 2 / self.start.sample_rate
-
-
-def describe_frame(data: bytes, limit: int = 160) -> dict[str, Any]:
-    """A log-friendly view of a message: the JSON object if it is one, else a text or hex preview."""
-    if is_json_object(data) and len(data) <= 4096:
-        return {"json": json.loads(data.decode("utf-8"))}
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"head": data[: limit // 2].hex()}
-    return {"text": text[:limit]}
-
-
-class Checker:
-    """Judges server messages one at a time and assembles the answers (no I/O).
-
-    Args:
-        faithful_data_types: the transport keeps the container's frame type in ``DataType`` (true for
-            the simulator; behind SageMaker it is only reported, so the frame-type checks are off).
-        check_frames: enforce the per-frame audio rules of §3.3 on each whole message.
-
-    Raises (from :meth:`feed`):
-        ProtocolViolation: the message breaks a rule; ``section`` names it.
-    """
-
-    def __init__(self, *, faithful_data_types: bool, check_frames: bool = True) -> None:
-        self.faithful_data_types = faithful_data_types
-        self.client = ClientSession(check_frames=check_frames)
-        self.answers: dict[str, Answer] = {}
-        self.errors: list[tuple[int, ErrorFrame]] = []
-        self.fed = 0
-        self._open: Answer | None = None
-
-    def feed(self, message: Message) -> list[ClientEvent]:
-        """Check one message and update the answers; returns the client events it produced."""
-        if self.faithful_data_types:
-            control = message.is_control
-            if control and message.data_type == "BINARY":
-                raise ProtocolViolation(
-                    f"a BINARY message of {len(message.data)} bytes is a JSON object "
-                    f"({message.data[:40]!r}): an audio frame must never be one and a control frame is "
-                    "a TEXT message",
-                    "§3.3.2",
-                )
-            if not control and message.data_type == "UTF8":
-                raise ProtocolViolation(
-                    f"a TEXT message of {len(message.data)} bytes is not a JSON object "
-                    f"({message.data[:40]!r}): audio frames are BINARY messages",
-                    "§3.3.1",
-                )
-        events = self.client.receive_message(message.data)
-        index = self.fed
-        self.fed += 1
-        if not events and isinstance(classify(message.data), Audio) and self._open is not None:
-            self._open.frames.append(len(message.data))  # an audio message shorter than one sample
-        for event in events:
-            if isinstance(event, SynthesisStarted):
-                self._open = Answer(event.frame.request_id, event.frame)
-                self.answers[event.frame.request_id] = self._open
-            elif isinstance(event, AudioReceived):
-                assert self._open is not None  # ClientSession refuses audio outside a bracket
-                self._open.audio += event.pcm
-                self._open.frames.append(len(message.data))
-            elif isinstance(event, SynthesisCompleted):
-                assert self._open is not None
-                self._open.complete = event.frame
-                self._open = None
-            elif isinstance(event, ErrorReceived):
-                self.errors.append((index, event.frame))
-        return events
-
-    def errors_since(self, index: int) -> list[ErrorFrame]:
-        """Error frames among the messages fed from position ``index`` on."""
-        return [frame for i, frame in self.errors if i >= index]
-
-    def completed(self, request_id: str) -> bool:
-        """Whether the request's ``synthesis_complete`` arrived."""
-        answer = self.answers.get(request_id)
-        return answer is not None and answer.complete is not None
-
-
-def replay(
-    messages: Iterable[Message],
-    *,
-    faithful_data_types: bool,
-    expect: Iterable[str | None] = (),
-    check_frames: bool = True,
-) -> Checker:
-    """Judge recorded messages: a fresh :class:`Checker` fed every message, after announcing ``expect``.
-
-    ``expect`` lists the request ids sent, in order (``None`` where the server assigns the id).
-
-    Raises:
-        ProtocolViolation: the first broken rule.
-    """
-    checker = Checker(faithful_data_types=faithful_data_types, check_frames=check_frames)
-    for request_id in expect:
-        checker.client.expect(request_id)
-    for message in messages:
-        checker.feed(message)
-    return checker
-
-
 class Session:
-    """One open bidirectional session, checked message by message.
+    """One open bidirectional session, observed message by message.
 
     Args:
         bidi: the stream, from :func:`simulator.client.open_bidi_session`.
-        faithful_data_types: see :class:`Checker`.
-        check: feed every message to the checker (``False``: only record them in :attr:`messages`).
-        check_frames: see :class:`Checker`.
-        name: a label for the log.
+        faithful_data_types: see :class:`conformance.observer.Observer`.
+        check_frames: see :class:`conformance.observer.Observer`.
+        name: a label for the log and the findings.
+        stream_errors: ``"observe"`` (default): an abnormal end of the output stream ends the session like
+            a normal one and is observed as a finding; ``"raise"``: :meth:`receive` raises it (for cases
+            about the service's errors); ``"expect"``: it ends the session without a finding (the case
+            injected a fault).
 
     Attributes:
         messages: every whole message received, in order.
         log: the client-side log (sends, receptions, the end of the stream).
         ended: the output stream has ended.
-        checker: the :class:`Checker` (its ``answers`` and ``errors``).
+        end_error: the exception that ended it abnormally, if any.
+        observer: the :class:`conformance.observer.Observer` (answers, errors, findings).
+        waiting_for: what the session is waiting for, if anything (said when a case runs out of time).
     """
 
     def __init__(
@@ -227,25 +75,27 @@ class Session:
         bidi: BidiSession,
         *,
         faithful_data_types: bool,
-        check: bool = True,
         check_frames: bool = True,
         name: str = "session",
+        stream_errors: str = "observe",
     ) -> None:
         self.bidi = bidi
         self.name = name
-        self.check = check
-        self.checker = Checker(faithful_data_types=faithful_data_types, check_frames=check_frames)
+        self.stream_errors = stream_errors
+        self.observer = Observer(
+            faithful_data_types=faithful_data_types, check_frames=check_frames, name=name
+        )
         self.messages: list[Message] = []
         self.log: list[dict[str, Any]] = []
         self.log_dropped = 0
         self.ended = False
         self.end_error: BaseException | None = None
+        self.close_sent = False
+        self.waiting_for: str | None = None
         self._opened = time.monotonic()
         self._parts: list[bytes] = []
         self._part_type: str | None = None
         self._sent_requests = 0
-        self._completes: set[str] = set()
-        self._scanned = 0
 
     # -- log -------------------------------------------------------------------------------------------
 
@@ -272,6 +122,8 @@ class Session:
             bytes=len(data),
             **describe_frame(data),
         )
+        if _is_close(data):
+            self.close_sent = True
         await self.bidi.send(data, data_type=data_type, completion_state=completion_state)
 
     async def send_in_parts(self, data: bytes, cuts: Iterable[int], *, data_type: str = "UTF8") -> None:
@@ -293,45 +145,50 @@ class Session:
         if request_id is None:
             self._sent_requests += 1
             request_id = f"{self.name}-{self._sent_requests}"
-        request_id, frame = self.checker.client.request(text, request_id=request_id, **fields)
-        await self.send(frame, data_type=data_type)
+        request = SynthesisRequest(text=text, request_id=request_id, **fields)
+        self.observer.expect(request_id, request.to_dict())
+        await self.send(request.to_json().encode(), data_type=data_type)
         return request_id
 
-    def expect(self, request_id: str | None) -> None:
+    def expect(self, request_id: str | None, request: Mapping[str, Any] | None = None) -> None:
         """Announce a request sent as raw bytes (``None``: the server assigns its id)."""
-        self.checker.client.expect(request_id)
+        self.observer.expect(request_id, request)
+
+    async def cancel(self, request_id: str | None = None, *, data_type: str | None = "BINARY") -> None:
+        """Send ``cancel`` (§4.2), naming ``request_id`` or, without it, every request."""
+        await self.send(Cancel(request_id=request_id).to_json().encode(), data_type=data_type)
 
     async def close(self, *, data_type: str | None = "BINARY") -> None:
         """Send ``{"type": "close"}`` (§4.3)."""
-        await self.send(ClientSession.close(), data_type=data_type)
+        await self.send(Close().to_json().encode(), data_type=data_type)
 
     # -- receiving -------------------------------------------------------------------------------------
 
     async def receive(self) -> Message | None:
-        """The next whole server message, checked (unless ``check=False``); ``None`` at the end of the stream.
+        """The next whole server message, observed; ``None`` at the end of the stream.
 
         Raises:
-            ProtocolViolation: the message breaks a rule.
-            ModelStreamError, InternalStreamFailure, ...: the service's errors, as the client raises them.
+            TimeoutError: nothing arrived within the stream's timeout.
+            ModelStreamError, InternalStreamFailure, ...: only with ``stream_errors="raise"``.
         """
         while True:
             if self.ended:
                 return None
             try:
                 part = await self.bidi.receive()
+            except TimeoutError:
+                raise
             except Exception as exc:
                 self.ended, self.end_error = True, exc
                 self.note(dir="end", error=f"{type(exc).__name__}: {exc}")
-                raise
+                self._observe_end(exc)
+                if self.stream_errors == "raise":
+                    raise
+                return None
             if part is None:
                 self.ended = True
                 self.note(dir="end", note="the output stream ended")
-                if self._parts:
-                    raise ProtocolViolation(
-                        f"the stream ended inside a message ({sum(map(len, self._parts))} bytes without a "
-                        "COMPLETE part)",
-                        "§12.3",
-                    )
+                self._observe_end(None)
                 return None
             if self._part_type is None:
                 self._part_type = part.data_type
@@ -343,28 +200,50 @@ class Session:
             self._parts, self._part_type = [], None
             self.messages.append(message)
             self._log_message(message)
-            if self.check:
-                self.checker.feed(message)
+            self.observer.feed(message)
             return message
 
+    def _observe_end(self, error: BaseException | None) -> None:
+        """Findings on how the stream ended (§7, §7.1, §12.3)."""
+        observer = self.observer
+        if self._parts and self.stream_errors == "observe":
+            observer.note(
+                clauses.REASSEMBLY,
+                f"the stream ended inside a message ({sum(map(len, self._parts))} bytes without a COMPLETE "
+                "part)",
+            )
+        if self.stream_errors != "observe" or observer.fatal:
+            return  # a fault the case injected, or a fatal error frame (§9.4) that explains the end
+        how = "normally" if error is None else f"with {type(error).__name__}: {str(error)[:200]}"
+        if error is not None and type(error).__name__ == "ModelError" and not self.messages:
+            # The stream never opened (424): the container failed the WebSocket handshake.
+            observer.note(clauses.HANDSHAKE, f"the session could not be opened: {how}")
+            return
+        if not self.close_sent:
+            observer.note(
+                clauses.SESSION_ENDS_ONLY_BY,
+                f"the server ended the session {how} before the client sent close (answered "
+                f"{observer.completions()} request(s))",
+            )
+        elif error is not None:
+            observer.note(
+                clauses.CLOSE_1000,
+                f"after close the session ended {how}: the server did not close the WebSocket with 1000",
+            )
+
     def _log_message(self, message: Message) -> None:
+        entry: dict[str, Any] = {
+            "dir": "recv",
+            "kind": "control" if message.is_control else "audio",
+            "data_type": message.data_type,
+            "parts": message.parts,
+            "bytes": len(message.data),
+        }
         if message.is_control:
-            self.note(
-                dir="recv",
-                kind="control",
-                data_type=message.data_type,
-                parts=message.parts,
-                bytes=len(message.data),
-                **describe_frame(message.data),
-            )
-        else:
-            self.note(
-                dir="recv",
-                kind="audio",
-                data_type=message.data_type,
-                parts=message.parts,
-                bytes=len(message.data),
-            )
+            entry.update(describe_frame(message.data))
+        elif message.data_type != "BINARY" or len(message.data) < 2 or len(message.data) % 2:
+            entry["excerpt"] = excerpt(message.data)
+        self.note(**entry)
 
     async def wait(self, done: Callable[[], bool], what: str) -> None:
         """Read messages until ``done()`` is true.
@@ -372,30 +251,37 @@ class Session:
         Raises:
             SessionEnded: the stream ended first (``what`` says what was awaited).
         """
-        while not done():
-            if await self.receive() is None:
-                raise SessionEnded(f"the server ended the session before {what}")
+        self.waiting_for = what
+        try:
+            while not done():
+                if await self.receive() is None:
+                    ended = f" ({type(self.end_error).__name__}: {self.end_error})" if self.end_error else ""
+                    raise SessionEnded(f"the server ended the session before {what}{ended}")
+        finally:
+            self.waiting_for = None
 
     async def answer(self, request_id: str) -> Answer:
         """Read until the request's ``synthesis_complete``; return its :class:`Answer`."""
-        await self.wait(lambda: self.checker.completed(request_id), f"{request_id!r} was completed")
-        return self.checker.answers[request_id]
+        await self.wait(lambda: self.observer.completed(request_id), f"{request_id!r} was completed")
+        return self.observer.answers[request_id]
+
+    async def completions(self, count: int) -> list[Answer]:
+        """Read until ``count`` brackets are closed; return every answer so far, in order."""
+        await self.wait(lambda: self.observer.completions() >= count, f"{count} request(s) were completed")
+        return list(self.observer.history)
 
     async def drain(self) -> None:
         """Read until the output stream ends."""
-        while await self.receive() is not None:
-            pass
+        self.waiting_for = "the end of the session"
+        try:
+            while await self.receive() is not None:
+                pass
+        finally:
+            self.waiting_for = None
 
     def completes_seen(self) -> set[str]:
-        """Request ids of the ``synthesis_complete`` frames received so far (read from the raw messages,
-        so it works for sessions that only record)."""
-        for message in self.messages[self._scanned :]:
-            if message.is_control:
-                obj = json.loads(message.data.decode("utf-8"))
-                if obj.get("type") == "synthesis_complete" and isinstance(obj.get("request_id"), str):
-                    self._completes.add(obj["request_id"])
-        self._scanned = len(self.messages)
-        return set(self._completes)
+        """Request ids (as the client knows them) whose ``synthesis_complete`` arrived so far."""
+        return {a.request_id for a in self.observer.history if a.complete is not None}
 
     async def drain_after_close(self, request_ids: Iterable[str | None], grace_s: float = 10.0) -> None:
         """After ``close``: read until every request in ``request_ids`` is completed, then until the stream
@@ -412,14 +298,14 @@ class Session:
 
         def done() -> bool:
             seen = self.completes_seen()
-            return named <= seen and len(seen) >= len(wanted)
+            return named <= seen and self.observer.completions() >= len(wanted)
 
         await self.wait(done, f"all of {wanted} were completed after close")
         try:
             await asyncio.wait_for(self.drain(), grace_s)
         except TimeoutError:
             self.note(dir="end", note=f"no end of stream within {grace_s:g} s after the last completion")
-            raise TimeoutError(
+            raise SessionEnded(
                 f"the server did not end the session within {grace_s:g} s after answering every request "
                 "that preceded close (§7.1)"
             ) from None
@@ -427,4 +313,12 @@ class Session:
     @property
     def answers(self) -> dict[str, Answer]:
         """Answers so far, by request id, in the order their brackets opened."""
-        return self.checker.answers
+        return self.observer.answers
+
+
+def _is_close(data: bytes) -> bool:
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "close"

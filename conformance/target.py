@@ -21,13 +21,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
+from conformance import deadline
 from conformance.loop import LoopThread
 from simulator.client import open_bidi_session, runtime_client
-from simulator.container_command import container_command
 
 __all__ = [
     "BIDI_TIMEOUT_S",
@@ -41,9 +40,10 @@ __all__ = [
 ]
 
 BIDI_TIMEOUT_S = 120.0
-"""Longest any single send or receive on a bidirectional stream may wait. It only guards against hangs
-(the official client hangs silently on TLS problems, REFERENCE.md §1); a long text on two CPU cores can
-take a minute between two messages when several sessions share the model."""
+"""Longest any single send or receive on a bidirectional stream may wait, and never longer than what is left
+of the case's deadline (:mod:`conformance.deadline`). It only guards against hangs (the official client
+hangs silently on TLS problems, REFERENCE.md §1); a long text on two CPU cores can take a minute between two
+messages when several sessions share the model."""
 
 WIRE_RECORDS_PER_SESSION = 2000
 """Simulator wire-log records kept per session in a case report (a byte-split session has thousands)."""
@@ -64,8 +64,7 @@ class ContainerProcess:
     """A container command run for the whole suite, the way a third party's container runs.
 
     Args:
-        command: the command line; ``{port}`` is replaced by a free loopback port, and a command without it
-            is reached on port 8080 (:func:`simulator.container.container_command`; split with
+        command: the command line; ``{port}`` is replaced by a free loopback port (split with
             :func:`shlex.split`, no shell).
         log_path: where the command's stdout and stderr go.
         startup_timeout_s: how long ``GET /ping`` may take to answer 200 (model loading and warm-up).
@@ -75,9 +74,9 @@ class ContainerProcess:
     def __init__(
         self, command: str, log_path: Path, *, startup_timeout_s: float = 300.0, host: str = "127.0.0.1"
     ) -> None:
-        # The same {port} rule as `python -m simulator serve --container-cmd` (simulator.container).
-        self.command, self.url = container_command(command, host=host)
-        self.port = urlsplit(self.url).port
+        self.port = free_port(host)
+        self.command = command.replace("{port}", str(self.port))
+        self.url = f"http://{host}:{self.port}"
         self.log_path = log_path
         self.startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
@@ -165,8 +164,8 @@ class Target:
         """Open an ``InvokeEndpointWithBidirectionalStream`` session (a ``simulator.client.BidiSession``)."""
         raise NotImplementedError
 
-    def runtime(self) -> Any:
-        """A boto3 ``sagemaker-runtime`` client for ``InvokeEndpoint[WithResponseStream]``."""
+    def runtime(self, read_timeout: float = 70.0) -> Any:
+        """A boto3 ``sagemaker-runtime`` client for ``InvokeEndpoint[WithResponseStream]`` (one attempt)."""
         raise NotImplementedError
 
     @property
@@ -217,7 +216,7 @@ class SimulatorTarget(Target):
         return True
 
     def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
-        options.setdefault("timeout", BIDI_TIMEOUT_S)
+        options.setdefault("timeout", deadline.bound(BIDI_TIMEOUT_S))
         return open_bidi_session(
             self.endpoint_name,
             endpoint_url=self.simulator.endpoint_url,
@@ -225,9 +224,9 @@ class SimulatorTarget(Target):
             **options,
         )
 
-    def runtime(self) -> Any:
+    def runtime(self, read_timeout: float = 70.0) -> Any:
         # One attempt: a retried invocation would hide what the container answered.
-        return runtime_client(self.simulator.http1_url, max_attempts=1)
+        return runtime_client(self.simulator.http1_url, max_attempts=1, read_timeout=read_timeout)
 
     @contextlib.contextmanager
     def configure(self, **changes: Any) -> Iterator[None]:
@@ -326,8 +325,8 @@ class LiveTarget(Target):
         self.region = region
 
     def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
-        options.setdefault("timeout", BIDI_TIMEOUT_S)
+        options.setdefault("timeout", deadline.bound(BIDI_TIMEOUT_S))
         return open_bidi_session(self.endpoint_name, region=self.region, **options)
 
-    def runtime(self) -> Any:
-        return runtime_client(region=self.region, max_attempts=1)
+    def runtime(self, read_timeout: float = 70.0) -> Any:
+        return runtime_client(region=self.region, max_attempts=1, read_timeout=read_timeout)

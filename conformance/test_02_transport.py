@@ -6,7 +6,7 @@ import json
 
 import httpx
 
-from conformance import expect
+from conformance import deadline, expect
 from conformance.cases import Level, case
 from conformance.probe import Probe
 from conformance.texts import FAST, SENTENCES, SHORT
@@ -46,7 +46,9 @@ def test_unknown_query_string_is_ignored(conf: Probe) -> None:
 )
 def test_ping_answers_200(conf: Probe) -> None:
     url = conf.require_container("send it GET /ping")
-    response = httpx.get(f"{url}/ping", timeout=10.0)
+    response = conf.blocking(
+        lambda: httpx.get(f"{url}/ping", timeout=deadline.bound(10.0)), "GET /ping answered"
+    )
     conf.observe(status=response.status_code, body=response.text[:200])
     assert response.status_code == 200, f"GET /ping answered {response.status_code}: {response.text[:200]!r}"
 

@@ -1,19 +1,21 @@
 """§3.2 control frames, §3.3 audio frames, §5 frame contents, §6.1–§6.2 ordering, §7.1 close drains.
 
 All judged on one recording (:func:`conformance.recordings.pipelined`): the three REFERENCE.md §3
-sentences sent back to back, the second at 16 kHz, then ``close``.
+sentences sent back to back, the second at 16 kHz, then ``close``. The observer's findings on the session
+(:mod:`conformance.observer`) are judged by the case that owns each clause; a case that checks the content of
+brackets judges the brackets that arrived, and a session the server ended early is judged by the §7 cases.
 """
 
 from __future__ import annotations
 
-import json
 import re
 
+from conformance import clauses
 from conformance.cases import Level, case
+from conformance.observer import Answer
 from conformance.probe import Probe, Recording
 from conformance.recordings import PIPELINED
 from protocol.frames import AUDIO_FRAME_HARD_LIMIT, looks_like_control
-from protocol.messages import parse_server_control
 
 _STRING = re.compile(rb'"(?:\\.|[^"\\])*"')
 
@@ -30,6 +32,30 @@ def _nonempty(recording: Recording) -> None:
     assert recording.messages, f"the server sent nothing ({recording.error or 'no error'})"
 
 
+def _ended_early(recording: Recording) -> bool:
+    """Whether the server ended the session before ``close`` (a §7 finding, judged by the §7 cases)."""
+    return any(f.clause == clauses.SESSION_ENDS_ONLY_BY for f in recording.findings)
+
+
+def _answers(recording: Recording) -> list[tuple[str, Answer]]:
+    """The pipelined requests' answers that arrived, by request id; fails when none did."""
+    observer = recording.replay()
+    found = [
+        (r.request_id or "", observer.answers[r.request_id or ""])
+        for r in PIPELINED
+        if r.request_id in observer.answers
+    ]
+    assert found, f"no request of the {recording.name} session was answered ({recording.error or 'no error'})"
+    return found
+
+
+def _unanswered(recording: Recording) -> list[str]:
+    """Pipelined requests without a closed bracket, unless the server ended the session early (§7)."""
+    observer = recording.replay()
+    missing = [r.request_id or "" for r in PIPELINED if not observer.completed(r.request_id or "")]
+    return [] if _ended_early(recording) else missing
+
+
 @case(
     "3.2.1",
     "§3.2",
@@ -40,21 +66,18 @@ def _nonempty(recording: Recording) -> None:
         "R5-1",
     ),
     requirement="Every server control frame MUST be a **TEXT** message holding one JSON object in UTF-8",
-    description="judge every control frame of the pipelined session (three requests, then close)",
-    expectation="each is a TEXT message (DataType UTF8; checked behind the simulator only) and validates "
-    "against its schema (synthesis_start, synthesis_complete, error)",
+    description="observe every control frame of the pipelined session (three requests, then close) and of "
+    "the refusals session (five refused messages, then close)",
+    expectation="each is a TEXT message (DataType UTF8; checked behind the simulator only) with a string "
+    "type, and validates against its schema (synthesis_start, synthesis_complete, error)",
 )
-def test_control_frames_are_text_and_valid(conf: Probe, pipelined: Recording) -> None:
+def test_control_frames_are_text_and_valid(conf: Probe, pipelined: Recording, refusals: Recording) -> None:
     conf.use(pipelined)
+    conf.use(refusals)
     _nonempty(pipelined)
-    for message in pipelined.messages:
-        if not message.is_control:
-            continue
-        if conf.simulated:
-            assert message.data_type == "UTF8", (
-                f"a control frame arrived as {message.data_type}: {message.data[:80]!r}"
-            )
-        parse_server_control(json.loads(message.data.decode("utf-8")))
+    controls = sum(1 for r in (pipelined, refusals) for m in r.messages if m.is_control)
+    conf.observe(control_frames=controls)
+    assert controls, "no control frame to judge"
 
 
 @case(
@@ -175,23 +198,13 @@ def test_audio_frames_at_most_1_mib(conf: Probe, pipelined: Recording) -> None:
     requirement="A server **MUST NOT** send an audio frame whose whole bytes decode as UTF-8 and parse as a "
     "JSON object under §3.4",
     description="look for BINARY messages of the pipelined session that are JSON objects, and for control "
-    "frames without a known type inside a bracket (how such audio reads behind a transport that does not "
-    "keep frame types)",
+    "frames without a type inside a bracket (how such audio reads behind a transport that does not keep "
+    "frame types)",
     expectation="there are none",
 )
 def test_no_audio_frame_is_a_json_object(conf: Probe, pipelined: Recording) -> None:
-    conf.use(pipelined)
+    conf.use(pipelined)  # the observer reports each such frame on this case's clause
     _nonempty(pipelined)
-    for index, message in enumerate(pipelined.messages):
-        if not message.is_control:
-            continue
-        obj = json.loads(message.data.decode("utf-8"))
-        assert not (conf.simulated and message.data_type == "BINARY"), (
-            f"message {index}, a BINARY frame, is the JSON object {message.data[:60]!r}"
-        )
-        assert obj.get("type") in ("synthesis_start", "synthesis_complete", "error"), (
-            f"message {index} reads as the JSON object {message.data[:60]!r}: audio taken for a control frame"
-        )
 
 
 @case(
@@ -222,24 +235,19 @@ def test_no_audio_frame_looks_like_json_to_lenient_decoders(conf: Probe, pipelin
     requirement="rate of the audio frames that follow, Hz: the requested `sample_rate`",
     description="compare each synthesis_start of the pipelined session with its request (the second asked "
     "for 16 kHz)",
-    expectation="request_id, sample_rate, voice and speed are those of the request; encoding pcm_s16le, "
-    "channels 1",
+    expectation="each declares the request's sample_rate, voice and speed (members missing or different "
+    "fail; the frame's other members are judged by 3.2.1)",
 )
 def test_synthesis_start_describes_the_request(conf: Probe, pipelined: Recording) -> None:
     conf.use(pipelined)
-    checker = pipelined.replay()
-    for request in PIPELINED:
-        answer = checker.answers.get(request.request_id or "")
-        assert answer is not None, f"no synthesis_start for {request.request_id!r}"
-        start = answer.start
-        assert (start.sample_rate, start.voice, start.speed) == (
-            request.sample_rate,
-            request.voice,
-            request.speed,
-        ), (
-            f"{request.request_id}: synthesis_start says {start.sample_rate} Hz, {start.voice!r}, speed "
-            f"{start.speed}; the request asked for {request.sample_rate} Hz, {request.voice!r}, speed "
-            f"{request.speed}"
+    requests = {r.request_id: r for r in PIPELINED}
+    for request_id, answer in _answers(pipelined):
+        request, declared = requests[request_id], answer.start.obj
+        said = tuple(declared.get(name) for name in ("sample_rate", "voice", "speed"))
+        asked = (request.sample_rate, request.voice, request.speed)
+        assert said == asked, (
+            f"{request_id}: synthesis_start declares sample_rate, voice, speed = {said}; the request asked "
+            f"for {asked}"
         )
 
 
@@ -251,22 +259,29 @@ def test_synthesis_start_describes_the_request(conf: Probe, pipelined: Recording
     requirement="the sum of the lengths of this request's audio frames (even; padding included, §3.3.4)",
     description="add up each request's audio frames in the pipelined session and compare with its "
     "synthesis_complete",
-    expectation="audio_bytes equals the bytes received; total_duration_s equals audio_bytes / 2 / "
-    "sample_rate (within 1 ms); status completed",
+    expectation="each synthesis_complete has audio_bytes, equal to the bytes received; total_duration_s "
+    "equals audio_bytes / 2 / sample_rate (within 1 ms); status completed when present (the frame's other "
+    "members are judged by 3.2.1)",
 )
 def test_synthesis_complete_accounts_for_the_audio(conf: Probe, pipelined: Recording) -> None:
-    conf.use(pipelined)
-    checker = pipelined.replay()  # ClientSession checks audio_bytes against what arrived (§5.3)
-    for request in PIPELINED:
-        answer = checker.answers.get(request.request_id or "")
-        assert answer is not None and answer.complete is not None, f"{request.request_id!r} was not completed"
+    conf.use(pipelined)  # the observer checks audio_bytes against what arrived (§5.3)
+    closed = [(i, a) for i, a in _answers(pipelined) if a.complete is not None]
+    assert closed, f"no request of the pipelined session was completed ({pipelined.error or 'no error'})"
+    for request_id, answer in closed:
         complete = answer.complete
-        assert complete.status == "completed", f"{request.request_id}: status {complete.status!r}"
+        assert complete is not None
+        assert complete.status in ("completed", None), f"{request_id}: status {complete.status!r}"
+        assert complete.audio_bytes is not None, (
+            f"{request_id}: synthesis_complete states no audio_bytes ({answer.complete.obj})"
+        )
+        if complete.total_duration_s is None:
+            continue  # a missing member is the schema's finding (3.2.1)
         expected = complete.audio_bytes / 2 / answer.start.sample_rate
-        assert abs(complete.total_duration_s - expected) <= 0.001, (
-            f"{request.request_id}: total_duration_s {complete.total_duration_s}, audio_bytes / 2 / "
-            "sample_rate "
-            f"is {expected}"
+        conf.check(
+            clauses.AUDIO_BYTES,
+            abs(complete.total_duration_s - expected) <= 0.001,
+            f"{request_id}: total_duration_s {complete.total_duration_s}, audio_bytes / 2 / sample_rate is "
+            f"{expected}",
         )
 
 
@@ -274,16 +289,17 @@ def test_synthesis_complete_accounts_for_the_audio(conf: Probe, pipelined: Recor
     "6.1.1",
     "§6.1",
     Level.MUST,
-    requirements=("R6.1-1",),
+    requirements=("R6.1-1", "R6.1-2"),
     requirement="For every accepted request the server MUST send **exactly one** `synthesis_start`, "
     "then zero or more audio frames, then **exactly one** `synthesis_complete`",
-    description="replay the pipelined session through the strict client (protocol.session.ClientSession)",
-    expectation="each of the three requests gets one bracket; no audio outside a bracket",
+    description="observe the pipelined session: match brackets to requests (protocol.reader.StreamReader)",
+    expectation="each of the three requests gets one bracket; no audio outside a bracket, no bracket that "
+    "answers nothing (a session the server ended early is judged by the §7 cases)",
 )
 def test_one_bracket_per_request(conf: Probe, pipelined: Recording) -> None:
     conf.use(pipelined)
-    checker = pipelined.replay()
-    missing = [r.request_id for r in PIPELINED if not checker.completed(r.request_id or "")]
+    _nonempty(pipelined)
+    missing = _unanswered(pipelined)
     assert not missing, f"requests without a complete bracket: {missing} ({pipelined.error or 'no error'})"
 
 
@@ -297,13 +313,12 @@ def test_one_bracket_per_request(conf: Probe, pipelined: Recording) -> None:
     ),
     requirement="The `synthesis_start` of a request MUST follow the `synthesis_complete` of the request "
     "accepted before it; brackets never overlap or interleave.",
-    description="replay the pipelined session (three requests sent at once) through the strict client",
+    description="observe the pipelined session (three requests sent at once)",
     expectation="the brackets come in the order p1, p2, p3 and none opens before the previous one closed",
 )
 def test_brackets_in_order_never_interleaved(conf: Probe, pipelined: Recording) -> None:
     conf.use(pipelined)
-    checker = pipelined.replay()
-    order = list(checker.answers)
+    order = [a.request_id for a in pipelined.replay().history]
     assert order == [r.request_id for r in PIPELINED][: len(order)], f"brackets opened in the order {order}"
 
 
@@ -323,10 +338,10 @@ def test_brackets_in_order_never_interleaved(conf: Probe, pipelined: Recording) 
 )
 def test_close_drains(conf: Probe, pipelined: Recording) -> None:
     conf.use(pipelined)
-    checker = pipelined.replay()
-    missing = [r.request_id for r in PIPELINED if not checker.completed(r.request_id or "")]
+    observer = pipelined.replay()
+    missing = [r.request_id for r in PIPELINED if not observer.completed(r.request_id or "")]
     assert not missing, f"requests sent before close that were not answered: {missing}"
-    pipelined.require_clean_end()
+    pipelined.require_end()
 
 
 @case(

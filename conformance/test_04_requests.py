@@ -18,17 +18,10 @@ from conformance.session import Answer, Session
 from conformance.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
 
 
-async def _completions(session: Session, count: int) -> None:
-    """Read until ``count`` brackets are closed."""
-    done = lambda: sum(1 for a in session.answers.values() if a.complete) >= count  # noqa: E731
-    await session.wait(done, f"{count} requests were completed")
-
-
 async def _only_answer(session: Session, request_id: str | None) -> Answer:
     if request_id is not None:
         return await session.answer(request_id)
-    await session.wait(lambda: any(a.complete for a in session.answers.values()), "the request was completed")
-    return next(a for a in session.answers.values() if a.complete)
+    return (await session.completions(1))[0]
 
 
 def _single(conf: Probe, name: str, message: dict[str, Any], *, data_type: str | None = "BINARY") -> Answer:
@@ -37,7 +30,7 @@ def _single(conf: Probe, name: str, message: dict[str, Any], *, data_type: str |
 
     async def scenario() -> Answer:
         async with conf.session(name) as s:
-            s.expect(request_id)
+            s.expect(request_id, message)
             await s.send(json.dumps(message).encode(), data_type=data_type)
             answer = await _only_answer(s, request_id)
             await s.close()
@@ -145,10 +138,9 @@ def test_aws_sample_message_shapes(conf: Probe) -> None:
         async with conf.session("aws-sample") as s:
             for text in texts:
                 body = {"text": text, "voice": "af_heart", "request_timestamp": time.time(), "speed": 1.0}
-                s.expect(None)
+                s.expect(None, body)
                 await s.send(json.dumps(body).encode("utf-8"), data_type=None)
-                await _completions(s, len(answers) + 1)
-                answers.append(list(s.answers.values())[-1])
+                answers.append((await s.completions(len(answers) + 1))[-1])
             await s.send(json.dumps({"type": "close"}).encode("utf-8"), data_type=None)
             await s.drain()
         return answers
@@ -172,14 +164,14 @@ def test_server_assigns_request_ids(conf: Probe) -> None:
     async def scenario() -> list[Answer]:
         async with conf.session("assigned") as s:
             for _ in range(2):
-                s.expect(None)
+                s.expect(None, {"speed": FAST})
                 await s.send(json.dumps({"text": SHORT, "speed": FAST}).encode())
             await s.close()
             await s.drain_after_close([None, None])
-            return list(s.answers.values())
+            return list(s.observer.history)
 
     answers = conf.run(scenario())
-    ids = [a.request_id for a in answers]
+    ids = [a.start.request_id for a in answers]
     conf.observe(assigned_ids=ids)
     assert len(ids) == 2 and ids[0] != ids[1], f"assigned ids: {ids}"
     assert all(re.fullmatch(r"r[1-9][0-9]*", i) for i in ids), f"assigned ids are not of the form r<N>: {ids}"
@@ -229,8 +221,8 @@ def test_rfc3339_timestamps_accepted(conf: Probe) -> None:
             ids = []
             for n, stamp in enumerate(stamps, 1):
                 ids.append(f"stamp-{n}")
-                s.expect(ids[-1])
                 body = {"text": SHORT, "speed": FAST, "request_id": ids[-1], "request_timestamp": stamp}
+                s.expect(ids[-1], body)
                 await s.send(json.dumps(body).encode())
             answers = [await s.answer(i) for i in ids]
             await s.close()
@@ -260,10 +252,10 @@ def test_duplicate_request_id(conf: Probe) -> None:
             answer = await s.answer("dup")
             await s.close()
             await s.drain()
-            return answer, s.checker.errors_since(0)
+            return answer, s.observer.errors_since(0)
 
     answer, errors = conf.run(scenario())
-    expect.one_error(errors, "duplicate_request_id", "dup")
+    expect.one_error(conf, errors, "duplicate_request_id", "dup")
     expect.spoken(answer, SENTENCES[0], speed=FAST)
 
 
@@ -282,27 +274,25 @@ def test_queue_full(conf: Probe) -> None:
     async def scenario() -> tuple[list[str], list[Any], dict[str, Answer]]:
         async with conf.session("queue") as s:
             frames = [(f"q{n}", SHORT if n > 1 else TWO_SENTENCES) for n in range(1, 34)]
-            client = s.checker.client
             for request_id, text in frames[:32]:
                 await s.request(text, request_id=request_id, speed=FAST)
             # The 33rd is refused, so it is sent raw: no bracket is expected for it.
             await s.send(json.dumps({"text": SHORT, "request_id": "q33"}).encode())
-            await s.wait(lambda: bool(s.checker.errors), "an error frame answered the 33rd request")
-            await s.send(client.cancel())
+            await s.wait(lambda: bool(s.observer.errors), "an error frame answered the 33rd request")
+            await s.cancel()
             await s.close()
             await s.drain_after_close([i for i, _ in frames[:32]], grace_s=30.0)
-            return [i for i, _ in frames[:32]], s.checker.errors_since(0), s.answers
+            return [i for i, _ in frames[:32]], s.observer.errors_since(0), s.answers
 
     expected, errors, answers = conf.run(scenario())
-    expect.one_error(errors, "queue_full", "q33")
+    expect.one_error(conf, errors, "queue_full", "q33")
     missing = [i for i in expected if i not in answers or answers[i].complete is None]
     assert not missing, f"requests without a closed bracket: {missing}"
 
 
 def _variation(variations: Recording, name: str) -> Answer:
-    checker = variations.replay()
     request = VARIATIONS[name]
-    answer = checker.answers.get(request.request_id or "")
+    answer = variations.replay().answers.get(request.request_id or "")
     assert answer is not None and answer.complete is not None, (
         f"{request.request_id!r} was not answered ({variations.error or 'no error'})"
     )

@@ -8,12 +8,11 @@ from typing import Any
 
 import httpx
 
-from conformance import expect
+from conformance import deadline, expect
 from conformance.cases import Level, case
 from conformance.probe import Probe
 from conformance.session import Answer, Session
 from conformance.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
-from protocol.session import ClientSession
 
 DISCONNECTS = 20
 
@@ -65,9 +64,9 @@ def test_messages_after_close_are_ignored(conf: Probe) -> None:
             await s.close()
             await s.send(json.dumps({"text": SHORT, "request_id": "ac2"}).encode())
             await s.send(b"this is not JSON")
-            await s.send(ClientSession.cancel("ac1"))
+            await s.cancel("ac1")
             await s.drain_after_close(["ac1"])
-            return s.answers["ac1"], s.checker.errors_since(0)
+            return s.answers["ac1"], s.observer.errors_since(0)
 
     answer, errors = conf.run(scenario())
     assert not errors, f"messages after close were answered: {[(e.code, e.request_id) for e in errors]}"
@@ -114,6 +113,7 @@ def test_disconnect_mid_synthesis(conf: Probe) -> None:
     async def once(n: int) -> None:
         async with conf.target.bidi() as bidi:
             session = Session(bidi, faithful_data_types=conf.target.faithful_data_types, name=f"gone-{n}")
+            conf.attach(session)
             request_id = await session.request(SENTENCES[1], speed=FAST)
             await session.wait(lambda: request_id in session.answers, "synthesis_start arrived")
         # Leaving the block ends the input: the simulator drops the container's WebSocket (REFERENCE.md §1).
@@ -129,7 +129,8 @@ def test_disconnect_mid_synthesis(conf: Probe) -> None:
 
     expect.spoken(conf.run(scenario()), SHORT, speed=FAST)
     if conf.target.container_url is not None:
-        status = httpx.get(f"{conf.target.container_url}/ping", timeout=10.0).status_code
+        url = f"{conf.target.container_url}/ping"
+        status = conf.blocking(lambda: httpx.get(url, timeout=deadline.bound(10.0)).status_code, "GET /ping")
         assert status == 200, f"after {DISCONNECTS} disconnects GET /ping answered {status}"
 
 

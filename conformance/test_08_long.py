@@ -17,8 +17,7 @@ loop takes as long as the synthesis."""
 
 
 def _long_answer(recording: Recording) -> Answer:
-    checker = recording.replay()
-    answer = checker.answers.get("long-1")
+    answer = recording.replay().answers.get("long-1")
     assert answer is not None and answer.complete is not None, (
         f"the long request was not completed ({recording.error or 'no error'})"
     )
@@ -70,7 +69,6 @@ def test_long_text_spoken_to_the_end(conf: Probe, long_text: Recording) -> None:
 def test_pings_answered_during_synthesis(conf: Probe, long_text: Recording) -> None:
     conf.use(long_text)
     conf.require_simulator("ping the container and log its pongs")
-    assert long_text.error is None, f"the long session failed: {long_text.error}"
     logs = [log for log in long_text.wire if log["api"] == "bidi"]
     assert logs, "no wire log of the long session"
     records = logs[0]["records"]
@@ -124,4 +122,6 @@ def test_handshake_while_busy(conf: Probe, long_text: Recording) -> None:
     extra = long_text.extra
     conf.observe(**{k: v for k, v in extra.items() if k.startswith("second")})
     assert "second_error" not in extra, f"the second session failed: {extra['second_error']}"
-    assert extra.get("second_status") == "completed", f"the second session's request ended as {extra}"
+    assert extra.get("second_completed") and extra.get("second_status") in ("completed", None), (
+        f"the second session's request ended as {extra}"
+    )

@@ -40,12 +40,19 @@ def test_text_is_not_logged(conf: Probe) -> None:
             await s.drain()
 
     conf.run(scenario())
-    response = conf.target.runtime().invoke_endpoint(
-        EndpointName=conf.target.endpoint_name,
-        Body=json.dumps({"text": MARKER, "speed": FAST, "format": "pcm"}).encode(),
-        ContentType="application/json",
+    body = conf.blocking(
+        lambda: (
+            conf.runtime()
+            .invoke_endpoint(
+                EndpointName=conf.target.endpoint_name,
+                Body=json.dumps({"text": MARKER, "speed": FAST, "format": "pcm"}).encode(),
+                ContentType="application/json",
+            )["Body"]
+            .read()
+        ),
+        "InvokeEndpoint answered",
     )
-    assert response["Body"].read(), "POST /invocations returned no audio"
+    assert body, "POST /invocations returned no audio"
     time.sleep(0.5)  # let the container's log handlers flush
     output = process.output()
     conf.observe(container_output_bytes=len(output))

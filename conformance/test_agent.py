@@ -8,6 +8,7 @@ default credential chain. The streams must break no rule of the agent's event co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance import deadline
 from conformance.cases import Level, case
 from conformance.loop import LoopThread
 from conformance.probe import Probe
@@ -58,12 +60,21 @@ def _local_agent(target: Target, loop: LoopThread) -> Iterator[Invoke]:
         container=UrlContainer(target.container_url),
         settings=AgentSettings(first_token_s=0.01, tokens_per_s=250.0),
     )
-    loop.run(stack.start(), 120.0)
+    try:
+        loop.run(stack.start(), 120.0)
+    except Exception as exc:
+        failure = f"the local agent stack did not start: {type(exc).__name__}: {exc}"
+
+        def broken(payload: dict[str, Any]) -> list[bytes]:
+            raise AssertionError(failure)
+
+        yield broken
+        return
 
     def invoke(payload: dict[str, Any]) -> list[bytes]:
         body = {**payload, "scripted": {"reply": REPLY, **payload.get("scripted", {})}}
         with (
-            httpx.Client(timeout=AGENT_TIMEOUT_S) as client,
+            httpx.Client(timeout=deadline.bound(AGENT_TIMEOUT_S)) as client,
             client.stream("POST", f"{stack.agent_url}/invocations", json=body) as response,
         ):
             assert response.status_code == 200, (
@@ -74,7 +85,8 @@ def _local_agent(target: Target, loop: LoopThread) -> Iterator[Invoke]:
     try:
         yield invoke
     finally:
-        loop.run(stack.stop(), 60.0)
+        with contextlib.suppress(Exception):
+            loop.run(stack.stop(), 60.0)
 
 
 def _live_agent(target: Target, arn: str | None) -> Invoke:
@@ -97,10 +109,24 @@ def _live_agent(target: Target, arn: str | None) -> Invoke:
     return invoke
 
 
+def _ask(conf: Probe, agent: Invoke, payload: dict[str, Any]) -> list[bytes]:
+    """One agent request, within the case's deadline."""
+    return conf.blocking(lambda: agent(payload), "the agent's stream ended")
+
+
+TTS_BROKE_PROTOCOL = "TTS broke the protocol"
+"""How the agent's error event says its strict TTS client refused the container's frames."""
+
+
 def _judge(conf: Probe, chunks: list[bytes]) -> list[dict[str, Any]]:
     from reference_agent.checks import check_stream
 
     events, findings = check_stream(chunks, expect="success")
+    refused = [e for e in events if e.get("type") == "error" and TTS_BROKE_PROTOCOL in str(e.get("message"))]
+    if refused:
+        # The agent cases certify the agent with a conforming TTS; this container broke the protocol, which
+        # the container's own cases judge.
+        pytest.skip(f"the container under test broke the protocol for the agent: {refused[0].get('message')}")
     conf.observe(
         chunks=len(chunks),
         event_types=[e.get("type") for e in events][:40],
@@ -121,7 +147,9 @@ def _judge(conf: Probe, chunks: list[bytes]) -> list[dict[str, Any]]:
     source="reference_agent/events.py",
 )
 def test_agent_bidi_stream(conf: Probe, agent: Invoke) -> None:
-    events = _judge(conf, agent({"prompt": "Say hello in two sentences.", "mode": "bidi", "speed": 2.0}))
+    events = _judge(
+        conf, _ask(conf, agent, {"prompt": "Say hello in two sentences.", "mode": "bidi", "speed": 2.0})
+    )
     assert any(e.get("type") == "audio_chunk" for e in events), "the stream carries no audio"
 
 
@@ -136,7 +164,9 @@ def test_agent_bidi_stream(conf: Probe, agent: Invoke) -> None:
     source="reference_agent/events.py",
 )
 def test_agent_batch_stream(conf: Probe, agent: Invoke) -> None:
-    events = _judge(conf, agent({"prompt": "Say hello in two sentences.", "mode": "batch", "speed": 2.0}))
+    events = _judge(
+        conf, _ask(conf, agent, {"prompt": "Say hello in two sentences.", "mode": "batch", "speed": 2.0})
+    )
     assert any(e.get("type") == "audio_chunk" for e in events), "the stream carries no audio"
 
 
@@ -163,7 +193,7 @@ def test_agent_bidi_speaks_before_batch(conf: Probe, agent: Invoke) -> None:
     timings = {}
     for mode in ("bidi", "batch"):
         request = {"prompt": "About the sea.", "mode": mode, "speed": 2.0, "scripted": slow}
-        events = _judge(conf, agent(request))
+        events = _judge(conf, _ask(conf, agent, request))
         last_text = [e for e in events if e.get("type") == "text_delta"][-1]["t_ms"]
         timings[mode] = (_first(events, "audio_chunk")["t_ms"], last_text)
     conf.observe(first_audio_and_last_text_ms=timings)
@@ -185,7 +215,7 @@ def test_agent_bidi_speaks_before_batch(conf: Probe, agent: Invoke) -> None:
 def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
     from reference_agent.checks import check_stream
 
-    chunks = agent({"prompt": "Say hello.", "mode": "bidi", "voice": "zz_nobody"})
+    chunks = _ask(conf, agent, {"prompt": "Say hello.", "mode": "bidi", "voice": "zz_nobody"})
     events, findings = check_stream(chunks, expect="error")
     conf.observe(event_types=[e.get("type") for e in events][:40], findings=[str(f) for f in findings])
     assert not findings, "; ".join(str(f) for f in findings)

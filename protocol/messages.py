@@ -53,6 +53,7 @@ __all__ = [
     "Capabilities",
     "ClientMessage",
     "Close",
+    "ControlReading",
     "Describe",
     "End",
     "ErrorFrame",
@@ -75,6 +76,7 @@ __all__ = [
     "parse_invocations_body",
     "parse_invocations_request",
     "parse_server_control",
+    "read_server_control",
     "rfc3339_to_epoch",
 ]
 
@@ -1382,8 +1384,108 @@ _SERVER_SCHEMAS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class ControlReading:
+    """A server control frame read leniently: every rule of §5 it breaks is listed, nothing is raised.
+
+    The one home of the §5 frame rules: :func:`parse_server_control` (strict: raises on the first problem)
+    and lenient readers such as the conformance observer both go through :func:`read_server_control`.
+
+    Attributes:
+        obj: the decoded JSON object, as received.
+        kind: ``"synthesis_start"``, ``"synthesis_complete"`` or ``"error"``; ``None`` when ``type`` is
+            missing, not a string, or names no server frame of this version (see :attr:`known`).
+        frame: the typed frame when the object is valid, else ``None``.
+        problems: what breaks the frame's schema or a rule of §5, one sentence each (empty when valid).
+    """
+
+    obj: dict[str, Any]
+    kind: str | None
+    frame: ServerControl | None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        """Whether ``type`` names a server frame of this version."""
+        return self.kind is not None
+
+    def string(self, member: str) -> str | None:
+        """``obj[member]`` when it is a non-empty string, else ``None``."""
+        value = self.obj.get(member)
+        return value if isinstance(value, str) and value else None
+
+    def number(self, member: str) -> float | None:
+        """``obj[member]`` when it is a finite JSON number (never a boolean), else ``None``."""
+        value = self.obj.get(member)
+        return float(value) if _is_number(value) and math.isfinite(value) else None
+
+    def integer(self, member: str) -> int | None:
+        """``obj[member]`` when it is an integral JSON number (§1.4: ``24000.0`` counts), else ``None``."""
+        value = self.number(member)
+        return int(value) if value is not None and value.is_integer() else None
+
+
+def read_server_control(obj: dict[str, Any]) -> ControlReading:
+    """Read a server control frame, already classified as a JSON object (§3.4), without raising (§5).
+
+    Args:
+        obj: the decoded JSON object.
+
+    Returns:
+        A :class:`ControlReading`: its ``frame`` is the typed frame when ``obj`` is valid; its ``problems``
+        name every schema failure (each with the member concerned) and every rule of §5 it breaks.
+    """
+    kind = obj.get("type")
+    name = _SERVER_SCHEMAS.get(kind) if isinstance(kind, str) else None
+    if name is None:
+        return ControlReading(obj, None, None, (f"unknown server frame type {_show(kind)}",))
+    errors = sorted(
+        schemas.validator(name).iter_errors(obj), key=lambda e: (list(e.absolute_path), e.message)
+    )
+    problems = tuple(f"{'/'.join(map(str, e.absolute_path)) or 'frame'}: {e.message[:200]}" for e in errors)
+    if problems:
+        return ControlReading(obj, name, None, problems)
+    try:
+        frame = _typed(name, obj)
+    except (ValueError, KeyError, TypeError) as exc:
+        return ControlReading(obj, name, None, (str(exc),))
+    return ControlReading(obj, name, frame)
+
+
+def _typed(name: str, obj: dict[str, Any]) -> ServerControl:
+    """The frame of an object that validated against schema ``name`` (ValueError on a §5 rule)."""
+    if name == "synthesis_start":
+        return SynthesisStart(
+            request_id=obj["request_id"],
+            sample_rate=int(obj["sample_rate"]),
+            voice=obj["voice"],
+            speed=float(obj["speed"]),
+        )
+    if name == "synthesis_complete":
+        words = obj.get("words")
+        return SynthesisComplete(
+            request_id=obj["request_id"],
+            status=obj["status"],
+            audio_bytes=int(obj["audio_bytes"]),
+            total_duration_s=float(obj["total_duration_s"]),
+            elapsed_s=float(obj["elapsed_s"]),
+            words=None if words is None else _words(words),
+        )
+    if name == "capabilities":
+        return _capabilities(obj)
+    return ErrorFrame(
+        code=obj["code"],
+        message=obj["message"],
+        request_id=obj.get("request_id"),
+        fatal=obj["fatal"],
+        message_type=obj.get("message_type"),
+    )
+
+
 def parse_server_control(obj: dict[str, Any]) -> ServerControl:
     """Validate a server control frame, already classified as a JSON object (§3.4), and type it (§5).
+
+    Strict form of :func:`read_server_control`.
 
     Args:
         obj: the decoded JSON object.
@@ -1394,49 +1496,16 @@ def parse_server_control(obj: dict[str, Any]) -> ServerControl:
 
     Raises:
         UnknownFrameType: ``type`` names no server frame of this version (a client SHOULD ignore it).
-        InvalidServerFrame: the frame breaks its schema or a rule of §5.
+        InvalidServerFrame: the frame breaks its schema or a rule of §5 (the first problem is named).
     """
     if not isinstance(obj, dict):
         raise InvalidServerFrame(f"a control frame is a JSON object, not {type(obj).__name__}")
-    kind = obj.get("type")
-    name = _SERVER_SCHEMAS.get(kind) if isinstance(kind, str) else None
-    if name is None:
-        raise UnknownFrameType(f"unknown server frame type {_show(kind)}")
-    from jsonschema.exceptions import best_match
-
-    error = best_match(schemas.validator(name).iter_errors(obj))
-    if error is not None:
-        where = "/".join(map(str, error.absolute_path)) or "frame"
-        raise InvalidServerFrame(f"{kind}: {where}: {error.message[:200]}")
-    try:
-        if name == "synthesis_start":
-            return SynthesisStart(
-                request_id=obj["request_id"],
-                sample_rate=int(obj["sample_rate"]),
-                voice=obj["voice"],
-                speed=float(obj["speed"]),
-            )
-        if name == "synthesis_complete":
-            words = obj.get("words")
-            return SynthesisComplete(
-                request_id=obj["request_id"],
-                status=obj["status"],
-                audio_bytes=int(obj["audio_bytes"]),
-                total_duration_s=float(obj["total_duration_s"]),
-                elapsed_s=float(obj["elapsed_s"]),
-                words=None if words is None else _words(words),
-            )
-        if name == "capabilities":
-            return _capabilities(obj)
-        return ErrorFrame(
-            code=obj["code"],
-            message=obj["message"],
-            request_id=obj.get("request_id"),
-            fatal=obj["fatal"],
-            message_type=obj.get("message_type"),
-        )
-    except ValueError as exc:
-        raise InvalidServerFrame(f"{kind}: {exc}") from None
+    reading = read_server_control(obj)
+    if not reading.known:
+        raise UnknownFrameType(reading.problems[0])
+    if reading.frame is None:
+        raise InvalidServerFrame(f"{reading.kind}: {reading.problems[0]}")
+    return reading.frame
 
 
 def _words(items: Iterable[dict[str, Any]]) -> tuple[Word, ...]:

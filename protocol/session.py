@@ -46,13 +46,13 @@ import enum
 import itertools
 import re
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.frames import Audio, Control, classify, cut_audio_frames
-from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
+from protocol.frames import cut_audio_frames
+from protocol.limits import Limits
 from protocol.messages import (
     Append,
     Cancel,
@@ -69,9 +69,8 @@ from protocol.messages import (
     UtteranceMessage,
     Word,
     parse_client_message,
-    parse_server_control,
 )
-from protocol.pcm import SampleAligner
+from protocol.reader import AudioSeen, CapabilitiesSeen, Closed, ErrorSeen, Opened, StreamReader
 
 __all__ = [
     "AudioReceived",
@@ -746,15 +745,6 @@ class CapabilitiesReceived:
 
 ClientEvent = SynthesisStarted | AudioReceived | SynthesisCompleted | ErrorReceived | CapabilitiesReceived
 
-# Error codes that reject the message they answer: the named request never gets a bracket (§6.3).
-_REJECTING = frozenset(ErrorCode) - {
-    ErrorCode.INTERNAL_ERROR,
-    ErrorCode.UNKNOWN_REQUEST,
-    ErrorCode.UTTERANCE_TIMEOUT,
-}
-# A refusal of one of these leaves the utterance it names as it was (§15.6).
-_FRAGMENT_MESSAGES = frozenset(_FRAGMENT_TYPES.values())
-
 
 class ClientSession:
     """The client's half of one bidirectional session: builds requests, checks every server message.
@@ -762,7 +752,10 @@ class ClientSession:
     Feed whole server messages to :meth:`receive_message` (one WebSocket message, or the PayloadParts
     of one message reassembled up to ``CompletionState=COMPLETE``), or raw PayloadParts to
     :meth:`receive_part`. Each call returns the events that message produced and raises
-    :class:`ProtocolViolation` when the server broke a rule.
+    :class:`ProtocolViolation` when the server broke a MUST.
+
+    The rules are those of :class:`protocol.reader.StreamReader` (one home for the client's checks); this
+    class is its strict face. Control frames of a type this version does not know are ignored (§1.7).
 
     Requests are expected in the order they were sent. Requests sent by other means (raw bytes, say)
     can be announced with :meth:`expect`.
@@ -780,14 +773,9 @@ class ClientSession:
 
     def __init__(self, *, check_frames: bool = True) -> None:
         self.check_frames = check_frames
-        self._expected: deque[str | None] = deque()
-        self._active: str | None = None
-        self._active_bytes = 0
-        self._aligner = SampleAligner()
+        self._reader = StreamReader(check_frames=check_frames)
         self._parts = bytearray()
         self._ids = itertools.count(1)
-        self._utterances: set[str] = set()  # ids this client opened as utterances, until answered
-        self._describes = 0
 
     # -- building messages ---------------------------------------------------------------------------------
 
@@ -804,7 +792,7 @@ class ClientSession:
         """
         request_id = request_id or f"c{next(self._ids)}"
         frame = SynthesisRequest(text=text, request_id=request_id, **fields).to_json().encode()  # type: ignore[arg-type]
-        self._expected.append(request_id)
+        self._reader.expect(request_id)
         return request_id, frame
 
     def utterance(
@@ -822,8 +810,7 @@ class ClientSession:
         """
         request_id = request_id or f"c{next(self._ids)}"
         frame = Utterance(request_id=request_id, text=text, **fields).to_json().encode()  # type: ignore[arg-type]
-        self._expected.append(request_id)
-        self._utterances.add(request_id)
+        self._reader.expect(request_id, utterance=True)
         return request_id, frame
 
     @staticmethod
@@ -843,7 +830,7 @@ class ClientSession:
 
     def expect(self, request_id: str | None = None) -> None:
         """Announce a request sent by other means; ``None`` matches whatever id the server assigns."""
-        self._expected.append(request_id)
+        self._reader.expect(request_id)
 
     @staticmethod
     def cancel(request_id: str | None = None) -> bytes:
@@ -861,18 +848,18 @@ class ClientSession:
         A version 1 server refuses it with ``unknown_type`` instead (§1.7); that error also settles the
         expectation.
         """
-        self._describes += 1
+        self._reader.expect_describe()
         return Describe(request_id=request_id).to_json().encode()
 
     @property
     def outstanding(self) -> list[str | None]:
         """Requests still awaiting ``synthesis_complete``, in answer order (``None``: id not yet known)."""
-        return list(self._expected)
+        return self._reader.outstanding
 
     @property
     def active(self) -> str | None:
         """The request whose bracket is open, if any."""
-        return self._active
+        return self._reader.active
 
     # -- receiving ------------------------------------------------------------------------------------------
 
@@ -888,107 +875,29 @@ class ClientSession:
         """Classify and check one whole server message (§3.4) and return its events.
 
         Raises:
-            ProtocolViolation: the message breaks §3, §5 or §6.
+            ProtocolViolation: the message breaks a MUST of §3, §5 or §6 (the first one seen).
         """
-        if isinstance(data, str):
-            data = data.encode()
-        kind = classify(data)
-        if isinstance(kind, Audio):
-            return self._on_audio(kind.data)
-        assert isinstance(kind, Control)
-        try:
-            frame = parse_server_control(kind.obj)
-        except (ProtocolError, ValueError) as exc:
-            raise ProtocolViolation(f"invalid control frame {kind.obj!r}: {exc}", "§5") from exc
-        if isinstance(frame, SynthesisStart):
-            return self._on_start(frame)
-        if isinstance(frame, SynthesisComplete):
-            return self._on_complete(frame)
-        if isinstance(frame, Capabilities):
-            return self._on_capabilities(frame)
-        assert isinstance(frame, ErrorFrame)
-        return self._on_error(frame)
-
-    def _on_start(self, frame: SynthesisStart) -> list[ClientEvent]:
-        if self._active is not None:
-            raise ProtocolViolation(
-                f"synthesis_start of {frame.request_id!r} while {self._active!r} is still active", "§6.2"
-            )
-        if not self._expected:
-            raise ProtocolViolation(
-                f"synthesis_start of {frame.request_id!r}, which was never requested", "§6.1"
-            )
-        expected = self._expected[0]
-        if expected is not None and expected != frame.request_id:
-            where = "out of order" if frame.request_id in self._expected else "never requested"
-            raise ProtocolViolation(
-                f"synthesis_start of {frame.request_id!r} ({where}); {expected!r} is next", "§6.2"
-            )
-        self._expected[0] = frame.request_id
-        self._active = frame.request_id
-        self._active_bytes = 0
-        return [SynthesisStarted(frame)]
-
-    def _on_audio(self, data: bytes) -> list[ClientEvent]:
-        if self._active is None:
-            raise ProtocolViolation(f"{len(data)} audio bytes outside any synthesis bracket", "§6.1")
-        if self.check_frames:
-            if len(data) % 2:
-                raise ProtocolViolation(f"audio frame of {len(data)} bytes is not whole samples", "§3.3")
-            if len(data) > AUDIO_FRAME_HARD_LIMIT:
-                raise ProtocolViolation(f"audio frame of {len(data)} bytes exceeds 1 MiB", "§3.3")
-            if not data:
-                raise ProtocolViolation("empty audio frame", "§3.3")
-        self._active_bytes += len(data)
-        pcm = self._aligner.feed(data)
-        return [AudioReceived(self._active, pcm)] if pcm else []
-
-    def _on_complete(self, frame: SynthesisComplete) -> list[ClientEvent]:
-        if self._active != frame.request_id:
-            raise ProtocolViolation(
-                f"synthesis_complete of {frame.request_id!r} but the active request is {self._active!r}",
-                "§6.1",
-            )
-        if self._aligner.pending:
-            raise ProtocolViolation(f"request {frame.request_id!r} ended on half a sample", "§3.3")
-        if frame.audio_bytes != self._active_bytes:
-            raise ProtocolViolation(
-                f"synthesis_complete says audio_bytes={frame.audio_bytes} but {self._active_bytes} arrived",
-                "§5.3",
-            )
-        self._expected.popleft()
-        self._active = None
-        self._utterances.discard(frame.request_id)
-        return [SynthesisCompleted(frame)]
-
-    def _on_capabilities(self, frame: Capabilities) -> list[ClientEvent]:
-        if not self._describes:
-            raise ProtocolViolation("capabilities frame without a describe to answer", "§4.4")
-        self._describes -= 1
-        return [CapabilitiesReceived(frame)]
-
-    def _on_error(self, frame: ErrorFrame) -> list[ClientEvent]:
-        if frame.code == ErrorCode.UNKNOWN_TYPE and self._describes:
-            self._describes -= 1  # describe is not offered (§1.7)
-        rid = frame.request_id
-        # unknown_type is how a server without utterances refuses the opener (§15.1): no bracket.
-        if rid in self._utterances and frame.code in _REJECTING and frame.code != ErrorCode.UNKNOWN_TYPE:
-            if frame.message_type is None:
-                raise ProtocolViolation(
-                    f"{frame.code} names utterance {rid!r} without message_type: was the utterance or "
-                    "one of its fragments refused?",
-                    "§15.6",
-                )
-            if frame.message_type in _FRAGMENT_MESSAGES:
-                return [ErrorReceived(frame)]  # the utterance goes on (§15.6)
-        if frame.code in _REJECTING and rid is not None and rid != self._active:
-            # The named request was refused and gets no bracket (§6.3). For duplicate_request_id the
-            # refused one is the later copy: the first is still owed its answer.
-            if frame.code == ErrorCode.DUPLICATE_REQUEST_ID:
-                matches = [i for i, e in enumerate(self._expected) if e == rid]
-                if len(matches) > 1:
-                    del self._expected[matches[-1]]
-            elif rid in self._expected:
-                self._expected.remove(rid)
-                self._utterances.discard(rid)
-        return [ErrorReceived(frame)]
+        state = self._reader.snapshot()
+        outcome = self._reader.receive_message(data)
+        for violation in outcome.violations:
+            if violation.rule.level == "MUST":
+                self._reader.restore(state)  # a refused message changes nothing
+                raise ProtocolViolation(violation.message, violation.section)
+        events: list[ClientEvent] = []
+        for event in outcome.events:
+            if isinstance(event, Opened):
+                assert isinstance(event.reading.frame, SynthesisStart)  # a valid frame, or it raised above
+                events.append(SynthesisStarted(event.reading.frame))
+            elif isinstance(event, AudioSeen):
+                if event.pcm and event.key is not None:
+                    events.append(AudioReceived(event.key, event.pcm))
+            elif isinstance(event, Closed):
+                assert isinstance(event.reading.frame, SynthesisComplete)
+                events.append(SynthesisCompleted(event.reading.frame))
+            elif isinstance(event, ErrorSeen):
+                assert isinstance(event.reading.frame, ErrorFrame)
+                events.append(ErrorReceived(event.reading.frame))
+            elif isinstance(event, CapabilitiesSeen):
+                assert isinstance(event.reading.frame, Capabilities)
+                events.append(CapabilitiesReceived(event.reading.frame))
+        return events

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conformance.mutants.aws_sample import AwsSampleServer, AwsSampleTextOnly
 from conformance.mutants.base import ToneServer
 from conformance.mutants.variants import (
     BlockingSynthesis,
@@ -55,6 +56,11 @@ class Mutant:
         return (self.server.__doc__ or "").strip().splitlines()[0]
 
 
+AWS_SAMPLE_DEFECTS = ("3.2.1", "5.1.1", "5.3.1", "7.1.1", "7.1.2", "7.2.1", "9.2.8")
+"""The cases of the requirements the AWS-sample server breaks: control frames valid against their schemas
+(R5-1), synthesis_start describing the request (R5.1-1), audio_bytes (R5.3-2), close with 1000 once drained
+(R7.1-3), error frames naming the request (R6.3-3). Exactly these are FAILED, every other case is OK."""
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -70,6 +76,10 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("close-on-bad", ClosesOnBadMessage, ("9.1.5", "9.1.40")),
         Mutant("wrong-rate", WrongSampleRate, ("4.1.9",)),
         Mutant("no-cancel", WithoutCancel, ()),  # conforming: cancel is OPTIONAL (§1.5)
+        Mutant("aws-sample", AwsSampleServer, ("3.2.1", "5.1.1", "5.3.1", "7.1.2", "9.2.8")),
+        Mutant(
+            "aws-sample-text-only", AwsSampleTextOnly, ("3.1.1", "3.2.1", "5.1.1", "5.3.1", "7.1.2", "9.2.8")
+        ),
     )
 }
 """Every mutant by name; ``base`` is the unbroken control."""

@@ -115,7 +115,7 @@ class ToneSession:
 
     The hooks a mutant may override are :meth:`receive`, :meth:`on_accepted`, :meth:`on_refused`,
     :meth:`on_close_requested`, :meth:`on_text`, :meth:`on_flush`, :meth:`on_utterance_end`, :meth:`work`,
-    :meth:`synthesize`, :meth:`after_complete`, :meth:`outgoing`, :meth:`should_close` and
+    :meth:`synthesize`, :meth:`after_complete`, :meth:`outgoing`, :meth:`should_close`, :meth:`end` and
     :meth:`close_code`.
     """
 
@@ -305,12 +305,16 @@ class ToneSession:
                 else:
                     await self.websocket.send_bytes(frame)
             if self.should_close():
-                await self.websocket.close(self.close_code())
+                await self.end()
                 return
 
     def should_close(self) -> bool:
         """Whether to close the WebSocket now: the session is finished (drained after close, §7.1)."""
         return self.closing and self.session.finished
+
+    async def end(self) -> None:
+        """End the session: send the WebSocket Close frame with :meth:`close_code` (§7.1)."""
+        await self.websocket.close(self.close_code())
 
     def close_code(self) -> int:
         """The WebSocket close code (1000 after close, §7.1)."""

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from conformance import clauses
 from conformance.badinputs import ROWS
 from conformance.cases import Case, Level, catalogue, normalize_quote, quote_found
 from conformance.mutants import MUTANTS
@@ -66,3 +67,14 @@ def test_every_mutant_is_caught_by_existing_cases() -> None:
 
 def test_normalize_quote_ignores_emphasis_and_line_breaks() -> None:
     assert normalize_quote("a **MUST**\n   `b`") == "a MUST b"
+
+
+def test_every_rule_of_the_reader_has_a_requirement_some_case_tests() -> None:
+    """A finding of the observer always has a case that judges it (conformance.clauses maps rule to id)."""
+    from protocol.reader import Rule
+
+    tested = {r for case in CASES for r in case.requirements}
+    assert set(clauses.RULES) == set(Rule)
+    untested = {rule.name: rid for rule, rid in clauses.RULES.items() if rid not in tested}
+    # The utterance rule is judged by the utterance cases once they exist (issue 16).
+    assert set(untested.values()) <= {"R15.6-1"}, untested

@@ -19,33 +19,49 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = """
 import pytest
 from conformance.cases import Case, Level, Unimplemented, case, param
+from conformance.observer import Finding
+
+C = ("§1/c",)
 
 
 def _case(id, level, what):
-    return Case(id, "§1", level, "requirement", what, "expectation")
+    return Case(id, "§1", level, "requirement", what, "expectation", clauses=C)
 
 
-@case("1.0.1", "§1", Level.MUST, requirement="r", description="passes", expectation="e")
+class Seen:
+    def __init__(self, findings):
+        self._findings = findings
+
+    def findings(self):
+        return self._findings
+
+
+@pytest.fixture
+def conf(request):
+    return Seen([Finding(clause, "seen " + clause, "s", 3, "<2 bytes: 01 02>") for clause in request.param])
+
+
+@case("1.0.1", "§1", Level.MUST, requirement="r", description="passes", expectation="e", clauses=C)
 def test_ok():
     pass
 
 
-@case("1.0.2", "§1", Level.MUST, requirement="r", description="fails", expectation="e")
+@case("1.0.2", "§1", Level.MUST, requirement="r", description="fails", expectation="e", clauses=C)
 def test_must_fails():
     assert False, "broken rule"
 
 
-@case("1.0.3", "§1", Level.SHOULD, requirement="r", description="fails", expectation="e")
+@case("1.0.3", "§1", Level.SHOULD, requirement="r", description="fails", expectation="e", clauses=C)
 def test_should_fails():
     assert False, "not recommended"
 
 
-@case("1.0.4", "§1", Level.MAY, requirement="r", description="fails", expectation="e")
+@case("1.0.4", "§1", Level.MAY, requirement="r", description="fails", expectation="e", clauses=C)
 def test_may_fails():
     assert False
 
 
-@case("1.0.5", "§1", Level.MAY, requirement="r", description="optional", expectation="e")
+@case("1.0.5", "§1", Level.MAY, requirement="r", description="optional", expectation="e", clauses=C)
 def test_unimplemented():
     raise Unimplemented("no MP3 here")
 
@@ -56,6 +72,23 @@ ROWS = [param(1, _case("1.1.1", Level.MUST, "row one")), param(2, _case("1.1.2",
 @pytest.mark.parametrize("n", ROWS)
 def test_rows(n):
     assert n == 1
+
+
+@pytest.mark.parametrize("conf", [("§1/c", "§2/other")], indirect=True)
+@case("1.2.1", "§1", Level.MUST, requirement="r", description="own finding", expectation="e", clauses=C)
+def test_own_finding_fails(conf):
+    pass
+
+
+@pytest.mark.parametrize("conf", [("§2/other",)], indirect=True)
+@case("1.2.2", "§1", Level.MUST, requirement="r", description="a note", expectation="e", clauses=C)
+def test_note_does_not_fail(conf):
+    pass
+
+
+@case("1.2.3", "§1", Level.MUST, requirement="r", description="suite bug", expectation="e", clauses=C)
+def test_suite_error():
+    {}["missing"]
 """
 
 
@@ -95,12 +128,34 @@ def test_verdicts_follow_the_levels(tmp_path: Path) -> None:
         "1.0.5": "UNIMPLEMENTED",
         "1.1.1": "OK",
         "1.1.2": "FAILED",
+        "1.2.1": "FAILED",
+        "1.2.2": "OK",
+        "1.2.3": "FAILED",
     }
     assert code == 1, output  # MUST failures fail the run; the SHOULD and MAY ones do not
+    assert index is not None and index["suite_errors"] == ["1.2.3"]
     assert "conformance verdicts" in output and "1.0.3      SHOULD NON-STRICT" in output
     detail = json.loads((tmp_path / "report" / "cases" / "1.0.2.json").read_text())
     assert detail["verdict"] == "FAILED" and "broken rule" in detail["message"]
     assert detail["requirement"] == "r" and detail["level"] == "MUST"
+
+
+def test_findings_on_own_clauses_fail_a_case_and_others_are_notes(tmp_path: Path) -> None:
+    _, _, index = run(tmp_path)
+    assert index is not None
+    own = json.loads((tmp_path / "report" / "cases" / "1.2.1.json").read_text())
+    assert [f["clause"] for f in own["findings"]] == ["§1/c"] and [n["clause"] for n in own["notes"]] == [
+        "§2/other"
+    ]
+    assert "seen §1/c" in own["message"] and "<2 bytes: 01 02>" in own["message"]
+    note = json.loads((tmp_path / "report" / "cases" / "1.2.2.json").read_text())
+    assert note["verdict"] == "OK" and [n["clause"] for n in note["notes"]] == ["§2/other"]
+    defects = {d["clause"]: d for d in index["defects"]}
+    assert defects["§1/c"]["failed"] == ["1.0.2", "1.0.3", "1.0.4", "1.1.2", "1.2.1"]
+    assert defects["§2/other"]["cases"] == ["1.2.1", "1.2.2"] and defects["§2/other"]["failed"] == []
+    assert defects["§2/other"]["excerpt"] == "<2 bytes: 01 02>" and index["defect_count"] == len(defects)
+    suite = json.loads((tmp_path / "report" / "cases" / "1.2.3.json").read_text())
+    assert suite["suite_error"] and "KeyError" in suite["message"]
 
 
 def test_strict_makes_should_cases_fail(tmp_path: Path) -> None:
@@ -112,13 +167,13 @@ def test_strict_makes_should_cases_fail(tmp_path: Path) -> None:
 def test_cases_option_selects_by_pattern(tmp_path: Path) -> None:
     code, output, index = run(tmp_path, "--cases", "1.0.1, 1.1.*")
     assert set(verdicts(index)) == {"1.0.1", "1.1.1", "1.1.2"}
-    assert code == 1 and "4 deselected" in output
+    assert code == 1 and "7 deselected" in output
 
 
 def test_junitxml_works_alongside(tmp_path: Path) -> None:
     run(tmp_path, "--junitxml", str(tmp_path / "junit.xml"))
     xml = (tmp_path / "junit.xml").read_text()
-    assert xml.count("<testcase") == 7
+    assert xml.count("<testcase") == 10
 
 
 def test_live_target_without_endpoint_skips_every_case_with_a_reason(tmp_path: Path) -> None:

@@ -1,0 +1,69 @@
+"""The per-case deadline: every case ends with a verdict within ``--case-timeout`` seconds (no I/O).
+
+The plugin starts the clock when a case's setup begins (after the server under test is up) and every
+wait of the suite is bounded by what is left: each coroutine run on the client loop, each receive and send
+on a bidirectional stream, each ``POST /invocations`` call, each ``GET /ping``. A case that runs out of
+time gets the verdict its level gives a failure, with a message that says what it was waiting for,
+instead of hanging the run. Session-scoped recordings run inside the deadline of the first case that
+uses them.
+
+The default, :data:`DEFAULT_CASE_TIMEOUT_S`, fits the slowest case on the reference server (the long text
+and twenty disconnects, on two loaded CPU cores) with room to spare; a server a hundred times slower than
+real time is not certifiable anyway.
+"""
+
+from __future__ import annotations
+
+import time
+
+__all__ = [
+    "DEFAULT_CASE_TIMEOUT_S",
+    "CaseTimeout",
+    "bound",
+    "case_timeout",
+    "expired",
+    "remaining",
+    "start",
+]
+
+DEFAULT_CASE_TIMEOUT_S = 120.0
+"""Seconds a case may take, its shared recordings included (``--case-timeout``)."""
+
+_MINIMUM_S = 0.05
+
+_seconds = DEFAULT_CASE_TIMEOUT_S
+_ends: float | None = None
+
+
+class CaseTimeout(TimeoutError):
+    """The case ran out of its deadline; the message says what it was waiting for."""
+
+
+def start(seconds: float | None = None) -> None:
+    """Start a case's clock: it may run ``seconds`` (default: the last value given) from now."""
+    global _seconds, _ends
+    if seconds is not None:
+        _seconds = float(seconds)
+    _ends = time.monotonic() + _seconds
+
+
+def case_timeout() -> float:
+    """The deadline in force, in seconds (``--case-timeout``)."""
+    return _seconds
+
+
+def remaining() -> float:
+    """Seconds left to the current case (the whole deadline when no case runs); never below 50 ms."""
+    if _ends is None:
+        return _seconds
+    return max(_MINIMUM_S, _ends - time.monotonic())
+
+
+def expired() -> bool:
+    """Whether the current case has used up its deadline."""
+    return _ends is not None and time.monotonic() >= _ends
+
+
+def bound(seconds: float) -> float:
+    """``seconds``, or what is left of the case's deadline if that is less."""
+    return min(seconds, remaining())

@@ -1,0 +1,480 @@
+"""What a client sees of a server's output, read leniently: brackets, audio, and every rule broken.
+
+The client half's rules (PROTOCOL.md §3.2–§3.4, §5, §6) live in one sans-I/O object, :class:`StreamReader`.
+Feed it each whole server message (one WebSocket message, or the PayloadParts of one message up to
+``CompletionState=COMPLETE``); it returns what the message means (:class:`Outcome`: events) and the rules
+it breaks (:class:`Violation`, each naming its :class:`Rule` and section). It never raises on anything a
+server sends and carries on wherever the wire still allows it: a ``synthesis_start`` missing
+``sample_rate`` still opens a bracket, an audio frame of odd length is still audio, an ``error`` frame
+with only ``message`` is still an error (its code read from the message, as the AWS sample's clients do).
+
+Two clients stand on it: :class:`protocol.session.ClientSession`, strict, raises the first MUST it sees
+broken (for client authors); the conformance suite's observer records every violation and goes on.
+
+Matching brackets to requests: requests are answered in the order they were sent (§6.2), so the n-th
+``synthesis_start`` answers the n-th expected request. A bracket is known by its *key*: the client's own
+id, or, for a request sent without one, the id the server assigned (made unique if a server assigns the
+same id twice). A ``synthesis_start`` naming an id the client did not send at that position is a
+violation, and the bracket still answers the request whose turn it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import re
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+from protocol.errors import ErrorCode
+from protocol.frames import Audio, classify
+from protocol.limits import AUDIO_FRAME_HARD_LIMIT
+from protocol.messages import ControlReading, read_server_control
+from protocol.pcm import SampleAligner
+
+__all__ = [
+    "BINARY",
+    "TEXT",
+    "AudioSeen",
+    "CapabilitiesSeen",
+    "Closed",
+    "ErrorSeen",
+    "Ignored",
+    "Opened",
+    "Outcome",
+    "ReaderEvent",
+    "Rule",
+    "StreamReader",
+    "Violation",
+    "code_named_in",
+]
+
+BINARY = "BINARY"
+"""Frame type of a BINARY WebSocket message (SageMaker ``DataType``)."""
+TEXT = "UTF8"
+"""Frame type of a TEXT WebSocket message (SageMaker ``DataType`` ``UTF8``)."""
+
+
+class Rule(enum.Enum):
+    """A MUST of a server's output that a client can check on the wire.
+
+    Each value is ``(section, level, statement)``; :attr:`section` cites PROTOCOL.md.
+    """
+
+    CONTROL_IS_TEXT = ("§3.2", "MUST", "every server control frame is a TEXT message")
+    CONTROL_HAS_TYPE = ("§3.2", "MUST", "every server control frame has a string member type")
+    CONTROL_CEILING = ("§3.2", "MUST", "a control frame is at most 1 MiB")
+    AUDIO_IS_BINARY = ("§3.3.1", "MUST", "an audio frame is a BINARY message")
+    AUDIO_WHOLE_SAMPLES = ("§3.3.1", "MUST", "an audio frame has an even length of at least 2 bytes")
+    AUDIO_CEILING = ("§3.3.1", "MUST", "an audio frame is never longer than 1 MiB")
+    AUDIO_NOT_JSON = ("§3.3.2", "MUST", "no audio frame is a JSON object")
+    START_VALID = ("§5.1", "MUST", "synthesis_start validates against its schema")
+    START_NAMES_REQUEST = ("§5.1", "MUST", "synthesis_start carries the client's id, or the one assigned")
+    COMPLETE_VALID = ("§5.3", "MUST", "synthesis_complete validates against its schema")
+    COMPLETE_NAMES_REQUEST = ("§5.3", "MUST", "synthesis_complete carries the id of its synthesis_start")
+    AUDIO_BYTES = ("§5.3", "MUST", "audio_bytes is the sum of the lengths of the request's audio frames")
+    ERROR_VALID = ("§5.4", "MUST", "an error frame validates against its schema")
+    CAPABILITIES_VALID = ("§4.4", "MUST", "a capabilities frame validates against its schema")
+    CAPABILITIES_ANSWER_DESCRIBE = ("§4.4", "MUST", "a capabilities frame answers a describe")
+    ONE_BRACKET = ("§6.1", "MUST", "one synthesis_start and one synthesis_complete per accepted request")
+    AUDIO_IN_BRACKET = ("§6.1", "MUST", "audio frames appear only inside a bracket")
+    IN_ORDER = ("§6.2", "MUST", "brackets follow the order of acceptance and never overlap")
+    REFUSAL_NAMES_MESSAGE = (
+        "§15.6",
+        "MUST",
+        "a refusal naming an utterance says which message it refuses (message_type)",
+    )
+
+    @property
+    def section(self) -> str:
+        """The PROTOCOL.md section, e.g. ``"§6.2"``."""
+        return self.value[0]
+
+    @property
+    def level(self) -> str:
+        """``"MUST"`` or ``"SHOULD"``."""
+        return self.value[1]
+
+    @property
+    def statement(self) -> str:
+        """The rule in a few words."""
+        return self.value[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A rule the message broke, with what was seen (for people)."""
+
+    rule: Rule
+    message: str
+
+    @property
+    def section(self) -> str:
+        """The rule's PROTOCOL.md section."""
+        return self.rule.section
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A ``synthesis_start`` opened the bracket of request ``key`` (§5.1, §6.1)."""
+
+    key: str
+    reading: ControlReading
+
+
+@dataclass(frozen=True, slots=True)
+class AudioSeen:
+    """An audio message: ``data`` as received; ``pcm`` its whole samples (an odd byte carries over, §3.4).
+
+    ``key`` is the open bracket it belongs to, ``None`` when no bracket is open.
+    """
+
+    key: str | None
+    data: bytes
+    pcm: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """A ``synthesis_complete`` closed bracket ``key`` (``None``: it matched no open bracket, §6.1).
+
+    ``received`` is the number of audio bytes the bracket carried.
+    """
+
+    key: str | None
+    reading: ControlReading
+    received: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSeen:
+    """An ``error`` frame (§5.4). ``code`` is its ``code``, or the registry code its message names when
+    the member is missing or malformed (``None`` if neither)."""
+
+    reading: ControlReading
+    code: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilitiesSeen:
+    """A ``capabilities`` frame, the answer to a ``describe`` (§4.4)."""
+
+    reading: ControlReading
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """A control frame whose ``type`` names no server frame of this version (§1.7: a client ignores it)."""
+
+    reading: ControlReading
+
+
+ReaderEvent = Opened | AudioSeen | Closed | ErrorSeen | CapabilitiesSeen | Ignored
+
+
+@dataclass
+class Outcome:
+    """What one message meant (``events``, in order) and the rules it broke (``violations``)."""
+
+    events: list[ReaderEvent] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+
+    def broke(self, rule: Rule, message: str) -> None:
+        """Record a violation of ``rule``."""
+        self.violations.append(Violation(rule, message))
+
+
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}", re.ASCII)
+_SERVER_TYPES = frozenset({"synthesis_start", "synthesis_complete", "error", "capabilities"})
+_VALIDITY = {
+    "synthesis_start": Rule.START_VALID,
+    "synthesis_complete": Rule.COMPLETE_VALID,
+    "error": Rule.ERROR_VALID,
+    "capabilities": Rule.CAPABILITIES_VALID,
+}
+# Error codes that reject the message they answer: the named request never gets a bracket (§6.3).
+_REJECTING = frozenset(ErrorCode) - {
+    ErrorCode.INTERNAL_ERROR,
+    ErrorCode.UNKNOWN_REQUEST,
+    ErrorCode.UTTERANCE_TIMEOUT,
+}
+# A refusal of one of these leaves the utterance it names as it was (§15.6).
+_FRAGMENT_MESSAGES = frozenset({"append", "flush", "end"})
+
+
+def code_named_in(message: object) -> str | None:
+    """The registry code (§9.1) that ``message`` names, as a client matching by substring reads it.
+
+    The earliest occurrence wins (the convention is a ``"<code>: "`` prefix, §5.4); ``None`` when
+    ``message`` is not a string or names no code.
+    """
+    if not isinstance(message, str):
+        return None
+    found = [(message.find(code.value), -len(code.value), code.value) for code in ErrorCode]
+    hits = sorted(hit for hit in found if hit[0] >= 0)
+    return hits[0][2] if hits else None
+
+
+def _show(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class _Bracket:
+    key: str
+    wire_id: str | None
+    received: int = 0
+    aligner: SampleAligner = field(default_factory=SampleAligner)
+    ambiguous: bool = False
+    """Another bracket overlapped this one: which audio belonged to it is unknown."""
+
+
+class StreamReader:
+    """The lenient reader of one session's server output (see the module docstring).
+
+    Args:
+        check_frames: check the per-frame audio rules of §3.3.1 (even length, 1 MiB ceiling) on each
+            message. Leave on for whole WebSocket messages; turn off behind transports that may re-split
+            messages at arbitrary bytes, where only the reassembled audio is checked (§3.4).
+    """
+
+    def __init__(self, *, check_frames: bool = True) -> None:
+        self.check_frames = check_frames
+        self._expected: deque[str | None] = deque()
+        self._open: dict[str, _Bracket] = {}
+        self._active: str | None = None
+        self._assigned: set[str] = set()
+        self._utterances: set[str] = set()
+        self._describes = 0
+
+    # -- requests ------------------------------------------------------------------------------------------
+
+    def expect(self, request_id: str | None = None, *, utterance: bool = False) -> None:
+        """Announce a request sent, in sending order; ``None`` when the server assigns its id (§4.1).
+
+        ``utterance``: it is an utterance (§15), answered by one bracket like a request.
+        """
+        self._expected.append(request_id)
+        if utterance and request_id is not None:
+            self._utterances.add(request_id)
+
+    def expect_describe(self) -> None:
+        """Announce a ``describe`` sent: a ``capabilities`` frame (or ``unknown_type``) answers it (§4.4)."""
+        self._describes += 1
+
+    @property
+    def outstanding(self) -> list[str | None]:
+        """Requests still awaiting ``synthesis_complete``, in answer order (``None``: id not yet known)."""
+        return [*self._open, *self._expected]
+
+    @property
+    def active(self) -> str | None:
+        """The key of the request whose bracket is open (the latest one, if brackets overlap)."""
+        return self._active
+
+    def snapshot(self) -> object:
+        """The reader's state, for :meth:`restore` (a strict client undoes a message it refuses)."""
+        brackets = {key: replace(b, aligner=copy.copy(b.aligner)) for key, b in self._open.items()}
+        utterances = set(self._utterances)
+        return deque(self._expected), brackets, self._active, set(self._assigned), utterances, self._describes
+
+    def restore(self, state: object) -> None:
+        """Go back to a state :meth:`snapshot` returned."""
+        expected, brackets, active, assigned, utterances, describes = state  # type: ignore[misc]
+        self._expected, self._open, self._active = deque(expected), dict(brackets), active
+        self._assigned, self._utterances, self._describes = set(assigned), set(utterances), describes
+
+    # -- messages ------------------------------------------------------------------------------------------
+
+    def receive_message(self, data: bytes | str, data_type: str | None = None) -> Outcome:
+        """Read one whole server message (§3.4) and return its events and the rules it broke.
+
+        Args:
+            data: the message; a ``str`` is encoded as UTF-8.
+            data_type: :data:`TEXT` or :data:`BINARY` when the transport shows the container's frame type
+                faithfully (a WebSocket; the simulator); ``None`` when it does not (behind SageMaker), which
+                turns the frame-type rules off.
+        """
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogatepass")
+        out = Outcome()
+        kind = classify(data)
+        if isinstance(kind, Audio):
+            if data_type == TEXT:
+                out.broke(
+                    Rule.AUDIO_IS_BINARY,
+                    f"a TEXT message of {len(data)} bytes is not a JSON object ({data[:40]!r}): audio frames "
+                    "are BINARY messages",
+                )
+            self._audio(data, out)
+            return out
+        obj = kind.obj
+        kind_name = obj.get("type")
+        known = isinstance(kind_name, str) and kind_name in _SERVER_TYPES
+        if not known and (
+            data_type == BINARY or (data_type is None and self._active is not None and "type" not in obj)
+        ):
+            # A BINARY message (or, where frame types are not shown, a type-less object inside a bracket)
+            # that is a JSON object: audio a client takes for a control frame.
+            out.broke(
+                Rule.AUDIO_NOT_JSON,
+                f"an audio frame of {len(data)} bytes is the JSON object {data[:40]!r}: a client takes it "
+                "for a control frame",
+            )
+            self._audio(data, out, checked=False)
+            return out
+        if data_type == BINARY:
+            out.broke(Rule.CONTROL_IS_TEXT, f"the {kind_name} control frame arrived in a BINARY message")
+        if len(data) > AUDIO_FRAME_HARD_LIMIT:
+            out.broke(Rule.CONTROL_CEILING, f"a control frame of {len(data)} bytes (over 1 MiB)")
+        reading = read_server_control(obj)
+        if not reading.known:
+            if not isinstance(kind_name, str):
+                out.broke(Rule.CONTROL_HAS_TYPE, f"a control frame without a string type: {data[:80]!r}")
+            out.events.append(Ignored(reading))
+            return out
+        if reading.problems:
+            rule = _VALIDITY[reading.kind or ""]
+            out.broke(rule, f"{reading.kind} breaks its schema: " + "; ".join(reading.problems[:4]))
+        if reading.kind == "synthesis_start":
+            self._start(reading, out)
+        elif reading.kind == "synthesis_complete":
+            self._complete(reading, out)
+        elif reading.kind == "capabilities":
+            if self._describes:
+                self._describes -= 1
+            else:
+                out.broke(
+                    Rule.CAPABILITIES_ANSWER_DESCRIBE, "a capabilities frame without a describe to answer"
+                )
+            out.events.append(CapabilitiesSeen(reading))
+        else:
+            self._error(reading, out)
+        return out
+
+    def _fresh(self, wire_id: str | None, fallback: str) -> str:
+        base = wire_id or fallback
+        key, n = base, 1
+        while key in self._assigned or key in self._open:
+            n += 1
+            key = f"{base}#{n}"
+        self._assigned.add(key)
+        return key
+
+    def _start(self, reading: ControlReading, out: Outcome) -> None:
+        wire_id = reading.string("request_id")
+        overlapped = self._open.get(self._active) if self._active is not None else None
+        if overlapped is not None:
+            out.broke(
+                Rule.IN_ORDER,
+                f"synthesis_start of {_show(wire_id)} while {overlapped.key!r} is still active",
+            )
+            overlapped.ambiguous = True
+        if not self._expected:
+            out.broke(Rule.ONE_BRACKET, f"synthesis_start of {_show(wire_id)}, which was never requested")
+            key = self._fresh(wire_id, "unrequested")
+        else:
+            head = self._expected[0]
+            if head is None:
+                key = self._fresh(wire_id, "assigned")
+                self._expected.popleft()
+            elif wire_id == head or wire_id is None:
+                key = head  # a missing id is the schema's finding; the bracket is the next one's
+                self._expected.popleft()
+            elif wire_id in self._expected:
+                out.broke(Rule.IN_ORDER, f"synthesis_start of {wire_id!r} (out of order); {head!r} is next")
+                self._expected.remove(wire_id)
+                key = wire_id
+            else:
+                out.broke(
+                    Rule.START_NAMES_REQUEST,
+                    f"synthesis_start names {_show(wire_id)}, which was never requested; {head!r} is next",
+                )
+                key = head
+                self._expected.popleft()
+        if key in self._open:  # the same id answered again while its first bracket is open
+            key = self._fresh(key, key)
+        bracket = _Bracket(key, wire_id, ambiguous=overlapped is not None)
+        self._open[key] = bracket
+        self._active = key
+        out.events.append(Opened(key, reading))
+
+    def _audio(self, data: bytes, out: Outcome, *, checked: bool = True) -> None:
+        if self.check_frames and checked:
+            if len(data) < 2 or len(data) % 2:
+                out.broke(
+                    Rule.AUDIO_WHOLE_SAMPLES, f"an audio frame of {len(data)} bytes is not whole samples"
+                )
+            if len(data) > AUDIO_FRAME_HARD_LIMIT:
+                out.broke(Rule.AUDIO_CEILING, f"an audio frame of {len(data)} bytes exceeds 1 MiB")
+        bracket = self._open.get(self._active) if self._active is not None else None
+        if bracket is None:
+            out.broke(Rule.AUDIO_IN_BRACKET, f"{len(data)} audio bytes outside any synthesis bracket")
+            out.events.append(AudioSeen(None, data, b""))
+            return
+        bracket.received += len(data)
+        out.events.append(AudioSeen(bracket.key, data, bracket.aligner.feed(data)))
+
+    def _complete(self, reading: ControlReading, out: Outcome) -> None:
+        wire_id = reading.string("request_id")
+        bracket = self._open.get(self._active) if self._active is not None else None
+        if bracket is None or (wire_id is not None and wire_id not in (bracket.wire_id, bracket.key)):
+            named = next((b for b in self._open.values() if wire_id in (b.wire_id, b.key)), None)
+            if named is not None and (named.ambiguous or bracket is None):
+                bracket = named  # brackets overlapped (reported at the overlap)
+            elif bracket is None:
+                out.broke(Rule.ONE_BRACKET, f"synthesis_complete of {_show(wire_id)} but no bracket is open")
+                out.events.append(Closed(None, reading, 0))
+                return
+            else:
+                out.broke(
+                    Rule.COMPLETE_NAMES_REQUEST,
+                    f"synthesis_complete of {_show(wire_id)} but the open bracket is "
+                    f"{bracket.wire_id or bracket.key!r}",
+                )
+        if bracket.aligner.pending:
+            out.broke(Rule.AUDIO_WHOLE_SAMPLES, f"request {bracket.key!r} ended on half a sample")
+        declared = reading.integer("audio_bytes")
+        if declared is not None and declared != bracket.received and not bracket.ambiguous:
+            out.broke(
+                Rule.AUDIO_BYTES,
+                f"synthesis_complete of {bracket.key!r} says audio_bytes={declared} but {bracket.received} "
+                "arrived",
+            )
+        del self._open[bracket.key]
+        self._utterances.discard(bracket.key)
+        if self._active == bracket.key:
+            self._active = next(reversed(self._open), None)
+        out.events.append(Closed(bracket.key, reading, bracket.received))
+
+    def _error(self, reading: ControlReading, out: Outcome) -> None:
+        code = reading.string("code")
+        if code is None or not _CODE.fullmatch(code):
+            code = code_named_in(reading.obj.get("message"))
+        request_id = reading.string("request_id")
+        if code == ErrorCode.UNKNOWN_TYPE and self._describes:
+            self._describes -= 1  # describe is not offered (§1.7)
+        # unknown_type is how a server without utterances refuses the opener (§15.1): no bracket.
+        if request_id in self._utterances and code in _REJECTING and code != ErrorCode.UNKNOWN_TYPE:
+            message_type = reading.obj.get("message_type")
+            if message_type is None:
+                out.broke(
+                    Rule.REFUSAL_NAMES_MESSAGE,
+                    f"{code} names utterance {request_id!r} without message_type: was the utterance or one "
+                    "of its fragments refused?",
+                )
+            if message_type is None or message_type in _FRAGMENT_MESSAGES:
+                out.events.append(ErrorSeen(reading, code))  # the utterance goes on (§15.6)
+                return
+        if code in _REJECTING and request_id is not None:
+            # The named request was refused and gets no bracket (§6.3). For duplicate_request_id the
+            # refused one is the later copy: the first is still owed its answer.
+            matches = [i for i, expected in enumerate(self._expected) if expected == request_id]
+            if code == ErrorCode.DUPLICATE_REQUEST_ID:
+                if matches and len(matches) + (request_id in self._open) > 1:
+                    del self._expected[matches[-1]]
+            elif matches and request_id not in self._open:
+                del self._expected[matches[0]]
+                self._utterances.discard(request_id)
+        out.events.append(ErrorSeen(reading, code))
