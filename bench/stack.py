@@ -48,19 +48,35 @@ class ReferenceServer:
         lookahead: the server's ``--lookahead`` (requests synthesized ahead of the one being sent,
             PROTOCOL.md §10); ``None`` keeps the server's default.
         log_level: the server's log level (``warning`` keeps benchmark output readable).
+        segmentation, scheduling: the server's ``--segmentation`` (``deadline`` or ``sentence``, §10.1)
+            and ``--scheduling`` (``deadline`` or ``fifo``, §10.2); ``None`` keeps its default.
 
     Use ``async with ReferenceServer(...) as server``; :attr:`url` is ``http://127.0.0.1:PORT``.
     """
 
     def __init__(
-        self, backend: str = "onnx", *, lookahead: int | None = None, log_level: str = "warning"
+        self,
+        backend: str = "onnx",
+        *,
+        lookahead: int | None = None,
+        log_level: str = "warning",
+        segmentation: str | None = None,
+        scheduling: str | None = None,
     ) -> None:
         self.backend = backend
         self.lookahead = lookahead
+        self.segmentation = segmentation
+        self.scheduling = scheduling
         self.port = _free_port()
         self.url = f"http://{HOST}:{self.port}"
         argv = [sys.executable, "-m", "reference_server", "--host", HOST, "--port", str(self.port)]
-        argv += ["--backend", backend, "--lookahead", str(lookahead), "--log-level", log_level]
+        argv += ["--backend", backend, "--log-level", log_level]
+        if lookahead is not None:
+            argv += ["--lookahead", str(lookahead)]
+        if segmentation is not None:
+            argv += ["--segmentation", segmentation]
+        if scheduling is not None:
+            argv += ["--scheduling", scheduling]
         self.command = shlex.join(argv)
         self._container = CommandContainer(self.command, self.url, startup_timeout_s=STARTUP_TIMEOUT_S)
         self.startup_s: float | None = None
@@ -72,7 +88,13 @@ class ReferenceServer:
 
     def settings(self) -> dict[str, Any]:
         """What this server runs with, for a result's ``config``."""
-        return {"backend": self.backend, "lookahead": self.lookahead, "command": self.command}
+        return {
+            "backend": self.backend,
+            "lookahead": self.lookahead,
+            "segmentation": self.segmentation,
+            "scheduling": self.scheduling,
+            "command": self.command,
+        }
 
     async def start(self) -> None:
         """Start the process and wait until the model is loaded and warmed up (``/ping`` 200).

@@ -21,12 +21,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from conformance import deadline
 from conformance.loop import LoopThread
 from simulator.client import open_bidi_session, runtime_client
+from simulator.container_command import container_command
 
 __all__ = [
     "BIDI_TIMEOUT_S",
@@ -64,7 +66,8 @@ class ContainerProcess:
     """A container command run for the whole suite, the way a third party's container runs.
 
     Args:
-        command: the command line; ``{port}`` is replaced by a free loopback port (split with
+        command: the command line; ``{port}`` is replaced by a free loopback port, and a command without it
+            is reached on port 8080 (:func:`simulator.container.container_command`; split with
             :func:`shlex.split`, no shell).
         log_path: where the command's stdout and stderr go.
         startup_timeout_s: how long ``GET /ping`` may take to answer 200 (model loading and warm-up).
@@ -74,9 +77,9 @@ class ContainerProcess:
     def __init__(
         self, command: str, log_path: Path, *, startup_timeout_s: float = 300.0, host: str = "127.0.0.1"
     ) -> None:
-        self.port = free_port(host)
-        self.command = command.replace("{port}", str(self.port))
-        self.url = f"http://{host}:{self.port}"
+        # The same {port} rule as `python -m simulator serve --container-cmd` (simulator.container).
+        self.command, self.url = container_command(command, host=host)
+        self.port = urlsplit(self.url).port
         self.log_path = log_path
         self.startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None

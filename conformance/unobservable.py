@@ -53,5 +53,16 @@ UNOBSERVABLE: dict[str, str] = {
     "(tests/reference_server/test_ws.py covers the reference's answers until it exits)",
     "R2.2-5": "what a server does inside: a client cannot hand a server corrupt model files "
     "(tests/reference_server/test_failfast.py and test_assets.py cover the reference's refusal)",
+    # Segmentation and scheduling (§10.1, §10.2): where a server cuts and whom it serves first is not on
+    # the wire; what a client can see of it (words, timings, order) is §5.3 and §6.2, with their cases.
+    **{
+        rid: "what a server does inside: its cuts and its order of synthesis are not on the wire "
+        "(tests/protocol/test_segmenter.py and tests/reference_server/test_scheduling.py cover the "
+        "reference; bench/RESULTS.md measures what a listener hears)"
+        for rid in ("R10.1-1", "R10.1-2", "R10.1-3", "R10.1-4", "R10.1-5", "R10.1-7", "R10.2-1", "R10.2-2")
+    },
+    "R10.1-6": "the cuts are not on the wire; what a client sees of them, the words and their timings on "
+    "one timeline, is §5.3 and its cases (tests/reference_server/test_scheduling.py checks the timings "
+    "point at the words after cuts)",
 }
 """Requirement id -> why no server case can observe it."""

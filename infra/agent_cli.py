@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--bedrock-model-id",
             required=verb != "destroy",
             help="Bedrock model id, inference profile id or ARN the agent converses with"
-            + (" (not needed to destroy)" if verb == "destroy" else ""),
+            + (" (default: none; not needed to destroy)" if verb == "destroy" else ""),
         )
         if verb != "destroy":
             sub.add_argument(

@@ -65,7 +65,16 @@ DEFAULT_LEVEL = "info"
 
 _FIELDS = "kokoro_fields"
 # Third-party loggers that speak at INFO about every call; their warnings still come through.
-_CHATTY = ("httpx", "httpcore", "hpack", "botocore", "urllib3", "hypercorn.access", "uvicorn.access")
+_CHATTY = (
+    "httpx",
+    "httpcore",
+    "hpack",
+    "botocore",
+    "urllib3",
+    "hypercorn.access",
+    "uvicorn.access",
+    "strands",
+)
 # uvicorn's lines per WebSocket connection (message templates); each piece logs its own session start
 # and end instead.
 _UVICORN_CONNECTION_LINES = frozenset(

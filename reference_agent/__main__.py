@@ -16,25 +16,39 @@ import sys
 from dataclasses import replace
 
 from protocol.logs import add_log_options, configure_logging
-from reference_agent.app import AgentSettings, create_app
+from reference_agent.app import DEFAULT_ENDPOINT_NAME, AgentSettings, create_app
+from reference_agent.scripted import add_scripted_options
 from reference_agent.tts import TtsEndpoint
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line; every flag defaults to the environment's setting."""
-    parser = argparse.ArgumentParser(prog="python -m reference_agent", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m reference_agent",
+        description="Serve the reference voice agent (a Strands agent on Bedrock AgentCore that speaks its "
+        "reply through a SageMaker TTS endpoint) on POST /invocations; the container's command too.",
+    )
     parser.add_argument("--host", help="bind address (default 127.0.0.1, or 0.0.0.0 in a container)")
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080, the AgentCore contract)")
     model = parser.add_argument_group("language model")
     model.add_argument("--scripted", action="store_true", help="use the scripted offline model (no AWS)")
-    model.add_argument("--model-id", help="Bedrock model id [env BEDROCK_MODEL_ID]")
-    model.add_argument("--reply", help="scripted model: the reply text")
-    model.add_argument("--first-token-ms", type=float, help="scripted model: time to first token")
-    model.add_argument("--tokens-per-s", type=float, help="scripted model: words per second")
+    model.add_argument(
+        "--model-id", help="Bedrock model id (default: Strands' default) [env BEDROCK_MODEL_ID]"
+    )
+    add_scripted_options(model)
     tts = parser.add_argument_group("TTS endpoint")
-    tts.add_argument("--endpoint", help="SageMaker endpoint name [env KOKORO_ENDPOINT_NAME]")
-    tts.add_argument("--endpoint-url", help="endpoint URL override [env KOKORO_ENDPOINT_URL]")
-    tts.add_argument("--region", help="the endpoint's region [env KOKORO_ENDPOINT_REGION]")
+    tts.add_argument(
+        "--endpoint",
+        help=f"SageMaker endpoint name (default {DEFAULT_ENDPOINT_NAME}) [env KOKORO_ENDPOINT_NAME]",
+    )
+    tts.add_argument(
+        "--endpoint-url",
+        help="endpoint URL override (default: the region's SageMaker runtime) [env KOKORO_ENDPOINT_URL]",
+    )
+    tts.add_argument(
+        "--region",
+        help="the endpoint's region (default: the AWS default chain) [env KOKORO_ENDPOINT_REGION]",
+    )
     tts.add_argument(
         "--allow-endpoint-url",
         action="store_true",
@@ -78,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m reference_agent: {exc}", file=sys.stderr)
         return 2
     app = create_app(settings_from_args(args))
-    # log_config=None: uvicorn logs through the root logger in the project's format (protocol.logs).
-    app.run(port=args.port, host=args.host, log_config=None)
+    try:
+        # log_config=None: uvicorn logs through the root logger in the project's format (protocol.logs).
+        app.run(port=args.port, host=args.host, log_config=None)
+    except KeyboardInterrupt:  # uvicorn shut down, then re-raised the Ctrl-C it caught
+        return 130
     return 0
 
 

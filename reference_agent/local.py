@@ -1,4 +1,4 @@
-"""The whole voice stack on one machine, no GPU and no AWS account: ``python -m reference_agent.local``.
+"""The whole voice stack on one machine, no GPU and no AWS account (``python -m reference_agent.local``).
 
 Three parts, all on 127.0.0.1, wired as in production:
 
@@ -22,11 +22,16 @@ import signal
 import socket
 import sys
 from dataclasses import replace
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from protocol.logs import add_log_options, configure_logging
-from reference_agent.app import AgentSettings, create_app
 from reference_agent.tts import TtsEndpoint
+
+if TYPE_CHECKING:
+    from reference_agent.app import AgentSettings
+
+# reference_agent.app and .scripted import Strands (seconds): they load inside the functions that use
+# them, so a Ctrl-C while they load ends the command quietly.
 
 __all__ = ["LOCAL_ENDPOINT_NAME", "LocalStack", "main"]
 
@@ -84,6 +89,8 @@ class LocalStack:
         self.agent_port = agent_port
         self.simulator_port = simulator_port
         self.startup_timeout_s = startup_timeout_s
+        from reference_agent.app import AgentSettings
+
         self._container = container
         self._settings = settings or AgentSettings()
         self.simulator: Any = None
@@ -120,6 +127,7 @@ class LocalStack:
         """
         import uvicorn
 
+        from reference_agent.app import create_app
         from reference_agent.sagemaker_tts import SageMakerTtsConnector
         from simulator.client import LOCAL_CREDENTIALS, crt_transport
         from simulator.server import Simulator
@@ -172,9 +180,12 @@ class LocalStack:
         return f"http://{self.host}:{self.agent_port}"
 
     async def wait(self) -> None:
-        """Wait until the agent's server stops (Ctrl-C or SIGTERM, which uvicorn handles)."""
+        """Wait until the agent's server stops (Ctrl-C or SIGTERM, which uvicorn handles).
+
+        Cancelling the waiter never cancels the server: it is stopped in order by :meth:`stop`.
+        """
         if self._server_task is not None:
-            await self._server_task
+            await asyncio.shield(self._server_task)
 
     async def stop(self) -> None:
         """Stop the agent, then the simulator and its container; safe to call more than once."""
@@ -196,25 +207,32 @@ class LocalStack:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m reference_agent.local``."""
+    from reference_agent.scripted import add_scripted_options
+
     parser = argparse.ArgumentParser(
-        prog="python -m reference_agent.local", description=__doc__.splitlines()[0]
+        prog="python -m reference_agent.local",
+        description="The whole voice stack on one machine, with no GPU and no AWS account: the reference "
+        "server behind the SageMaker simulator, and the agent on a scripted model. Ctrl-C stops all three.",
     )
     parser.add_argument("--port", type=int, default=8080, help="the agent's port (default 8080; 0 = any)")
     parser.add_argument(
-        "--simulator-port", type=int, default=0, help="the simulator's TLS port (default any)"
+        "--simulator-port", type=int, default=0, help="the simulator's TLS port (default 0: any free port)"
     )
     parser.add_argument(
-        "--backend", default="onnx", choices=["onnx", "torch"], help="reference server backend"
+        "--backend",
+        default="onnx",
+        choices=["onnx", "torch"],
+        help="the reference server's backend (default onnx)",
     )
-    parser.add_argument("--first-token-ms", type=float, help="scripted model: time to first token")
-    parser.add_argument("--tokens-per-s", type=float, help="scripted model: words per second")
-    parser.add_argument("--reply", help="scripted model: the reply text")
+    add_scripted_options(parser)
     add_log_options(parser.add_argument_group("logging"))
     return parser
 
 
 def settings_from_args(args: argparse.Namespace) -> AgentSettings:
     """Agent settings from the scripted-model flags shared by ``local`` and ``python -m reference_agent``."""
+    from reference_agent.app import AgentSettings
+
     settings = AgentSettings(scripted=True)
     if args.first_token_ms is not None:
         settings = replace(settings, first_token_s=args.first_token_ms / 1000.0)
@@ -228,14 +246,13 @@ def settings_from_args(args: argparse.Namespace) -> AgentSettings:
 async def _serve(args: argparse.Namespace) -> int:
     from simulator.container import ContainerStartError
 
-    # Ctrl-C or SIGTERM cancels this task, so the stack stops in order (agent, simulator, container).
-    # While uvicorn serves it takes these signals itself, shuts down, then raises the signal again:
-    # that second delivery lands here and stops the rest.
-    main_task = asyncio.current_task()
-    assert main_task is not None
+    # Ctrl-C or SIGTERM sets `stop`; the stack then stops in order (agent, simulator, container). Nothing
+    # is cancelled by a signal: a cancelled uvicorn or model load prints tracebacks, and uvicorn, which
+    # takes the signal too while it serves, raises it again once it has shut down (a second `set`).
+    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, main_task.cancel)
+        loop.add_signal_handler(sig, stop.set)
     stack = LocalStack(
         agent_port=args.port,
         simulator_port=args.simulator_port,
@@ -244,32 +261,42 @@ async def _serve(args: argparse.Namespace) -> int:
         server_log_level="debug" if args.log_level == "debug" else "warning",
         log_format=args.log_format,
     )
+    stopping = asyncio.create_task(stop.wait(), name="signal")
     try:
-        await stack.start()
+        starting = asyncio.create_task(stack.start(), name="start")
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():  # interrupted while the model loads
+            starting.cancel()
+            await asyncio.gather(starting, return_exceptions=True)
+            return 130
+        if isinstance(error := starting.exception(), ContainerStartError):
+            print(f"the reference server did not start: {error}", file=sys.stderr)
+            return 1
+        starting.result()  # any other failure is a bug: let it show
         print(f"agent     {stack.agent_url}/invocations  (scripted model)", flush=True)
         print(f"simulator {stack.simulator.endpoint_url}  (endpoint {LOCAL_ENDPOINT_NAME!r})", flush=True)
         print("Ctrl-C stops everything.", flush=True)
-        await stack.wait()
-    except ContainerStartError as exc:
-        print(f"the reference server did not start: {exc}", file=sys.stderr)
-        print("(are the Kokoro assets there? `make assets` fetches them)", file=sys.stderr)
-        return 1
-    except asyncio.CancelledError:
-        pass
+        waiting = asyncio.create_task(stack.wait(), name="serve")
+        await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        return 0
     finally:
+        stopping.cancel()
         await stack.stop()
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the local stack until interrupted; returns the exit status."""
-    args = build_parser().parse_args(argv)
     try:
-        configure_logging(args.log_level, args.log_format)
-    except ValueError as exc:
-        print(f"python -m reference_agent.local: {exc}", file=sys.stderr)
-        return 2
-    return asyncio.run(_serve(args))
+        args = build_parser().parse_args(argv)
+        try:
+            configure_logging(args.log_level, args.log_format)
+        except ValueError as exc:
+            print(f"python -m reference_agent.local: {exc}", file=sys.stderr)
+            return 2
+        return asyncio.run(_serve(args))
+    except KeyboardInterrupt:  # before the signal handlers are in place (while the stacks load)
+        return 130
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from protocol.aws_crt import absorb_completed_stream_writes
 from reference_agent.tts import TtsEndpoint, TtsUnavailable
 
 __all__ = [
@@ -173,12 +174,18 @@ class SageMakerTtsSession:
                 # 0.12.0 raises these itself; a client that returns them instead gets the same outcome.
                 raise event.value
             # Unknown union members are skipped, as the service's forward-compatibility rules ask.
+        absorb_completed_stream_writes()  # the response ended: its body writer may now fail
 
     async def close_input(self) -> None:
-        """End the input stream (the signed empty end-of-input envelope, then END_STREAM)."""
+        """End the input stream (the signed empty end-of-input envelope, then END_STREAM).
+
+        After the response has ended the CRT's body writer fails ("HTTP-stream has completed");
+        :mod:`protocol.aws_crt` retrieves that error so that asyncio prints no traceback for it.
+        """
         if self._input_closed:
             return
         self._input_closed = True
+        absorb_completed_stream_writes()
         if self._failure() is not None:
             # The request never reached a server; closing its body would wait forever for a reader.
             return

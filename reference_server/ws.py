@@ -52,6 +52,7 @@ from protocol.session import (
     UtteranceFlushed,
 )
 from reference_server.runtime import AudioPiece, RequestAudio, Runtime
+from reference_server.scheduling import Listener
 from reference_server.telemetry import RequestRecord
 from reference_server.utterance import UtteranceAudio
 
@@ -154,6 +155,8 @@ class WebSocketSession:
         self.refused = 0
         self.close_code: int | None = None
         self._jobs: dict[str, _Job] = {}  # accepted and not yet completed, in arrival order
+        # The session's listener: every request's audio queues up for it (§10.1, §10.2).
+        self.listener = Listener()
         self._wake_synthesizer = asyncio.Event()
         self._wake_feeder = asyncio.Event()
         self._outbox = asyncio.Event()  # frames may be waiting in the session
@@ -250,7 +253,7 @@ class WebSocketSession:
             if isinstance(event, RequestAccepted):
                 request = event.request
                 assert request.request_id is not None
-                utterance = UtteranceAudio(self.runtime, request) if event.utterance else None
+                utterance = UtteranceAudio(self.runtime, request, self.listener) if event.utterance else None
                 self._jobs[request.request_id] = _Job(request, self.session_id, utterance)
                 self.requests += 1
             elif isinstance(event, TextAppended | UtteranceFlushed | UtteranceEnded):
@@ -325,7 +328,7 @@ class WebSocketSession:
                 await self._wake_synthesizer.wait()
                 continue
             job.begun = True
-            audio = job.utterance or RequestAudio(self.runtime, job.request)
+            audio = job.utterance or RequestAudio(self.runtime, job.request, self.listener)
             error: BaseException | None = None
             try:
                 while not job.cancelled:

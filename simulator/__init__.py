@@ -13,13 +13,19 @@ Reading order: :mod:`simulator.splitting`, :mod:`simulator.faults`, :mod:`simula
 :mod:`simulator.client` (helpers over the official clients); ``python -m simulator`` (the CLI).
 """
 
-from simulator.asgi_container import AsgiContainer
-from simulator.container import CommandContainer, Container, UrlContainer
-from simulator.faults import Fault, FaultKind, FaultPlan
-from simulator.server import Simulator
-from simulator.settings import SimulatorSettings
-from simulator.splitting import SplitPolicy
-from simulator.wirelog import WireLog, WireRecord
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from simulator.asgi_container import AsgiContainer
+    from simulator.container import CommandContainer, Container, UrlContainer
+    from simulator.faults import Fault, FaultKind, FaultPlan
+    from simulator.server import Simulator
+    from simulator.settings import SimulatorSettings
+    from simulator.splitting import SplitPolicy
+    from simulator.wirelog import WireLog, WireRecord
 
 __all__ = [
     "AsgiContainer",
@@ -35,3 +41,34 @@ __all__ = [
     "WireLog",
     "WireRecord",
 ]
+
+# Loaded on first use (PEP 562), so that `python -m simulator` starts without importing the HTTP stacks
+# first: a Ctrl-C in its first seconds then ends it quietly (simulator/__main__.py) instead of with an
+# import-time traceback.
+_HOMES = {
+    "AsgiContainer": "simulator.asgi_container",
+    "CommandContainer": "simulator.container",
+    "Container": "simulator.container",
+    "UrlContainer": "simulator.container",
+    "Fault": "simulator.faults",
+    "FaultKind": "simulator.faults",
+    "FaultPlan": "simulator.faults",
+    "Simulator": "simulator.server",
+    "SimulatorSettings": "simulator.settings",
+    "SplitPolicy": "simulator.splitting",
+    "WireLog": "simulator.wirelog",
+    "WireRecord": "simulator.wirelog",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'simulator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -37,6 +37,7 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 from smithy_http.aio.crt import AWSCRTHTTPClient
 
+from protocol.aws_crt import absorb_completed_stream_writes
 from reference_agent.sagemaker_tts import endpoint_address, set_tcp_nodelay
 
 __all__ = [
@@ -154,6 +155,7 @@ class BidiSession:
         await self.opened()
         event = await asyncio.wait_for(self._receiver.receive(), self.timeout)
         if event is None:
+            absorb_completed_stream_writes()  # the response ended: its body writer may now fail
             return None
         if not isinstance(event, ResponseStreamEventPayloadPart):
             raise RuntimeError(f"unexpected output event {event!r}")
@@ -174,11 +176,12 @@ class BidiSession:
 
         Skipped when the stream never opened: nothing would ever carry the bytes. Once the output
         has ended, the CRT transport considers the HTTP/2 stream complete and its body writer fails
-        in a background task ("HTTP-stream has completed"), which asyncio reports as "Task exception
-        was never retrieved"; that is the client's own behaviour and harmless.
+        in a background task ("HTTP-stream has completed"); :mod:`protocol.aws_crt` retrieves that one
+        error, so asyncio prints no "Task exception was never retrieved" after a polite session.
         """
         if not self._input_closed:
             self._input_closed = True
+            absorb_completed_stream_writes()
             if not self._open_failed:
                 await asyncio.wait_for(self.stream.input_stream.close(), self.timeout)
 
@@ -251,6 +254,7 @@ async def open_bidi_session(
                 await session.close_input()
     finally:
         await client.close()
+        absorb_completed_stream_writes()  # a session abandoned early: its body writer ends failing too
 
 
 def runtime_client(

@@ -28,7 +28,11 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from simulator.container_command import DEFAULT_CONTAINER_URL, PORT_PLACEHOLDER, container_command, free_port
+
 __all__ = [
+    "DEFAULT_CONTAINER_URL",
+    "PORT_PLACEHOLDER",
     "CommandContainer",
     "Container",
     "ContainerClosed",
@@ -38,6 +42,8 @@ __all__ = [
     "ContainerStartError",
     "ContainerUnavailable",
     "UrlContainer",
+    "container_command",
+    "free_port",
 ]
 
 
@@ -291,21 +297,26 @@ class CommandContainer(UrlContainer):
     with the simulator's stdout and stderr. :meth:`start` polls ``GET /ping`` until it answers 200.
 
     Args:
-        command: the command line (split with :func:`shlex.split`; no shell).
-        url: where the started container listens (default ``http://127.0.0.1:8080``, the SageMaker
-            port).
+        command: the command line (split with :func:`shlex.split`; no shell). ``{port}`` in it is
+            replaced as :func:`container_command` says: by a free loopback port, or by ``url``'s port.
+        url: where the started container listens; default: ``http://127.0.0.1:{port}`` when the
+            command holds ``{port}``, else ``http://127.0.0.1:8080`` (the SageMaker port).
         startup_timeout_s: how long ``/ping`` may take to answer 200.
         env: extra environment variables for the command.
+
+    Raises:
+        ValueError: ``{port}`` is used with a URL that names no port.
     """
 
     def __init__(
         self,
         command: str,
-        url: str = "http://127.0.0.1:8080",
+        url: str | None = None,
         *,
         startup_timeout_s: float = 300.0,
         env: dict[str, str] | None = None,
     ) -> None:
+        command, url = container_command(command, url)
         super().__init__(url)
         self.command = command
         self.startup_timeout_s = startup_timeout_s

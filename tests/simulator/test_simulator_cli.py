@@ -42,7 +42,8 @@ def _free_port() -> int:
 
 
 def _read_exports(process: subprocess.Popen[str], timeout: float) -> dict[str, str]:
-    """The ``export NAME=VALUE`` lines ``serve`` prints, read until its last banner line."""
+    """The ``export NAME=VALUE`` lines ``serve`` prints, read until its last banner line; the container's
+    URL from the first banner line is returned as ``CONTAINER_URL``."""
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
@@ -61,25 +62,28 @@ def _read_exports(process: subprocess.Popen[str], timeout: float) -> dict[str, s
         if line.startswith("export "):
             name, _, value = line.removeprefix("export ").strip().partition("=")
             exports[name] = value
+        if line.startswith("# SageMaker simulator in front of "):
+            exports["CONTAINER_URL"] = line.rsplit(" at ", 1)[1].strip()
         if line.startswith("# Any credentials"):
             return exports
 
 
 @pytest.fixture
 def served(tmp_path: Path):
-    """``serve`` running in front of a container command it started."""
-    port = _free_port()
-    command = f"{sys.executable} {CONTAINER_SCRIPT} --app tone --port {port}"
+    """``serve`` running in front of a container command it started on a free port (``{port}``)."""
+    command = f"{sys.executable} {CONTAINER_SCRIPT} --app tone --port {{port}}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("KOKORO_LOG_FORMAT", None)
     args = [
-        sys.executable, "-m", "simulator", "serve",
-        "--container-cmd", command, "--container-url", f"http://127.0.0.1:{port}",
+        sys.executable, "-m", "simulator", "serve", "--container-cmd", command,
         "--port", "0", "--http1-port", "0", "--split", "misaligned", "--wire-log-dir", str(tmp_path / "logs"),
     ]  # fmt: skip
     with (tmp_path / "serve.log").open("w") as log:
         process = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
         try:
-            yield process, _read_exports(process, timeout=60), port, tmp_path / "logs"
+            exports = _read_exports(process, timeout=60)
+            port = int(exports.pop("CONTAINER_URL").rsplit(":", 1)[1])
+            yield process, exports, port, tmp_path / "logs"
         finally:
             if process.poll() is None:
                 # SIGINT first, so serve stops the container it started; SIGKILL only as a last resort.
@@ -146,6 +150,18 @@ def test_serve_prints_variables_that_point_unmodified_clients_at_it(
     headers = [json.loads(path.read_text().splitlines()[0]) for path in logs]
     assert {h["api"] for h in headers} == {"response-stream", "bidi"}
 
+    # What a newcomer sees on stderr: one line per session start and end, no traceback, no per-call noise.
+    stderr = (log_dir.parent / "serve.log").read_text()
+    assert "Traceback" not in stderr and "Task exception" not in stderr and "HTTP Request" not in stderr
+    simulator_lines = [line for line in stderr.splitlines() if " simulator: " in line]
+    assert [line.split(" simulator: ")[1].split(" session=")[0] for line in simulator_lines] == [
+        "session start",
+        "session end",
+        "session start",
+        "session end",
+    ]
+    assert container_port != 8080  # {port} became a free port, and serve waited there
+
 
 def test_arguments_become_settings(tmp_path: Path) -> None:
     args = build_parser().parse_args(
@@ -179,3 +195,71 @@ def test_container_command_that_cannot_start_is_reported() -> None:
     )  # fmt: skip
     assert result.returncode == 1
     assert "cannot run container command" in result.stderr
+
+
+def test_options_also_come_from_the_environment() -> None:
+    environ = {
+        "SAGEMAKER_SIMULATOR_SEED": "7",
+        "SAGEMAKER_SIMULATOR_FAULT": "throttle*2, internal",
+        "SAGEMAKER_SIMULATOR_PING_INTERVAL_S": "0",
+        "SAGEMAKER_SIMULATOR_LATENCY_MS": "20",
+        "SAGEMAKER_SIMULATOR_ENDPOINT_NAME": "tts",
+    }
+    args = build_parser(environ).parse_args(["serve", "--seed", "9"])
+    settings = settings_from_args(args)
+    assert settings.seed == 9  # a flag wins over the environment
+    assert [f.kind for f in settings.faults.faults] == [FaultKind.THROTTLE, FaultKind.INTERNAL]
+    assert settings.ping_interval_s is None and settings.endpoint_name == "tts"
+    assert settings.part_latency_s == pytest.approx(0.02)
+    serve_help = build_parser({})._subparsers._group_actions[0].choices["serve"].format_help()
+    assert "[env SAGEMAKER_SIMULATOR_STARTUP_TIMEOUT_S]" in " ".join(serve_help.split())
+
+
+def test_a_malformed_environment_variable_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        build_parser({"SAGEMAKER_SIMULATOR_PORT": "eighty"})
+    assert stopped.value.code == 2
+    assert "SAGEMAKER_SIMULATOR_PORT='eighty'" in capsys.readouterr().err
+
+
+def test_the_console_script_prints_its_own_name() -> None:
+    script = Path(sys.executable).with_name("sagemaker-simulator")
+    if not script.exists():
+        pytest.skip("the console script is not installed in this environment")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [str(script), "serve", "--help"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.startswith("usage: sagemaker-simulator serve ")
+    done = subprocess.run(
+        [sys.executable, "-m", "simulator", "--help"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.startswith("usage: python -m simulator ")
+
+
+def test_port_placeholder_is_filled_one_way_everywhere() -> None:
+    from simulator.container import CommandContainer, container_command
+
+    command, url = container_command("server --port {port} --metrics {port}")
+    port = int(url.rsplit(":", 1)[1])
+    assert command == f"server --port {port} --metrics {port}" and url == f"http://127.0.0.1:{port}"
+    assert container_command("server --port {port}", "http://127.0.0.1:9001/") == (
+        "server --port 9001",
+        "http://127.0.0.1:9001",
+    )
+    assert container_command("docker run img") == ("docker run img", "http://127.0.0.1:8080")
+    with pytest.raises(ValueError, match="names no port"):
+        container_command("server --port {port}", "http://localhost")
+    container = CommandContainer("server --port {port}")
+    assert container.command == f"server --port {container.url.rsplit(':', 1)[1]}"
+    # The conformance suite's --container-cmd takes the same path.
+    from conformance.target import ContainerProcess
+
+    process = ContainerProcess("server --port {port}", Path("unused.log"))
+    assert process.command == f"server --port {process.port}" and process.url.endswith(f":{process.port}")
+    assert ContainerProcess("docker run img", Path("unused.log")).url == "http://127.0.0.1:8080"
+
+
+def test_a_placeholder_with_a_portless_url_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--container-cmd", "x --port {port}", "--container-url", "http://localhost"]) == 2
+    assert "names no port" in capsys.readouterr().err

@@ -278,3 +278,24 @@ def test_both_ends_of_the_bidi_connection_turn_nagle_off() -> None:
 
     assert run(ends(True)) == [1, 1]
     assert run(ends(False)) == [0, 1]  # the official client's own default: Nagle on
+
+
+def test_a_polite_session_leaves_no_unretrieved_task_exception() -> None:
+    """Issue 15: the CRT's body writer fails once the response has ended (HTTP-stream has completed);
+    simulator.client ends the input without asyncio reporting "Task exception was never retrieved"."""
+    import gc
+
+    reports: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reports.append(context))
+        async with Simulator(AsgiContainer(tone_app())) as sim:
+            for _ in range(2):
+                transcript = await speak_through(endpoint_url=sim.endpoint_url, ca_file=sim.ca_file)
+                _assert_complete(transcript)
+            await asyncio.sleep(0.2)  # the writers' last writes fail now
+            gc.collect()  # unretrieved exceptions are reported when their task is collected
+
+    run(main())
+    gc.collect()
+    assert [str(r.get("exception") or r.get("message")) for r in reports] == []
