@@ -1,34 +1,42 @@
-"""Incremental sentence chunking of streamed text for Kokoro synthesis.
+"""Incremental sentence chunking of streamed text for Kokoro synthesis (PROTOCOL.md §14.2).
 
 The reference server cuts the text of a synthesis request (PROTOCOL.md §4.1) into segments and synthesizes
 them one after the other, so the first audio frame (§5.2) can leave before the whole text is phonemized; the
 agent does the same with the text deltas of a language model. Both feed text as it arrives to an
-:class:`IncrementalSentenceChunker` and synthesize every chunk it returns.
+:class:`IncrementalSentenceChunker` and synthesize every chunk it returns. The text front-end
+(:mod:`protocol.frontend`) puts markdown removal before it and normalization for speech after it.
 
-Pipeline: markdown markers are removed by a streaming :class:`MarkdownStripper`; whitespace runs are
-collapsed; the chunker then proposes candidate boundaries itself and asks sentencex (the best of six
-segmenters on our 21-case battery, REFERENCE §6) to judge each one on a bounded window. The streaming policy
--- when a boundary is certain -- is ours and is described on :class:`IncrementalSentenceChunker`.
+Pipeline: markdown syntax is removed by a streaming :class:`~protocol.markdown.MarkdownStripper` (unless
+``markdown=False``); whitespace runs are collapsed; the chunker then proposes candidate boundaries itself
+and asks sentencex (the best of six segmenters on our 21-case battery, REFERENCE §6) to judge the doubtful
+ones on a bounded window. The streaming policy -- when a boundary is certain -- is ours and is described
+on :class:`IncrementalSentenceChunker`.
 
-Normalisation (the "no characters lost" contract, tested): let ``clean`` be ``strip_markdown(text)`` and
-``norm(s)`` be ``s`` with every maximal whitespace run (``str.isspace``) replaced by one space and the ends
-stripped. Every chunk equals ``norm`` of a slice of ``clean``; the chunks, in order, cover ``clean``
-exactly, and the text between two consecutive chunks is whitespace (possibly none, e.g. between CJK
-sentences). Equivalently ``norm(clean) == c1 + s1 + c2 + s2 + ... + ck`` with every ``si`` in ``{"", " "}``.
+Normalisation (the "no characters lost" contract, tested): let ``clean`` be ``strip_markdown(text)`` (or
+``text`` with ``markdown=False``) and ``norm(s)`` be ``s`` with every maximal whitespace run
+(``str.isspace``) replaced by one space and the ends stripped. Every chunk equals ``norm`` of a slice of
+``clean``; the chunks, in order, cover ``clean`` exactly, and the text between two consecutive chunks is
+whitespace (possibly none, e.g. between CJK sentences). Equivalently ``norm(clean) == c1 + s1 + c2 + s2 +
+... + ck`` with every ``si`` in ``{"", " "}``.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 import sentencex
+
+from protocol.markdown import MAX_LINK_TARGET_CHARS, NEWLINES, MarkdownStripper, strip_markdown
 
 __all__ = [
     "DEFAULT_MAX_CHUNK_CHARS",
     "LINK_TARGET_MAX_CHARS",
+    "Chunk",
     "IncrementalSentenceChunker",
     "MarkdownStripper",
+    "sentence_language",
     "strip_markdown",
 ]
 
@@ -65,31 +73,86 @@ ordinary sentences through whole. Where a chunk phonemizes past 510, kokoro-onnx
 The torch path (misaki G2P) was not measured here (its English G2P needs a spaCy model not installed).
 """
 
-LINK_TARGET_MAX_CHARS = 2048
-"""Longest markdown link target ``(...)`` held back while waiting for its ``)``; longer is kept as text."""
+LINK_TARGET_MAX_CHARS = MAX_LINK_TARGET_CHARS
+"""Alias of :data:`protocol.markdown.MAX_LINK_TARGET_CHARS` (the name this module used to define)."""
 
-# Terminators that need whitespace and a following character before they can end a sentence (sentencex
-# judges them), and those that end a sentence at once: CJK full stops / marks and the Devanagari dandas,
-# which are written without a following space.
+# Terminators that need whitespace and a following character before they can end a sentence, and those
+# written without a following space (CJK full stops and marks, the Devanagari dandas), which need only the
+# next character (to collect the closing quotes and further marks that belong to them).
 _NO_SPACE_TERMINATORS = frozenset("。！？｡।॥")
 _TERMINATORS = frozenset(".!?…‼‽⁇⁈⁉؟۔።፧．") | _NO_SPACE_TERMINATORS
-# Quotes and brackets written right after a terminator close the sentence they follow. Unicode classes Pe
-# (close) and Pf (final quote) cover ) ] } 」 』 ” ’ » ...; the rest are quotes that close in some locale.
-_EXTRA_CLOSERS = frozenset("\"'“‘«‹")
+_STOPS = _TERMINATORS | {"\n"}
+# Quotes written right after a terminator close the sentence they follow: Unicode classes Pe (close) and
+# Pf (final quote) -- ) ] } 」 』 ” ’ » -- and the straight quotes. A closer that cannot open (Pe, Pf but
+# the apostrophe ’) also closes after one space, as French sets it: « Oui ! ».
+_QUOTES = frozenset("\"'’")
+# What may stand between a sentence's end and the first letter of the next: opening quotes and brackets
+# (Ps, Pi: ( [ « “ ‘ 「), straight quotes, Spanish ¿ ¡ and dialogue dashes.
+_EXTRA_OPENERS = frozenset("\"'¿¡—–")
+# Japanese quotative particles: 「…。」と言った keeps its speech tag.
+_QUOTATIVE = frozenset("とっ")
 # Where an over-long sentence may be cut (in order of preference: clause punctuation, then whitespace).
 # The "spaced" ones only count when whitespace follows, so "1,234" and "1990–2000" stay whole.
 _CLAUSE_SPACED = frozenset(",;:–،؛")
 _CLAUSE_UNSPACED = frozenset("，、；：—")
-_PARA = "\u2029"  # internal paragraph break: a blank line, a heading or list item edge, a code fence
-_NEWLINES = frozenset("\n\u2028\x85")
 _ZWJ = "\u200d"
-_PIECE_CHARS = 4096  # a longer fragment is segmented piece by piece
+_LOOKAHEAD = 8  # most opening quotes / brackets (and spaces between them) read past the cap
 _BARE_LIST_NUMBER = re.compile(r"\d{1,9}[.)]")
 _WHITESPACE_RUN = re.compile(r"\s+")
+# Abbreviations that sentencex 1.0.32 takes for sentence ends before a capital or a digit ("M. Dupont",
+# "approx. 3"); after one of these a "." ends no sentence.
+_ABBREVIATIONS = {
+    "en": frozenset({"approx", "ca", "cf", "incl", "excl", "est"}),
+    "es": frozenset({"aprox", "pág", "núm", "tel"}),
+    "fr": frozenset({"M", "MM", "Mme", "Mmes", "Mlle", "Mlles", "Mgr", "Me", "Pr", "Dr", "env", "p", "n°"}),
+    "it": frozenset({"ca", "pag", "tel"}),
+    "pt": frozenset({"aprox", "pág", "tel"}),
+}
+# Kokoro's language codes (PLAN #6, protocol.voices) and the ISO 639-1 code sentencex knows them by.
+_KOKORO_ISO = {
+    "a": "en",
+    "b": "en",
+    "e": "es",
+    "f": "fr",
+    "h": "hi",
+    "i": "it",
+    "j": "ja",
+    "p": "pt",
+    "z": "zh",
+}
+
+
+def sentence_language(language: str) -> str:
+    """The ISO 639 code for sentence rules: from a Kokoro code (``"j"``), a BCP 47 tag or an ISO code.
+
+    ``"a"`` and ``"b"`` give ``"en"``, ``"p"`` gives ``"pt"``, ``"pt-BR"`` gives ``"pt"``, ``"cmn"``
+    gives ``"zh"``; any other tag gives its primary subtag, lower case (sentencex falls back to generic
+    rules for a code it does not know).
+
+    Raises:
+        TypeError: ``language`` is not a string.
+        ValueError: ``language`` is empty.
+    """
+    if not isinstance(language, str):
+        raise TypeError(f"language must be a str, not {type(language).__name__}")
+    primary = language.strip().replace("_", "-").split("-")[0].lower()
+    if not primary:
+        raise ValueError("language must not be empty")
+    if language.strip() in _KOKORO_ISO:
+        return _KOKORO_ISO[language.strip()]
+    return "zh" if primary == "cmn" else primary
 
 
 def _is_closer(char: str) -> bool:
-    return char in _EXTRA_CLOSERS or unicodedata.category(char) in ("Pe", "Pf")
+    return char in _QUOTES or unicodedata.category(char) in ("Pe", "Pf")
+
+
+def _is_spaced_closer(char: str) -> bool:
+    return char != "’" and unicodedata.category(char) in ("Pe", "Pf")
+
+
+def _is_opener(char: str) -> bool:
+    return char in _EXTRA_OPENERS or unicodedata.category(char) in ("Ps", "Pi")
 
 
 def _attaches_to_previous(char: str) -> bool:
@@ -97,419 +160,292 @@ def _attaches_to_previous(char: str) -> bool:
     return unicodedata.category(char) in ("Mn", "Mc", "Me") or char == _ZWJ
 
 
-class MarkdownStripper:
-    """Incremental removal of the markdown markers a language model writes, keeping the words.
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of text to synthesize.
 
-    ``feed(fragment) -> str`` returns the clean text that is final so far; ``flush()`` ends the text and
-    resets. The concatenated output for any fragmentation of a text equals the output for the whole text.
-
-    Removed (the "markers"):
-
-    * emphasis runs of ``*`` or ``_`` (``**bold**``, ``_em_``, ``***``) unless the run is inside a word
-      (a letter or digit on both sides: ``snake_case``, ``2*3`` stay);
-    * every backtick run, and the info string of a code fence (the rest of a line that starts with three
-      or more backticks);
-    * ``[`` and ``]`` everywhere, and a link target: ``(`` ... ``)`` right after ``]`` (``[text](url)`` ->
-      ``text``). A target that meets whitespace or a line end, or grows past
-      :data:`LINK_TARGET_MAX_CHARS`, is kept as text;
-    * at the start of a line (after optional indentation): ATX heading hashes (``#`` to ``######`` then a
-      space), bullets ``-``, ``*``, ``+`` followed by a space, block quote ``>``, thematic breaks (a line of
-      three or more ``-``), empty list items / headings;
-    * a backslash before ASCII punctuation (the punctuation is kept as text);
-    * markers still undecided when the text ends (a trailing ``**``, ``#``, ``-``, ``\\``, or an unclosed
-      link target) are removed, so flushing never produces new text to segment.
-
-    Block edges become paragraph breaks (U+2029, whitespace, so it vanishes in the normalisation): the
-    start of a heading, bullet or code fence line, and the end of a heading or fence line. Numbered list
-    markers (``1.``) are words and stay; the chunker starts a chunk at a newline followed by a digit.
-    Not handled, left as text: ``~~strike~~``, tables, HTML, autolinks ``<url>``, setext ``===``, images'
-    ``!`` (``![alt](url)`` gives ``!alt``).
-
-    Lookahead is bounded: an emphasis run waits for the next character, a line-start marker for the end of
-    its run, a link target for its ``)`` (at most :data:`LINK_TARGET_MAX_CHARS`).
+    Attributes:
+        text: the chunk, whitespace-normalized (single spaces, no outer whitespace), never empty.
+        hard_break: the chunk ended at a line break (a heading, list item, table row or paragraph end,
+            or a terminator followed by a line break), not at a sentence end inside a line, a length cut
+            or the end of the text.
     """
 
-    def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
-        self._out: list[str] = []
-        self._held = ""  # undecided characters: an emphasis run, a line-start marker, a link target
-        self._mode = "text"  # text | emphasis | line | target | escape | fence_info | after_bracket
-        self._line_start = True  # only indentation so far on this line
-        self._held_at_line_start = False  # the held emphasis run began a line ("* item" is a bullet)
-        self._prev = ""  # last character emitted, for the inside-a-word test of emphasis runs
-        self._heading = False  # this line is a heading: its end is a paragraph break
-        self._backticks = 0  # length of the backtick run being dropped
-        self._backticks_at_line_start = False
-        self._target_depth = 0
-
-    def feed(self, fragment: str) -> str:
-        """Consume ``fragment``; return the clean text decided so far (possibly ``""``)."""
-        for char in fragment:
-            self._char(char)
-        out = "".join(self._out)
-        self._out.clear()
-        return out
-
-    def flush(self) -> None:
-        """End the text and reset. Undecided markers are dropped, so no text is left to return."""
-        self._reset()
-
-    def _emit(self, text: str) -> None:
-        self._out.append(text)
-        self._prev = text[-1]
-        if not text.isspace():
-            self._line_start = False
-
-    def _char(self, char: str) -> None:
-        mode = self._mode
-        if mode == "emphasis":
-            if char == self._held[0]:
-                self._held += char
-                return
-            self._end_emphasis(char)
-        elif mode == "line":
-            if self._line_marker(char):
-                return
-        elif mode == "target":
-            if self._target(char):
-                return
-        elif mode == "escape":
-            self._mode = "text"
-            if char.isascii() and not char.isalnum() and not char.isspace():
-                self._emit(char)  # escaped punctuation is text, never a marker
-                return
-            self._emit("\\")
-        elif mode == "fence_info":
-            if char not in _NEWLINES and char != _PARA:
-                return
-            self._mode = "text"
-            self._heading = True  # the fence line ends with a paragraph break, like a heading
-        elif mode == "after_bracket":
-            self._mode = "text"
-            if char == "(":
-                self._mode, self._held, self._target_depth = "target", "(", 0
-                return
-        if char == "`":
-            self._backtick()
-            return
-        if self._backticks:
-            fence = self._backticks >= 3 and self._backticks_at_line_start
-            self._backticks = 0
-            if fence:
-                self._out.append(_PARA)
-                if char not in _NEWLINES and char != _PARA:
-                    self._mode = "fence_info"
-                    return
-                self._heading = True
-        self._text(char)
-
-    def _text(self, char: str) -> None:
-        if char in _NEWLINES or char == _PARA:
-            if self._heading:
-                self._heading = False
-                self._emit(_PARA)
-            else:
-                self._emit(char)
-            self._line_start = True
-            return
-        if char == "*" or char == "_":
-            self._mode, self._held = "emphasis", char
-            self._held_at_line_start = self._line_start
-            return
-        if char == "[":
-            self._line_start = False
-            return
-        if char == "]":
-            self._mode = "after_bracket"
-            return
-        if char == "\\":
-            self._mode = "escape"
-            return
-        if self._line_start:
-            if char in "#-+":
-                self._mode, self._held = "line", char
-                return
-            if char == ">":
-                return  # block quote marker; the line is still at its start ("> - item")
-        self._emit(char)
-
-    def _backtick(self) -> None:
-        if not self._backticks:
-            self._backticks_at_line_start = self._line_start
-        self._backticks += 1
-
-    def _end_emphasis(self, char: str) -> None:
-        run, self._held, self._mode = self._held, "", "text"
-        if self._prev.isalnum() and char.isalnum():
-            self._emit(run)  # inside a word: snake_case, 2*3
-        elif run == "*" and self._held_at_line_start and char in " \t":
-            self._out.append(_PARA)  # "* item" bullet
-
-    def _line_marker(self, char: str) -> bool:
-        """Advance a held line-start marker; True when ``char`` was consumed."""
-        held = self._held
-        kind = held[0]
-        if char == kind and kind != "+" and (kind == "-" or len(held) < 7):
-            self._held += char
-            return True
-        if kind == "-" and len(held.rstrip(" \t")) >= 3 and held.count("-") >= 3 and char in " \t":
-            self._held += char  # "--- " may still be a thematic break
-            return True
-        self._held, self._mode = "", "text"
-        if char in _NEWLINES or char == _PARA:
-            if held == "--":
-                self._emit(held)
-            else:
-                self._out.append(_PARA)  # thematic break, empty item or heading: a block edge
-            return False
-        is_heading = kind == "#" and len(held) <= 6 and char in " \t"
-        is_bullet = kind in "-+" and held == kind and char in " \t"
-        if is_heading or is_bullet:
-            self._out.append(_PARA)
-            self._heading = is_heading
-            return False
-        self._emit(held)  # "#hashtag", "-5 degrees", "+1", "-- aside": plain text
-        return False
-
-    def _target(self, char: str) -> bool:
-        """Advance a held link target; True when ``char`` was consumed."""
-        if char == ")" and not self._target_depth:
-            self._held, self._mode = "", "text"
-            return True
-        if char.isspace() or len(self._held) >= LINK_TARGET_MAX_CHARS:
-            held, self._held, self._mode = self._held, "", "text"
-            self._emit(held)  # not a link target after all: keep it as text
-            return False
-        self._target_depth += (char == "(") - (char == ")")
-        self._held += char
-        return True
-
-
-def strip_markdown(text: str) -> str:
-    """Return ``text`` without the markdown markers listed on :class:`MarkdownStripper`."""
-    return MarkdownStripper().feed(text)
+    text: str
+    hard_break: bool
 
 
 class IncrementalSentenceChunker:
     """Split streamed text into speakable chunks: sentences, as soon as each one is certainly complete.
 
-    ``feed(fragment)`` returns the chunks completed so far (often ``[]``); ``flush()`` returns what is left
-    (``None`` if nothing but whitespace) and resets, so one chunker can serve many texts in turn.
+    ``feed(fragment)`` returns the chunks completed so far (often ``[]``); ``finish()`` returns the rest
+    and resets, so one chunker can serve many texts in turn. :meth:`feed_chunks` is :meth:`feed` with the
+    :class:`Chunk` objects (which say whether a chunk ended at a line break); :meth:`flush` is the older
+    spelling of :meth:`finish` that returns one string.
 
     Args:
-        language: ISO 639 code handed to sentencex for its abbreviation and sentence-starter lists;
-            unknown codes fall back to sentencex's generic rules.
+        language: whose sentence rules apply: a Kokoro language code (``"a"``, ``"b"``, ``"e"``, ``"f"``,
+            ``"h"``, ``"i"``, ``"j"``, ``"p"``, ``"z"``), a BCP 47 tag or an ISO 639 code
+            (:func:`sentence_language`). It selects sentencex's abbreviation and sentence-starter lists and
+            the Japanese quotative rule below; unknown codes get sentencex's generic rules.
         max_chunk_chars: no chunk is longer (in characters, after normalisation); see
             :data:`DEFAULT_MAX_CHUNK_CHARS` for the phoneme measurement behind the default.
-        markdown: strip markdown markers first (:class:`MarkdownStripper`). Turn off for plain text in
-            which ``*``, ``_``, ``[`` or a line-leading ``#`` are words.
+        markdown: remove markdown syntax first (:mod:`protocol.markdown`). Turn off for text that is
+            already clean, or plain text in which ``*``, ``_``, ``[`` or a line-leading ``#`` are words.
 
     Raises:
         TypeError: ``language`` is not a string, ``max_chunk_chars`` not an int, or a fragment not a string.
-        ValueError: ``max_chunk_chars`` < 1.
+        ValueError: ``language`` is empty or ``max_chunk_chars`` < 1.
 
     When a boundary is certain. The chunker scans the clean text for candidates and decides each exactly
     once, at a point fixed by the text alone, so the chunks never depend on how the text was fragmented
-    (tested with hypothesis; one exception below). Candidates and their decision points:
+    (tested with hypothesis). Candidates and their decision points:
 
-    * a terminator run (``.``, ``!``, ``?``, ``…``, ``؟`` ...) plus any closing quotes / brackets right
-      after it, then whitespace, then one more character X. When X arrives, sentencex judges the window
-      from the start of the pending chunk up to and including X; the boundary holds if sentencex ends a
-      sentence between the terminator and X. One character of lookahead is what sentencex needs for the
-      common cases: ``Dr. S``, ``U.S. c``, ``e.g. o`` do not split, ``1980. A`` and ``$3.14. T`` do.
-      Because the window stops at X, a decision can never change later; the price is that a boundary
-      sentencex would only see with the whole next word (an abbreviation before a sentence starter,
-      ``etc. The``) is missed (the two sentences stay in one chunk) and a terminator inside a quotation or
-      parenthesis that has not closed by X may be taken as a boundary.
-    * ``。！？｡`` and the dandas ``।॥``: written without a following space, so they end a sentence at once,
-      with the closing quotes and further terminators already received. When a fragment ends right
-      after one, the chunk goes out in that same ``feed`` call; a closer or terminator arriving in a later
-      fragment then begins the next chunk (the only fragmentation-dependent behaviour).
-    * a paragraph break (blank line; heading, bullet and code-fence edges from the stripper): at once.
-    * a single newline followed by a digit (a numbered list item on its own line), decided at the digit.
-      Run-in lists ``1. First item 2. Second`` are indistinguishable from a sentence ending in a number
-      (``born in 1980. Another``) and split after ``2.``; a chunk never consists of a bare ``1.`` alone.
+    * a line break: at once (a heading, a list item, a table row, a line without end punctuation such as
+      a title, a paragraph end). A chunk never consists of a bare list number (``1.``) alone: it joins
+      the item that follows.
+    * ``。！？｡`` and the dandas ``।॥`` (written without a following space): decided at the next
+      character, so that the closing quotes and further marks written after it stay in its chunk
+      (``「你好。」``, ``你好？！``). In Japanese a closing quote followed by the quotative particle と or
+      っ (``「はい。」と言った``) is no boundary: the speech tag stays with its quote.
+    * a terminator run (``.``, ``!``, ``?``, ``…``, ``؟`` ...) followed by its closing quotes and brackets
+      (``."``, ``?)``, ``!»``, and French ``! »`` with a space), then one space, then any opening quotes,
+      brackets, ``¿ ¡`` or dialogue dashes, then the first other character X. Decided when X arrives:
 
-    A boundary that would leave a chunk without any letter or digit (``...``, ``1.``) is not taken; the
-    text joins the next chunk. URLs, e-mail addresses, decimals and ``e.g.`` never split mid-token
-    because a terminator must be followed by whitespace.
+      - X a lower-case letter: no boundary. The sentence goes on (``e.g. apples``) or a speech tag
+        follows its quote (``"Hello!" she said.``, ``¿Vienes? —preguntó``).
+      - the terminator is a ``.`` after an abbreviation sentencex does not know (French ``M.``,
+        English ``approx.``): no boundary.
+      - otherwise sentencex judges the pending chunk up to the terminator, ``…`` read as ``...`` and the
+        closers and openers left out, followed by a space and X: the boundary holds if sentencex ends a
+        sentence there. So ``Dr. S``, ``U.S. C``, ``e.g. 5`` do not split; ``1980. A``, ``$3.14. T``,
+        ``stayed.) T``, ``said. "H``, ``Wait... T``, ``Wait… T`` do.
+
+      The price of deciding at X: a boundary sentencex would only see with the whole next word (an
+      abbreviation before a sentence starter, ``etc. The``) is missed, and the two sentences share a chunk.
+    * nothing else: a terminator not followed by whitespace (``3.14``, ``e.g.x``, URLs, e-mail addresses)
+      never ends a chunk.
+
+    Run-in lists ``1. First item 2. Second`` are indistinguishable from a sentence ending in a number
+    (``born in 1980. Another``) and split after ``2.``. A boundary that would leave a chunk without any
+    letter or digit (``...``, ``1.``) is not taken; the text joins the next chunk.
 
     Length cap. When the pending chunk reaches ``max_chunk_chars`` characters with more text behind it and
     no boundary inside, it is cut at the last clause mark within the cap (``, ; : – ، ؛`` followed by
     whitespace, or ``，、；：—``), else at the last whitespace, else -- one "word" longer than the cap --
     at the cap, moved back so a combining mark or joiner stays with its base character.
 
-    Cost. The undecided text stays within ``max_chunk_chars`` + 2 characters (plus a held link target,
-    at most :data:`LINK_TARGET_MAX_CHARS`). A feed scans each new character once, re-reads a candidate
-    still waiting for its lookahead from its start (inside that bound), and calls sentencex at most once
-    per candidate, on a window of at most ``max_chunk_chars`` + 2 characters; a long fragment is taken
-    in pieces of about 4 k characters. A feed costs O(len(fragment) + max_chunk_chars); a whole text,
-    however fragmented, costs time linear in its length (tested by counting sentencex calls and the
-    characters they read, not by timing).
+    Cost. The undecided text stays within ``max_chunk_chars`` + 10 characters (plus what the markdown
+    stripper holds, bounded by its limits). Each character is scanned once; a candidate still waiting for
+    its lookahead is re-read from its start (inside that bound); sentencex is called at most once per
+    candidate, on a window of at most ``max_chunk_chars`` + 4 characters. A whole text, however
+    fragmented, costs time linear in its length (tested by counting, not timing).
     """
 
     def __init__(
         self, language: str = "en", max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS, *, markdown: bool = True
     ) -> None:
-        if not isinstance(language, str):
-            raise TypeError(f"language must be a str, not {type(language).__name__}")
+        iso = sentence_language(language)
         if not isinstance(max_chunk_chars, int) or isinstance(max_chunk_chars, bool):
             raise TypeError(f"max_chunk_chars must be an int, not {type(max_chunk_chars).__name__}")
         if max_chunk_chars < 1:
             raise ValueError(f"max_chunk_chars must be at least 1, got {max_chunk_chars}")
         self.language = language
         self.max_chunk_chars = max_chunk_chars
+        self._iso = iso
+        self._quotative = iso == "ja"
+        self._abbreviations = _ABBREVIATIONS.get(iso, frozenset())
         self._stripper = MarkdownStripper() if markdown else None
-        self._buf = ""  # clean, whitespace-collapsed text not yet returned; never starts with whitespace
-        self._scan = 0  # every candidate before this index of _buf has been decided: no boundary
+        self._buf = ""  # clean, whitespace-collapsed text; the pending chunk is _buf[_start:]
+        self._start = 0  # start of the pending chunk (never a whitespace character)
+        self._scan = 0  # every candidate before this index has been decided: no boundary
 
     @property
     def pending(self) -> int:
-        """Characters received and not yet returned (after stripping and whitespace collapsing)."""
-        return len(self._buf) + (len(self._stripper._held) if self._stripper else 0)
+        """Characters received and not yet returned (after markdown removal and whitespace collapsing)."""
+        return len(self._buf) - self._start + (self._stripper.pending if self._stripper else 0)
 
     def feed(self, fragment: str) -> list[str]:
         """Add ``fragment``; return the chunks that became certain, in order (``[]`` if none)."""
+        return [chunk.text for chunk in self.feed_chunks(fragment)]
+
+    def feed_chunks(self, fragment: str) -> list[Chunk]:
+        """Like :meth:`feed`, returning :class:`Chunk` objects."""
         if not isinstance(fragment, str):
             raise TypeError(f"fragment must be a str, not {type(fragment).__name__}")
-        clean = self._stripper.feed(fragment) if self._stripper else fragment
-        chunks = []
-        start = 0
-        while start < len(clean):
-            # A long fragment goes in pieces so the buffer stays bounded (no quadratic re-slicing). A
-            # piece never ends on a terminator or closer, where the CJK rule would emit early.
-            end = min(start + _PIECE_CHARS, len(clean))
-            while end < len(clean) and (clean[end - 1] in _TERMINATORS or _is_closer(clean[end - 1])):
-                end += 1
-            self._append(clean[start:end])
-            start = end
-            while (cut := self._next_cut()) is not None:
-                chunk = _normalize(self._buf[:cut])
-                rest = self._buf[cut:].lstrip()
-                self._scan = max(0, self._scan - (len(self._buf) - len(rest)))
-                self._buf = rest
-                if chunk:
-                    chunks.append(chunk)
+        return self._push(self._stripper.feed(fragment) if self._stripper else fragment)
+
+    def finish(self) -> list[Chunk]:
+        """End the text; return the remaining chunks (usually one or none) and reset.
+
+        Text the markdown stripper still held is added first (it may hold the end of a construct that
+        turned out to be text); then the pending chunk ends with the text. The last chunk may lack
+        letters (a text of punctuation only).
+        """
+        chunks = self._push(self._stripper.flush()) if self._stripper else []
+        rest = _normalize(self._buf[self._start :])
+        self._buf, self._start, self._scan = "", 0, 0
+        if rest:
+            chunks.append(Chunk(rest, False))
         return chunks
 
     def flush(self) -> str | None:
-        """End the text; return the remaining chunk (``None`` if nothing is left) and reset.
+        """End the text; return what is left as one string (``None`` if nothing) and reset.
 
-        No further boundary can appear here: the stripper drops undecided markers instead of releasing
-        them, and a candidate still waiting for its lookahead character simply ends the text. The
-        remainder is at most ``max_chunk_chars`` long, because a waiting candidate is followed by nothing
-        but one whitespace character. It may lack letters (a lone ``」`` after an early CJK boundary, or a
-        text of punctuation only).
+        The older API: :meth:`finish` returns the same text as chunks. They differ only when the markdown
+        stripper releases held text at the end that completes a boundary; this joins those chunks.
         """
-        if self._stripper:
-            self._stripper.flush()
-        rest = _normalize(self._buf)
-        self._buf, self._scan = "", 0
+        rest = " ".join(chunk.text for chunk in self.finish())
         return rest or None
 
+    def _push(self, clean: str) -> list[Chunk]:
+        self._append(clean)
+        chunks = []
+        while (cut := self._next_cut()) is not None:
+            end, hard = cut
+            text = _normalize(self._buf[self._start : end])
+            start, buf = end, self._buf
+            while start < len(buf) and buf[start].isspace():
+                start += 1
+            self._start = start
+            self._scan = max(self._scan, start)
+            if text:
+                chunks.append(Chunk(text, hard))
+        if self._start > len(self._buf) // 2:  # drop consumed text, amortized O(1) per character
+            self._buf = self._buf[self._start :]
+            self._scan -= self._start
+            self._start = 0
+        return chunks
+
     def _append(self, text: str) -> None:
-        """Append clean text, collapsing each whitespace run to one space, newline or paragraph break.
+        """Append clean text, collapsing each whitespace run to one space, or one newline if it has one.
 
-        A run holding two or more newlines (or U+2029) is a paragraph break. A run that continues one
-        ending the buffer merges with it; whitespace at the start of the buffer is dropped.
+        A run that continues one ending the pending chunk merges with it; the pending chunk never starts
+        with whitespace.
         """
-        out = [self._buf]
-        tail = self._buf[-1:]
-        if tail.isspace():
-            # The trailing whitespace may grow (" " + "\n" -> "\n", "\n" + "\n" -> paragraph break):
-            # decide it again.
-            self._scan = min(self._scan, len(self._buf) - 1)
-        pos = 0
-        for match in _WHITESPACE_RUN.finditer(text):
-            word = text[pos : match.start()]
-            pos = match.end()
-            if word:
-                out.append(word)
-                tail = word[-1]
-            if not tail:
-                continue
-            run = match.group()
-            newlines = 2 if _PARA in run else sum(char in _NEWLINES for char in run)
-            if tail.isspace():
-                newlines += 2 if tail == _PARA else int(tail == "\n")
-                out[-1] = out[-1][:-1]
-            tail = _PARA if newlines >= 2 else "\n" if newlines else " "
-            out.append(tail)
-        out.append(text[pos:])
-        self._buf = "".join(out)
+        if not text:
+            return
+        buf = self._buf
+        if len(buf) > self._start and buf[-1].isspace() and text[0].isspace():
+            # The trailing whitespace may grow (" " + "\n" -> "\n"): take it back and decide it again.
+            text = buf[-1] + text
+            buf = buf[:-1]
+            self._scan = min(self._scan, len(buf))
+        elif len(buf) == self._start:
+            text = text.lstrip()
+        self._buf = buf + _WHITESPACE_RUN.sub(_collapse, text)
 
-    def _next_cut(self) -> int | None:
-        """End of the next chunk in ``_buf``, or ``None`` while no boundary is certain yet."""
-        buf, n, cap = self._buf, len(self._buf), self.max_chunk_chars
-        i = self._scan
+    def _next_cut(self) -> tuple[int, bool] | None:
+        """End of the next chunk in ``_buf`` and whether it is a hard break, or ``None`` while undecided."""
+        buf, n, start, cap = self._buf, len(self._buf), self._start, self.max_chunk_chars
+        limit = start + cap  # a chunk is buf[start:end] with end <= limit
+        i = max(self._scan, start)
         while True:
-            while i < n and buf[i] not in _TERMINATORS and buf[i] != "\n" and buf[i] != _PARA:
+            while i < n and buf[i] not in _STOPS:
                 i += 1
             self._scan = i
             if i == n:
-                overflow = n > cap and (n > cap + 1 or not buf[cap].isspace())
-                return self._forced_cut() if overflow else None
-            if i > cap:
-                return self._forced_cut()  # buf[i - 1] is text beyond the cap
-            if buf[i] == "\n" or buf[i] == _PARA:
-                if buf[i] == "\n":
-                    if i + 1 == n:
-                        return None
-                    if not buf[i + 1].isdigit():
-                        i += 1
-                        continue
-                if _speakable(buf[:i]):
-                    return i
+                overflow = n > limit and (n > limit + 1 or not buf[limit].isspace())
+                return (self._forced_cut(), False) if overflow else None
+            if i > limit:
+                return self._forced_cut(), False  # buf[i - 1] is text beyond the cap
+            if buf[i] == "\n":
+                if _speakable(buf[start:i]):
+                    return i, True
                 i += 1
                 continue
             # A terminator run, then the closing quotes and brackets that belong to it.
             j = i
             while j < n and buf[j] in _TERMINATORS:
                 j += 1
-            no_space = any(char in _NO_SPACE_TERMINATORS for char in buf[i:j])
-            while j < n and _is_closer(buf[j]):
-                j += 1
-            if j > cap:
-                return self._forced_cut()
-            if no_space:
-                if _speakable(buf[:j]):
-                    return j
-            elif j == n:
+            run_end = j
+            no_space = any(char in _NO_SPACE_TERMINATORS for char in buf[i:run_end])
+            while True:
+                if j < n and _is_closer(buf[j]):
+                    j += 1
+                elif not no_space and j + 1 < n and buf[j] == " " and _is_spaced_closer(buf[j + 1]):
+                    j += 2
+                else:
+                    break
+            if j > limit:
+                return self._forced_cut(), False
+            if j == n:
                 return None
-            elif buf[j].isspace() and _speakable(buf[:j]):
-                if buf[j] == _PARA:
-                    return j
-                if j + 1 == n:
-                    return None
-                if buf[j] == "\n" and buf[j + 1].isdigit():
-                    return j
-                if self._sentencex_ends_sentence(buf[: j + 2], i, j + 1):
-                    return j
+            after = buf[j]
+            if no_space:
+                if not (self._quotative and j > run_end and after in _QUOTATIVE) and _speakable(buf[start:j]):
+                    return j, after == "\n"
+                i = j
+                continue
+            if after == "\n":
+                if _speakable(buf[start:j]):
+                    return j, True
+                i = j
+                continue
+            if after != " ":
+                i = j  # 3.14, e.g.x, ?!x: no boundary
+                continue
+            # One space, then opening quotes / brackets / ¿ ¡ / dashes (spaces between them), then X.
+            k = j + 1
+            while k < n and (_is_opener(buf[k]) or (buf[k] == " " and k > j + 1)):
+                k += 1
+            if k > limit + _LOOKAHEAD:
+                return self._forced_cut(), False
+            if k == n:
+                return None
+            following = buf[k]
+            if following == "\n":
+                if _speakable(buf[start:j]):
+                    return j, False
+            elif (
+                unicodedata.category(following) != "Ll"
+                and _speakable(buf[start:j])
+                and not (buf[i:run_end] == "." and self._abbreviation_before(i))
+                and self._sentencex_ends_sentence(buf[start:i], buf[i:run_end], following)
+            ):
+                return j, False
             i = j
 
-    def _sentencex_ends_sentence(self, window: str, start: int, stop: int) -> bool:
-        """True if sentencex ends a sentence in ``window`` after index ``start`` and at most at ``stop``."""
-        for boundary in sentencex.get_sentence_boundaries(self.language, window.replace(_PARA, "\n")):
+    def _abbreviation_before(self, end: int) -> bool:
+        """The word ending at ``end`` is an abbreviation of the language (``M`` in ``M. Dupont``)."""
+        if not self._abbreviations:
+            return False
+        begin = end
+        while begin > self._start and self._buf[begin - 1].isalpha():
+            begin -= 1
+        return (begin == self._start or not self._buf[begin - 1].isalnum()) and self._buf[
+            begin:end
+        ] in self._abbreviations
+
+    def _sentencex_ends_sentence(self, before: str, terminators: str, following: str) -> bool:
+        """True if sentencex ends a sentence after ``before + terminators`` when ``following`` comes next."""
+        head = before.replace("…", "...")
+        window = head + terminators.replace("…", "...") + " " + following
+        start, stop = len(head), len(window) - 1
+        for boundary in sentencex.get_sentence_boundaries(self._iso, window):
             if start < boundary["end_index"] <= stop:
                 return True
         return False
 
     def _forced_cut(self) -> int:
         """Cut for a pending chunk with more than ``max_chunk_chars`` characters and no boundary."""
-        buf, cap = self._buf, self.max_chunk_chars
-        for k in range(cap - 1, 0, -1):
+        buf, start = self._buf, self._start
+        limit = start + self.max_chunk_chars
+        for k in range(limit - 1, start, -1):
             char = buf[k]
             if char in _CLAUSE_UNSPACED or (char in _CLAUSE_SPACED and buf[k + 1].isspace()):
                 return k + 1
-        for k in range(cap, 0, -1):
+        for k in range(limit, start, -1):
             if buf[k].isspace():
                 return k
-        cut = cap
-        while cut > 1 and (_attaches_to_previous(buf[cut]) or buf[cut - 1] == _ZWJ):
+        cut = limit
+        while cut > start + 1 and (_attaches_to_previous(buf[cut]) or buf[cut - 1] == _ZWJ):
             cut -= 1
         return cut
+
+
+def _collapse(match: re.Match[str]) -> str:
+    return "\n" if any(char in NEWLINES for char in match.group()) else " "
 
 
 def _speakable(chunk: str) -> bool:

@@ -1,0 +1,122 @@
+"""The text front-end: what a language model writes, turned into what a voice should say (PROTOCOL.md §14.2).
+
+One streaming object, :class:`SpeechFrontend`, chains three stages, each of them sans-I/O and incremental:
+
+1. markdown removal (:mod:`protocol.markdown`): syntax dropped, block structure kept as line breaks;
+2. sentence chunking (:mod:`protocol.chunker`): a chunk goes out as soon as its end is certain, per the
+   language's punctuation (``。！？`` in CJK, the danda in Hindi, ``¿ ¡`` and ``« »`` around sentences);
+   every line break ends a chunk;
+3. normalization for speech (:mod:`protocol.normalization`): numbers, currency, dates, times, units,
+   symbols, addresses and emoji of each chunk rewritten for the language's G2P.
+
+Text goes in as fragments of any size (an LLM's deltas, or a whole request at once); :class:`Piece`
+objects come out, each a chunk ready for G2P. The reference agent runs stages 1-2 (it sends sentences to
+the TTS, which normalizes); the reference server runs all three on a request's text.
+
+What is spoken (the contract the tests check as properties): let ``clean`` be the markdown stage's output
+for the text (with ``markdown=False``, the text itself). The chunks cover ``clean`` exactly, whitespace
+collapsed (:mod:`protocol.chunker`); each piece's ``text`` is :func:`~protocol.normalization.normalize_text`
+of its chunk, and pieces whose text has no letter or digit left (an emoji alone, ``...``) are dropped. So
+every letter and digit of ``clean`` is spoken, as written or as part of a normalized figure, address or
+abbreviation; and the output does not depend on how the text was cut into fragments.
+
+Cost: linear in the text's length, however fragmented (each stage is; measured in ``bench``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from protocol.chunker import DEFAULT_MAX_CHUNK_CHARS, Chunk, IncrementalSentenceChunker
+from protocol.normalization import normalize_text, normalizer_language
+
+__all__ = ["Piece", "SpeechFrontend", "speech_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One piece of speech, in order.
+
+    Attributes:
+        text: what to synthesize: the chunk normalized for the language's G2P, single-spaced, with at
+            least one letter or digit.
+        written: the same chunk as written, markdown removed and whitespace collapsed (for display, logs
+            and word alignment).
+        hard_break: the piece ends at a line break or block edge (heading, list item, table row,
+            paragraph) rather than at a sentence end inside a line, a length cut or the end of the text;
+            a synthesizer may pause longer after it.
+    """
+
+    text: str
+    written: str
+    hard_break: bool
+
+
+class SpeechFrontend:
+    """Streaming LLM text → :class:`Piece` objects to synthesize, for one language.
+
+    ``feed(fragment)`` returns the pieces that became certain (often ``[]``); ``flush()`` ends the text,
+    returns the rest and resets, so one front-end serves many texts in turn.
+
+    Args:
+        language: a Kokoro language code (``"a"``, ``"b"``, ``"e"``, ``"f"``, ``"h"``, ``"i"``, ``"j"``,
+            ``"p"``, ``"z"``: a voice's first letter), or a BCP 47 / ISO 639 tag (``"en-GB"``, ``"fr"``).
+            Another language gets generic rules: markdown, sentence chunking by sentencex's generic rules,
+            emoji and addresses.
+        markdown: remove markdown syntax (:mod:`protocol.markdown`). Off for plain text in which ``*``,
+            ``_``, ``#`` or ``[`` are words.
+        normalize: rewrite figures, symbols and emoji for speech (:mod:`protocol.normalization`). Off
+            when the synthesizer normalizes itself (the reference agent leaves it to the TTS server).
+        max_chunk_chars: the chunker's cap on a chunk as written (:data:`DEFAULT_MAX_CHUNK_CHARS`); a
+            normalized piece may be longer (figures expand into words).
+
+    Raises:
+        TypeError: ``language`` is not a string, ``max_chunk_chars`` not an int, a fragment not a string.
+        ValueError: ``language`` is empty or ``max_chunk_chars`` < 1.
+    """
+
+    def __init__(
+        self,
+        language: str = "a",
+        *,
+        markdown: bool = True,
+        normalize: bool = True,
+        max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS,
+    ) -> None:
+        self._chunker = IncrementalSentenceChunker(language, max_chunk_chars, markdown=markdown)
+        self.language = language
+        self.markdown = markdown
+        self.normalize = normalize
+        self._normalizer_language = normalizer_language(language)
+
+    @property
+    def pending(self) -> int:
+        """Characters received and not yet returned in a piece (bounded: see :mod:`protocol.chunker`)."""
+        return self._chunker.pending
+
+    def feed(self, fragment: str) -> list[Piece]:
+        """Add ``fragment`` (any size, even one character); return the pieces now certain, in order."""
+        return self._pieces(self._chunker.feed_chunks(fragment))
+
+    def flush(self) -> list[Piece]:
+        """End the text; return the remaining pieces (usually one or none) and reset."""
+        return self._pieces(self._chunker.finish())
+
+    def _pieces(self, chunks: list[Chunk]) -> list[Piece]:
+        pieces = []
+        for chunk in chunks:
+            text = normalize_text(chunk.text, self._normalizer_language) if self.normalize else chunk.text
+            if any(char.isalnum() for char in text):
+                pieces.append(Piece(text, chunk.text, chunk.hard_break))
+        return pieces
+
+
+def speech_text(text: str, language: str = "a", *, markdown: bool = True, normalize: bool = True) -> str:
+    """Everything :class:`SpeechFrontend` would speak for ``text``, the pieces joined by single spaces.
+
+    Raises:
+        TypeError, ValueError: as :class:`SpeechFrontend`.
+    """
+    frontend = SpeechFrontend(language, markdown=markdown, normalize=normalize)
+    pieces = frontend.feed(text) + frontend.flush()
+    return " ".join(piece.text for piece in pieces)

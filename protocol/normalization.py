@@ -1,0 +1,1193 @@
+"""Normalization for speech: numbers, currency, dates, times, units and symbols as words (PROTOCOL.md §14.2).
+
+The G2P a Kokoro voice goes through reads words well and written-out figures badly. espeak-ng (es, fr, hi,
+it, pt-BR and, in this server, English) is driven word by word with punctuation kept, so a separator splits
+a number: ``1,234`` is read "one, two hundred thirty-four", ``3.14`` "three. fourteen", ``$5`` "dollar
+five", ``10:30`` "ten: thirty", ``5 km`` "five k m", ``2024-03-15`` "two thousand twenty-four dash zero
+three ...", and emoji are read by name ("grinning face"). :func:`normalize_text` rewrites one chunk of
+text (a sentence from :mod:`protocol.chunker`) so that the G2P reads it as a person would.
+
+What is rewritten, per language (Kokoro codes, :data:`protocol.voices.LANGUAGE_TAGS`):
+
+===========  ===============================================================================================
+languages    rewritten
+===========  ===============================================================================================
+a b e f i p  numbers as words (num2words): integers, grouped numbers (``1,234`` in English, ``1.234`` in
+             es/it/pt, ``1 234`` in French), decimals (the separator as written: "point", "coma",
+             "virgule" ...), negative numbers, ordinals (``21st``, ``2e``, ``1º``), currency before or after
+             the amount (``$1,234.50``, ``5 €``, ``R$ 10``, ``€2.5 million``, ``EUR 5``), percentages,
+             times (``10:30``, ``9:05 p.m.``, ``3pm``, French ``10h30``), dates (``2024-03-15``,
+             ``15/03/2024`` -- month first in American English --, English ``March 15, 2024`` and
+             ``15 March``), English years after a cue word (``in 1990``) and decades (``1990s``), numbers
+             with a unit (``5 km``, ``20 °C``, ``3.5 GB``, ``100 mph``), ranges with a dash (``10–20``),
+             arithmetic between numbers (``2 + 2 = 4``, ``3 × 4``), version numbers (``3.12.1``), phone
+             numbers (digit by digit), ``#1`` and ``No. 5``, ``~5``
+h            the same shapes, but digits stay digits (espeak-ng reads Hindi cardinals well; num2words has no
+             Hindi): separators, decimals, currency, units, times and dates get Hindi words around them
+j            only digit grouping (``1,234`` -> ``1234``); misaki's Japanese G2P reads numbers itself
+z            nothing but emoji and symbols: misaki's Chinese G2P normalizes numbers itself (cn2an)
+all          emoji (pictographs, flags, keycaps, with their modifiers and joiners) are dropped; ``™ ®`` are
+             dropped; URLs and e-mail addresses are spoken as host and path with the language's "dot",
+             "slash" and "at" (scheme, ``www.``, query and fragment dropped); bare domains and file names
+             with a known suffix (``example.com``, ``main.py``); ``&``, arrows ``→`` and a few
+             abbreviations the G2P spells out (English ``e.g.``, ``i.e.``, ``vs.``, ``approx.``; ``p. ej.``,
+             ``p. ex.``, ``ecc.``, French ``M.`` before a name, Portuguese ``Sr.``/``Sra.``)
+===========  ===============================================================================================
+
+Anything else stays as written: words, plain punctuation, and figures next to letters (``Q1``, ``4K``,
+``mp3``, ``COVID-19``'s ``19`` is read, ``H2O`` is not touched).
+
+Nothing is lost: :func:`normalize_spans` returns the text as consecutive ``(written, spoken)`` pairs whose
+``written`` parts concatenate to the input exactly; ``spoken`` differs from ``written`` only for a matched
+figure, symbol, abbreviation, address or emoji, and :func:`normalize_text` is the ``spoken`` parts joined,
+whitespace collapsed. Cost: one regular-expression pass over the chunk, linear in its length (every token
+pattern is anchored at a word start by a look-behind and has no nested repetition); each number costs
+num2words time linear in its digits (numbers over 15 digits are read digit by digit).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+
+from num2words import num2words
+
+__all__ = ["normalize_spans", "normalize_text", "normalizer_language"]
+
+_MAX_CARDINAL_DIGITS = 15  # longer digit strings are identifiers: read digit by digit
+
+# --- emoji ---------------------------------------------------------------------------------------------
+
+_PICTOGRAPH = (
+    "\U0001f000-\U0001faff"  # mahjong .. symbols and pictographs extended-A (flags, skin tones included)
+    "\u2600-\u27bf"  # miscellaneous symbols, dingbats
+    "\u2b00-\u2bff"  # miscellaneous symbols and arrows (⭐ ⬆)
+    "\u231a\u231b\u2328\u23cf\u23e9-\u23f3\u23f8-\u23fa"  # ⌚ ⌛ ⌨ ⏏ ⏩.. ⏸..
+    "\u3030\u303d\u3297\u3299"
+)
+_MODIFIERS = "\ufe0e\ufe0f\U0001f3fb-\U0001f3ff"
+_EMOJI = (
+    rf"[0-9#*]\ufe0f?\u20e3"  # keycaps
+    rf"|[{_PICTOGRAPH}][{_MODIFIERS}]*(?:\u200d[{_PICTOGRAPH}][{_MODIFIERS}]*)*[\U000e0020-\U000e007f]*"
+    r"|[\ufe0e\ufe0f\u20e3]|[\u2122\u00ae]"
+)
+
+# --- per-language words --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Currency:
+    one: str
+    many: str
+    cent_one: str = ""
+    cent_many: str = ""
+    feminine: bool = False
+
+
+@dataclass(frozen=True)
+class _Language:
+    """The words and conventions of one language."""
+
+    code: str  # Kokoro code
+    num2words: str | None  # num2words language; None: digits are left for the G2P
+    decimal_comma: bool  # "," is the decimal separator, "." (and spaces in French) group thousands
+    point: dict[str, str]  # decimal separator as written -> its word
+    words: dict[str, str]  # percent minus and to about times plus equals divided number dot slash at
+    currencies: dict[str, _Currency]
+    scales: dict[str, str]  # "million", "k" ... as written -> word before the currency ("" keeps it)
+    scale_of: str  # word between a scale and the currency ("de" in es/pt, "di" it, "de"/"d'" fr)
+    units: dict[str, tuple[str, str]]
+    months: tuple[str, ...]
+    abbreviations: dict[str, str] = field(default_factory=dict)
+    feminine: frozenset[str] = frozenset()  # unit words (singular) of feminine gender
+
+
+_EN_UNITS = {
+    "km": ("kilometer", "kilometers"),
+    "m": ("meter", "meters"),
+    "cm": ("centimeter", "centimeters"),
+    "mm": ("millimeter", "millimeters"),
+    "kg": ("kilogram", "kilograms"),
+    "g": ("gram", "grams"),
+    "mg": ("milligram", "milligrams"),
+    "l": ("liter", "liters"),
+    "L": ("liter", "liters"),
+    "ml": ("milliliter", "milliliters"),
+    "mL": ("milliliter", "milliliters"),
+    "km/h": ("kilometer per hour", "kilometers per hour"),
+    "kph": ("kilometer per hour", "kilometers per hour"),
+    "mph": ("mile per hour", "miles per hour"),
+    "ft": ("foot", "feet"),
+    "mi": ("mile", "miles"),
+    "lb": ("pound", "pounds"),
+    "lbs": ("pound", "pounds"),
+    "oz": ("ounce", "ounces"),
+    "KB": ("kilobyte", "kilobytes"),
+    "kB": ("kilobyte", "kilobytes"),
+    "MB": ("megabyte", "megabytes"),
+    "GB": ("gigabyte", "gigabytes"),
+    "TB": ("terabyte", "terabytes"),
+    "Hz": ("hertz", "hertz"),
+    "kHz": ("kilohertz", "kilohertz"),
+    "MHz": ("megahertz", "megahertz"),
+    "GHz": ("gigahertz", "gigahertz"),
+    "W": ("watt", "watts"),
+    "kW": ("kilowatt", "kilowatts"),
+    "MW": ("megawatt", "megawatts"),
+    "kWh": ("kilowatt hour", "kilowatt hours"),
+    "V": ("volt", "volts"),
+    "mAh": ("milliamp hour", "milliamp hours"),
+    "ms": ("millisecond", "milliseconds"),
+    "sec": ("second", "seconds"),
+    "min": ("minute", "minutes"),
+    "h": ("hour", "hours"),
+    "hr": ("hour", "hours"),
+    "hrs": ("hour", "hours"),
+    "°C": ("degree Celsius", "degrees Celsius"),
+    "°F": ("degree Fahrenheit", "degrees Fahrenheit"),
+    "°": ("degree", "degrees"),
+}
+_ES_UNITS = {
+    "km": ("kilómetro", "kilómetros"),
+    "m": ("metro", "metros"),
+    "cm": ("centímetro", "centímetros"),
+    "mm": ("milímetro", "milímetros"),
+    "kg": ("kilogramo", "kilogramos"),
+    "g": ("gramo", "gramos"),
+    "mg": ("miligramo", "miligramos"),
+    "l": ("litro", "litros"),
+    "L": ("litro", "litros"),
+    "ml": ("mililitro", "mililitros"),
+    "mL": ("mililitro", "mililitros"),
+    "km/h": ("kilómetro por hora", "kilómetros por hora"),
+    "mph": ("milla por hora", "millas por hora"),
+    "KB": ("kilobyte", "kilobytes"),
+    "kB": ("kilobyte", "kilobytes"),
+    "MB": ("megabyte", "megabytes"),
+    "GB": ("gigabyte", "gigabytes"),
+    "TB": ("terabyte", "terabytes"),
+    "Hz": ("hercio", "hercios"),
+    "kHz": ("kilohercio", "kilohercios"),
+    "MHz": ("megahercio", "megahercios"),
+    "GHz": ("gigahercio", "gigahercios"),
+    "W": ("vatio", "vatios"),
+    "kW": ("kilovatio", "kilovatios"),
+    "kWh": ("kilovatio hora", "kilovatios hora"),
+    "V": ("voltio", "voltios"),
+    "ms": ("milisegundo", "milisegundos"),
+    "min": ("minuto", "minutos"),
+    "h": ("hora", "horas"),
+    "seg": ("segundo", "segundos"),
+    "°C": ("grado Celsius", "grados Celsius"),
+    "°F": ("grado Fahrenheit", "grados Fahrenheit"),
+    "°": ("grado", "grados"),
+}
+_FR_UNITS = {
+    "km": ("kilomètre", "kilomètres"),
+    "m": ("mètre", "mètres"),
+    "cm": ("centimètre", "centimètres"),
+    "mm": ("millimètre", "millimètres"),
+    "kg": ("kilogramme", "kilogrammes"),
+    "g": ("gramme", "grammes"),
+    "mg": ("milligramme", "milligrammes"),
+    "l": ("litre", "litres"),
+    "L": ("litre", "litres"),
+    "ml": ("millilitre", "millilitres"),
+    "mL": ("millilitre", "millilitres"),
+    "km/h": ("kilomètre heure", "kilomètres heure"),
+    "mph": ("mile par heure", "miles par heure"),
+    "ko": ("kilo-octet", "kilo-octets"),
+    "Ko": ("kilo-octet", "kilo-octets"),
+    "Mo": ("mégaoctet", "mégaoctets"),
+    "Go": ("gigaoctet", "gigaoctets"),
+    "To": ("téraoctet", "téraoctets"),
+    "KB": ("kilo-octet", "kilo-octets"),
+    "MB": ("mégaoctet", "mégaoctets"),
+    "GB": ("gigaoctet", "gigaoctets"),
+    "TB": ("téraoctet", "téraoctets"),
+    "Hz": ("hertz", "hertz"),
+    "kHz": ("kilohertz", "kilohertz"),
+    "MHz": ("mégahertz", "mégahertz"),
+    "GHz": ("gigahertz", "gigahertz"),
+    "W": ("watt", "watts"),
+    "kW": ("kilowatt", "kilowatts"),
+    "kWh": ("kilowattheure", "kilowattheures"),
+    "V": ("volt", "volts"),
+    "ms": ("milliseconde", "millisecondes"),
+    "min": ("minute", "minutes"),
+    "s": ("seconde", "secondes"),
+    "°C": ("degré Celsius", "degrés Celsius"),
+    "°F": ("degré Fahrenheit", "degrés Fahrenheit"),
+    "°": ("degré", "degrés"),
+}
+_IT_UNITS = {
+    "km": ("chilometro", "chilometri"),
+    "m": ("metro", "metri"),
+    "cm": ("centimetro", "centimetri"),
+    "mm": ("millimetro", "millimetri"),
+    "kg": ("chilogrammo", "chilogrammi"),
+    "g": ("grammo", "grammi"),
+    "mg": ("milligrammo", "milligrammi"),
+    "l": ("litro", "litri"),
+    "L": ("litro", "litri"),
+    "ml": ("millilitro", "millilitri"),
+    "mL": ("millilitro", "millilitri"),
+    "km/h": ("chilometro orario", "chilometri orari"),
+    "mph": ("miglio orario", "miglia orarie"),
+    "KB": ("kilobyte", "kilobyte"),
+    "kB": ("kilobyte", "kilobyte"),
+    "MB": ("megabyte", "megabyte"),
+    "GB": ("gigabyte", "gigabyte"),
+    "TB": ("terabyte", "terabyte"),
+    "Hz": ("hertz", "hertz"),
+    "kHz": ("kilohertz", "kilohertz"),
+    "MHz": ("megahertz", "megahertz"),
+    "GHz": ("gigahertz", "gigahertz"),
+    "W": ("watt", "watt"),
+    "kW": ("kilowatt", "kilowatt"),
+    "kWh": ("chilowattora", "chilowattora"),
+    "V": ("volt", "volt"),
+    "ms": ("millisecondo", "millisecondi"),
+    "min": ("minuto", "minuti"),
+    "h": ("ora", "ore"),
+    "s": ("secondo", "secondi"),
+    "°C": ("grado Celsius", "gradi Celsius"),
+    "°F": ("grado Fahrenheit", "gradi Fahrenheit"),
+    "°": ("grado", "gradi"),
+}
+_PT_UNITS = {
+    "km": ("quilômetro", "quilômetros"),
+    "m": ("metro", "metros"),
+    "cm": ("centímetro", "centímetros"),
+    "mm": ("milímetro", "milímetros"),
+    "kg": ("quilograma", "quilogramas"),
+    "g": ("grama", "gramas"),
+    "mg": ("miligrama", "miligramas"),
+    "l": ("litro", "litros"),
+    "L": ("litro", "litros"),
+    "ml": ("mililitro", "mililitros"),
+    "mL": ("mililitro", "mililitros"),
+    "km/h": ("quilômetro por hora", "quilômetros por hora"),
+    "mph": ("milha por hora", "milhas por hora"),
+    "KB": ("kilobyte", "kilobytes"),
+    "kB": ("kilobyte", "kilobytes"),
+    "MB": ("megabyte", "megabytes"),
+    "GB": ("gigabyte", "gigabytes"),
+    "TB": ("terabyte", "terabytes"),
+    "Hz": ("hertz", "hertz"),
+    "kHz": ("quilohertz", "quilohertz"),
+    "MHz": ("mega-hertz", "mega-hertz"),
+    "GHz": ("giga-hertz", "giga-hertz"),
+    "W": ("watt", "watts"),
+    "kW": ("quilowatt", "quilowatts"),
+    "kWh": ("quilowatt-hora", "quilowatts-hora"),
+    "V": ("volt", "volts"),
+    "ms": ("milissegundo", "milissegundos"),
+    "min": ("minuto", "minutos"),
+    "h": ("hora", "horas"),
+    "s": ("segundo", "segundos"),
+    "°C": ("grau Celsius", "graus Celsius"),
+    "°F": ("grau Fahrenheit", "graus Fahrenheit"),
+    "°": ("grau", "graus"),
+}
+_HI_UNITS = {
+    unit: (word, word)
+    for unit, word in {
+        "km": "किलोमीटर",
+        "m": "मीटर",
+        "cm": "सेंटीमीटर",
+        "mm": "मिलीमीटर",
+        "kg": "किलोग्राम",
+        "g": "ग्राम",
+        "mg": "मिलीग्राम",
+        "l": "लीटर",
+        "L": "लीटर",
+        "ml": "मिलीलीटर",
+        "mL": "मिलीलीटर",
+        "km/h": "किलोमीटर प्रति घंटा",
+        "mph": "मील प्रति घंटा",
+        "KB": "किलोबाइट",
+        "kB": "किलोबाइट",
+        "MB": "मेगाबाइट",
+        "GB": "गीगाबाइट",
+        "TB": "टेराबाइट",
+        "Hz": "हर्ट्ज़",
+        "kHz": "किलोहर्ट्ज़",
+        "MHz": "मेगाहर्ट्ज़",
+        "GHz": "गीगाहर्ट्ज़",
+        "W": "वाट",
+        "kW": "किलोवाट",
+        "kWh": "किलोवाट घंटा",
+        "V": "वोल्ट",
+        "ms": "मिलीसेकंड",
+        "min": "मिनट",
+        "h": "घंटे",
+        "°C": "डिग्री सेल्सियस",
+        "°F": "डिग्री फ़ारेनहाइट",
+        "°": "डिग्री",
+    }.items()
+}
+
+_LANGUAGES = {
+    "a": _Language(
+        "a",
+        "en",
+        False,
+        {".": "point"},
+        {
+            "percent": "percent",
+            "minus": "minus",
+            "to": "to",
+            "about": "about",
+            "times": "times",
+            "plus": "plus",
+            "equals": "equals",
+            "divided": "divided by",
+            "number": "number",
+            "dot": "dot",
+            "slash": "slash",
+            "at": "at",
+            "and": "and",
+            "cents_and": "and",
+            "o'clock": "o'clock",
+        },
+        {
+            "$": _Currency("dollar", "dollars", "cent", "cents"),
+            "US$": _Currency("dollar", "dollars", "cent", "cents"),
+            "USD": _Currency("dollar", "dollars", "cent", "cents"),
+            "€": _Currency("euro", "euros", "cent", "cents"),
+            "EUR": _Currency("euro", "euros", "cent", "cents"),
+            "£": _Currency("pound", "pounds", "penny", "pence"),
+            "GBP": _Currency("pound", "pounds", "penny", "pence"),
+            "¥": _Currency("yen", "yen"),
+            "JPY": _Currency("yen", "yen"),
+            "₹": _Currency("rupee", "rupees", "paisa", "paise"),
+            "INR": _Currency("rupee", "rupees", "paisa", "paise"),
+            "R$": _Currency("real", "reais", "centavo", "centavos"),
+            "BRL": _Currency("real", "reais", "centavo", "centavos"),
+        },
+        {
+            "thousand": "thousand",
+            "million": "million",
+            "billion": "billion",
+            "trillion": "trillion",
+            "k": "thousand",
+            "K": "thousand",
+            "M": "million",
+            "mn": "million",
+            "B": "billion",
+            "bn": "billion",
+        },
+        "",
+        _EN_UNITS,
+        (
+            "January",
+            "February",
+            "March",
+            "April",
+            "May",
+            "June",
+            "July",
+            "August",
+            "September",
+            "October",
+            "November",
+            "December",
+        ),
+        {
+            "e.g.": "for example",
+            "i.e.": "that is",
+            "vs.": "versus",
+            "vs": "versus",
+            "approx.": "approximately",
+            "24/7": "twenty-four seven",
+        },
+    ),
+    "e": _Language(
+        "e",
+        "es",
+        True,
+        {",": "coma", ".": "punto"},
+        {
+            "percent": "por ciento",
+            "minus": "menos",
+            "to": "a",
+            "about": "unos",
+            "times": "por",
+            "plus": "más",
+            "equals": "igual a",
+            "divided": "entre",
+            "number": "número",
+            "dot": "punto",
+            "slash": "barra",
+            "at": "arroba",
+            "and": "y",
+            "cents_and": "con",
+        },
+        {
+            "$": _Currency("dólar", "dólares", "centavo", "centavos"),
+            "US$": _Currency("dólar", "dólares", "centavo", "centavos"),
+            "USD": _Currency("dólar", "dólares", "centavo", "centavos"),
+            "€": _Currency("euro", "euros", "céntimo", "céntimos"),
+            "EUR": _Currency("euro", "euros", "céntimo", "céntimos"),
+            "£": _Currency("libra", "libras", "penique", "peniques", True),
+            "GBP": _Currency("libra", "libras", "penique", "peniques", True),
+            "¥": _Currency("yen", "yenes"),
+            "JPY": _Currency("yen", "yenes"),
+            "₹": _Currency("rupia", "rupias", feminine=True),
+            "INR": _Currency("rupia", "rupias", feminine=True),
+            "R$": _Currency("real", "reales", "centavo", "centavos"),
+            "BRL": _Currency("real", "reales", "centavo", "centavos"),
+        },
+        {
+            "mil": "mil",
+            "millón": "millón",
+            "millones": "millones",
+            "mil millones": "mil millones",
+            "billones": "billones",
+            "k": "mil",
+            "M": "millones",
+        },
+        "de",
+        _ES_UNITS,
+        (
+            "enero",
+            "febrero",
+            "marzo",
+            "abril",
+            "mayo",
+            "junio",
+            "julio",
+            "agosto",
+            "septiembre",
+            "octubre",
+            "noviembre",
+            "diciembre",
+        ),
+        {"p. ej.": "por ejemplo", "p.ej.": "por ejemplo", "aprox.": "aproximadamente"},
+        frozenset({"milla por hora", "hora"}),
+    ),
+    "f": _Language(
+        "f",
+        "fr",
+        True,
+        {",": "virgule", ".": "point"},
+        {
+            "percent": "pour cent",
+            "minus": "moins",
+            "to": "à",
+            "about": "environ",
+            "times": "fois",
+            "plus": "plus",
+            "equals": "égale",
+            "divided": "divisé par",
+            "number": "numéro",
+            "dot": "point",
+            "slash": "slash",
+            "at": "arobase",
+            "and": "et",
+            "cents_and": "et",
+        },
+        {
+            "$": _Currency("dollar", "dollars", "cent", "cents"),
+            "US$": _Currency("dollar", "dollars", "cent", "cents"),
+            "USD": _Currency("dollar", "dollars", "cent", "cents"),
+            "€": _Currency("euro", "euros", "centime", "centimes"),
+            "EUR": _Currency("euro", "euros", "centime", "centimes"),
+            "£": _Currency("livre", "livres", "penny", "pence", True),
+            "GBP": _Currency("livre", "livres", "penny", "pence", True),
+            "¥": _Currency("yen", "yens"),
+            "JPY": _Currency("yen", "yens"),
+            "₹": _Currency("roupie", "roupies", feminine=True),
+            "INR": _Currency("roupie", "roupies", feminine=True),
+            "R$": _Currency("réal", "réais", "centavo", "centavos"),
+            "BRL": _Currency("réal", "réais", "centavo", "centavos"),
+        },
+        {
+            "mille": "mille",
+            "million": "million",
+            "millions": "millions",
+            "milliard": "milliard",
+            "milliards": "milliards",
+            "k": "mille",
+            "M": "millions",
+            "Md": "milliards",
+        },
+        "de",
+        _FR_UNITS,
+        (
+            "janvier",
+            "février",
+            "mars",
+            "avril",
+            "mai",
+            "juin",
+            "juillet",
+            "août",
+            "septembre",
+            "octobre",
+            "novembre",
+            "décembre",
+        ),
+        {"p. ex.": "par exemple", "p.ex.": "par exemple"},
+        frozenset({"minute", "seconde", "milliseconde"}),
+    ),
+    "i": _Language(
+        "i",
+        "it",
+        True,
+        {",": "virgola", ".": "punto"},
+        {
+            "percent": "per cento",
+            "minus": "meno",
+            "to": "a",
+            "about": "circa",
+            "times": "per",
+            "plus": "più",
+            "equals": "uguale a",
+            "divided": "diviso",
+            "number": "numero",
+            "dot": "punto",
+            "slash": "barra",
+            "at": "chiocciola",
+            "and": "e",
+            "cents_and": "e",
+        },
+        {
+            "$": _Currency("dollaro", "dollari", "centesimo", "centesimi"),
+            "US$": _Currency("dollaro", "dollari", "centesimo", "centesimi"),
+            "USD": _Currency("dollaro", "dollari", "centesimo", "centesimi"),
+            "€": _Currency("euro", "euro", "centesimo", "centesimi"),
+            "EUR": _Currency("euro", "euro", "centesimo", "centesimi"),
+            "£": _Currency("sterlina", "sterline", "penny", "pence", True),
+            "GBP": _Currency("sterlina", "sterline", "penny", "pence", True),
+            "¥": _Currency("yen", "yen"),
+            "JPY": _Currency("yen", "yen"),
+            "₹": _Currency("rupia", "rupie", feminine=True),
+            "INR": _Currency("rupia", "rupie", feminine=True),
+            "R$": _Currency("real", "real", "centavo", "centavos"),
+            "BRL": _Currency("real", "real", "centavo", "centavos"),
+        },
+        {
+            "mila": "mila",
+            "milione": "milione",
+            "milioni": "milioni",
+            "miliardo": "miliardo",
+            "miliardi": "miliardi",
+            "k": "mila",
+            "M": "milioni",
+            "mld": "miliardi",
+        },
+        "di",
+        _IT_UNITS,
+        (
+            "gennaio",
+            "febbraio",
+            "marzo",
+            "aprile",
+            "maggio",
+            "giugno",
+            "luglio",
+            "agosto",
+            "settembre",
+            "ottobre",
+            "novembre",
+            "dicembre",
+        ),
+        {"ecc.": "eccetera", "etc.": "eccetera"},
+        frozenset({"ora"}),
+    ),
+    "p": _Language(
+        "p",
+        "pt_BR",
+        True,
+        {",": "vírgula", ".": "ponto"},
+        {
+            "percent": "por cento",
+            "minus": "menos",
+            "to": "a",
+            "about": "cerca de",
+            "times": "vezes",
+            "plus": "mais",
+            "equals": "igual a",
+            "divided": "dividido por",
+            "number": "número",
+            "dot": "ponto",
+            "slash": "barra",
+            "at": "arroba",
+            "and": "e",
+            "cents_and": "e",
+        },
+        {
+            "$": _Currency("dólar", "dólares", "centavo", "centavos"),
+            "US$": _Currency("dólar", "dólares", "centavo", "centavos"),
+            "USD": _Currency("dólar", "dólares", "centavo", "centavos"),
+            "€": _Currency("euro", "euros", "centavo", "centavos"),
+            "EUR": _Currency("euro", "euros", "centavo", "centavos"),
+            "£": _Currency("libra", "libras", "pêni", "pence", True),
+            "GBP": _Currency("libra", "libras", "pêni", "pence", True),
+            "¥": _Currency("iene", "ienes"),
+            "JPY": _Currency("iene", "ienes"),
+            "₹": _Currency("rupia", "rupias", feminine=True),
+            "INR": _Currency("rupia", "rupias", feminine=True),
+            "R$": _Currency("real", "reais", "centavo", "centavos"),
+            "BRL": _Currency("real", "reais", "centavo", "centavos"),
+        },
+        {
+            "mil": "mil",
+            "milhão": "milhão",
+            "milhões": "milhões",
+            "bilhão": "bilhão",
+            "bilhões": "bilhões",
+            "k": "mil",
+            "M": "milhões",
+            "bi": "bilhões",
+            "mi": "milhões",
+        },
+        "de",
+        _PT_UNITS,
+        (
+            "janeiro",
+            "fevereiro",
+            "março",
+            "abril",
+            "maio",
+            "junho",
+            "julho",
+            "agosto",
+            "setembro",
+            "outubro",
+            "novembro",
+            "dezembro",
+        ),
+        {
+            "p. ex.": "por exemplo",
+            "p.ex.": "por exemplo",
+            "Sr.": "senhor",
+            "Sra.": "senhora",
+            "aprox.": "aproximadamente",
+        },
+        frozenset({"milha por hora", "hora"}),
+    ),
+    "h": _Language(
+        "h",
+        None,
+        False,
+        {".": "दशमलव"},
+        {
+            "percent": "प्रतिशत",
+            "minus": "माइनस",
+            "to": "से",
+            "about": "लगभग",
+            "times": "गुणा",
+            "plus": "प्लस",
+            "equals": "बराबर",
+            "divided": "भाग",
+            "number": "नंबर",
+            "dot": "डॉट",
+            "slash": "स्लैश",
+            "at": "एट",
+            "and": "और",
+            "cents_and": "और",
+        },
+        {
+            "$": _Currency("डॉलर", "डॉलर", "सेंट", "सेंट"),
+            "US$": _Currency("डॉलर", "डॉलर", "सेंट", "सेंट"),
+            "USD": _Currency("डॉलर", "डॉलर", "सेंट", "सेंट"),
+            "€": _Currency("यूरो", "यूरो", "सेंट", "सेंट"),
+            "EUR": _Currency("यूरो", "यूरो", "सेंट", "सेंट"),
+            "£": _Currency("पाउंड", "पाउंड", "पेंस", "पेंस"),
+            "GBP": _Currency("पाउंड", "पाउंड", "पेंस", "पेंस"),
+            "¥": _Currency("येन", "येन"),
+            "JPY": _Currency("येन", "येन"),
+            "₹": _Currency("रुपया", "रुपये", "पैसा", "पैसे"),
+            "INR": _Currency("रुपया", "रुपये", "पैसा", "पैसे"),
+            "Rs.": _Currency("रुपया", "रुपये", "पैसा", "पैसे"),
+            "R$": _Currency("रियाल", "रियाल", "सेंटावो", "सेंटावो"),
+            "BRL": _Currency("रियाल", "रियाल", "सेंटावो", "सेंटावो"),
+        },
+        {"हज़ार": "हज़ार", "लाख": "लाख", "करोड़": "करोड़", "k": "हज़ार", "M": "मिलियन"},
+        "",
+        _HI_UNITS,
+        ("जनवरी", "फ़रवरी", "मार्च", "अप्रैल", "मई", "जून", "जुलाई", "अगस्त", "सितंबर", "अक्टूबर", "नवंबर", "दिसंबर"),
+    ),
+}
+_LANGUAGES["b"] = _Language(**{**_LANGUAGES["a"].__dict__, "code": "b"})
+_GENERIC = _Language("", None, False, {}, {}, {}, {}, "", {}, ())
+
+_KOKORO = {"en": "a", "es": "e", "fr": "f", "hi": "h", "it": "i", "ja": "j", "pt": "p", "zh": "z", "cmn": "z"}
+
+
+def normalizer_language(language: str) -> str:
+    """The Kokoro code whose rules :func:`normalize_text` applies, or ``""`` for the generic rules.
+
+    Accepts a Kokoro code (``"a"`` ... ``"z"``), a BCP 47 tag or an ISO 639 code: ``"en"`` and
+    ``"en-US"`` give ``"a"``, ``"en-GB"`` gives ``"b"``, ``"pt-BR"`` ``"p"``, ``"cmn"`` ``"z"``; any
+    other language gives ``""`` (emoji and addresses only).
+
+    Raises:
+        TypeError: ``language`` is not a string.
+    """
+    if not isinstance(language, str):
+        raise TypeError(f"language must be a str, not {type(language).__name__}")
+    tag = language.strip().replace("_", "-").lower()
+    if tag in ("a", "b", "e", "f", "h", "i", "j", "p", "z"):
+        return tag
+    if tag in ("en-gb", "en-uk"):
+        return "b"
+    return _KOKORO.get(tag.split("-")[0], "")
+
+
+# --- patterns ------------------------------------------------------------------------------------------
+
+_TLDS = (
+    "com|org|net|edu|gov|io|ai|dev|app|co|uk|us|de|fr|es|it|br|in|jp|cn|info|biz|me|tv|ly|gg|eu|ca|au|"
+    "py|js|ts|json|yaml|yml|md|txt|html|css|csv|pdf|png|jpg|jpeg|gif|svg|toml|xml|sql|sh|exe|zip|rs|go|rb|php"
+)
+_START = r"(?<![\w@./+-])"  # a token starts a word
+_END = r"(?![\w@])(?![.,]\d)"  # and ends it (a number does not stop before a separator and digits)
+_AMPM = r"(?P<ampm>[ap]\.?\s?m\.?|[AP]\.?\s?M\.?)(?![\w])"
+_EN_MONTHS = {name.lower()[:3]: index for index, name in enumerate(_LANGUAGES["a"].months, 1)}
+_EN_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan\.?|Feb\.?|Mar\.?|Apr\.?|Jun\.?|Jul\.?|Aug\.?|Sept?\.?|Oct\.?|Nov\.?|Dec\.?)"
+)
+_YEAR_CUES = "in since by from until till of circa around before after during year early late mid"
+_YEAR_CUE = "(?:" + "|".join(f"[{cue[0].upper()}{cue[0]}]{cue[1:]}" for cue in _YEAR_CUES.split()) + ")"
+
+
+def _number_pattern(lang: _Language) -> str:
+    """A number as the language writes it (group ``number`` is set by the caller)."""
+    if lang.code == "f":
+        grouped = r"\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:,\d+)?|\d{1,3}(?:\.\d{3})+(?:,\d+)?"
+    elif lang.decimal_comma:
+        grouped = r"\d{1,3}(?:,\d{3})+\.\d+|\d{1,3}(?:\.\d{3})+(?:,\d+)?"
+    elif lang.code == "h":
+        grouped = r"\d{1,3}(?:,\d{2,3})+(?:\.\d+)?"
+    else:
+        grouped = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+    return rf"(?:{grouped}|\d+(?:[.,]\d+)?)"
+
+
+@cache
+def _compiled(code: str) -> re.Pattern[str]:
+    lang = _LANGUAGES.get(code, _GENERIC)
+    parts = [rf"(?P<emoji>{_EMOJI})"]
+    parts.append(
+        r"(?P<url>(?:https?://|www\.)[^\s<>\"'`]+?)(?=[.,;:!?)\]\"'»”]*(?:\s|$))"
+        r"|(?P<email>(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+)(?![\w@-])"
+        rf"|(?P<domain>(?<![\w@./-])[A-Za-z0-9][\w-]*(?:\.[A-Za-z0-9][\w-]*)*\.(?:{_TLDS})(?:/[\w./-]*[\w/])?)(?![\w@-])"
+    )
+    if lang.abbreviations:
+        names = "|".join(re.escape(name) for name in sorted(lang.abbreviations, key=len, reverse=True))
+        parts.append(rf"(?<![\w.])(?P<abbr>{names})(?![\w])")
+    if code == "f":
+        parts.append(r"(?<![\w.])(?P<monsieur>M\.)(?=\s[A-ZÀ-Ý])")
+    parts.append(r"(?P<symbol>(?<=\s)(?:&|→|⇒|⟶|->)(?=\s))")
+    if code == "j":
+        parts.append(r"(?<![\d,.])(?P<grouped>\d{1,3}(?:,\d{3})+)(?![\d])(?![.,]\d)")
+    if code in ("", "j", "z"):
+        return re.compile("|".join(parts))
+    number = _number_pattern(lang)
+    scales = "|".join(re.escape(s) for s in sorted(lang.scales, key=len, reverse=True))
+    symbols = "|".join(re.escape(s) for s in sorted(lang.currencies, key=len, reverse=True))
+    units = "|".join(re.escape(u) for u in sorted(lang.units, key=len, reverse=True))
+    parts += [
+        # phone numbers, dates and times before plain numbers
+        r"(?P<date_iso>(?<![\w.-])(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2})(?![\w-]))",
+        r"(?P<phone>(?<![\w+-])(?:\+\d{1,3}[ -]?)?"
+        r"(?:\(\d{2,4}\)[ -]?\d{2,4}(?:-\d{2,4})*|\d{3}-\d{3,4}(?:-\d{4})?)(?![\w-]))",
+        r"(?P<date_slash>(?<![\w/.])(?P<d1>\d{1,2})(?P<ds>[/.])(?P<d2>\d{1,2})(?P=ds)(?P<d3>\d{4})(?![\w/]))",
+        rf"(?P<time>(?<![\w:.])(?P<hh>[01]?\d|2[0-3]):(?P<mm>[0-5]\d)(?::[0-5]\d)?(?:\s?{_AMPM}|(?![\w])))",
+    ]
+    if code in ("a", "b"):
+        parts += [
+            r"(?P<hour_ampm>(?<![\w:.])(?P<h12>1[0-2]|0?[1-9])\s?(?P<ampm2>[ap]\.?m\.?|[AP]\.?M\.?)(?![\w]))",
+            rf"(?P<month_day>(?<![\w])(?P<md_month>{_EN_MONTH})\s(?P<md_day>[0-3]?\d)(?:st|nd|rd|th)?(?![\w])"
+            rf"(?:,?\s(?P<md_year>\d{{4}})(?![\w]))?)",
+            rf"(?P<day_month>(?<![\w.,])(?P<dm_day>[0-3]?\d)(?:st|nd|rd|th)?\s(?:of\s)?(?P<dm_month>{_EN_MONTH})(?![\w])"
+            rf"(?:,?\s(?P<dm_year>\d{{4}})(?![\w]))?)",
+            rf"(?P<month_year>(?<![\w])(?P<my_month>{_EN_MONTH})\s(?P<my_year>\d{{4}})(?![\w]))",
+            rf"(?P<year_cue>(?<![\w])(?P<cue>{_YEAR_CUE})\s(?P<cue_year>1[1-9]\d\d|20\d\d)(?![\w])(?![.,]\d))",
+            r"(?P<decade>(?<![\w'])(?:(?P<dec_full>1[1-9]\d0|20\d0)|'(?P<dec_short>\d0))s(?![\w]))",
+            rf"(?P<ordinal>{_START}(?P<ord>\d+)(?:st|nd|rd|th)(?![\w]))",
+            r"(?P<numero>(?<![\w])(?:#|No\.\s?)(?=\d))",
+            r"(?P<fraction>(?<![\w/.])(?P<fn>[1-9])/(?P<fd>[2-9]|10)(?![\w/]))",
+        ]
+    if code == "f":
+        parts += [
+            r"(?P<time_h>(?<![\w:.])(?P<fh>[01]?\d|2[0-3])\s?h\s?(?P<fm>[0-5]\d)?(?![\w]))",
+            rf"(?P<ordinal>{_START}(?P<ord>\d+)(?P<ord_suffix>er|re|ère|e|ème|nd|nde)(?![\w]))",
+            r"(?P<numero>(?<![\w])(?:#|n°\s?|N°\s?|no\s)(?=\d))",
+        ]
+    if code in ("e", "i", "p"):
+        parts += [
+            rf"(?P<ordinal>{_START}(?P<ord>\d+)\.?(?P<ord_suffix>[ºª°]|\.(?:er|o|a)(?![\w])))",
+            r"(?P<numero>(?<![\w])(?:#|n\.?º\s?|N\.?º\s?|nº\s?|n\.\s)(?=\d))",
+        ]
+    if code == "h":
+        parts.append(r"(?P<numero>(?<![\w])#(?=\d))")
+    parts += [
+        rf"(?P<currency>(?<![\w$€£¥₹])(?P<cur_pre>{symbols})\s?(?P<amount_pre>{number})(?![.,]\d)(?:\s(?P<scale_pre>{scales})|(?P<scale_pre2>k|K|M|B|bn|mn))?(?![\w])"
+        rf"|{_START}(?P<amount_post>{number})(?![.,]\d)(?:\s?(?P<scale_post>{scales}))?\s?(?P<cur_post>{symbols})(?![\w$€£¥₹]))",
+        rf"(?P<percent>{_START}(?P<sign_p>[-−])?(?P<amount_p>{number})(?![.,]\d)\s?%)",
+        rf"(?P<unit>{_START}(?P<sign_u>[-−])?(?P<amount_u>{number})(?![.,]\d)\s?(?P<unit_name>{units})(?![\w/]))",
+        r"(?P<operator>(?<=\d)\s?(?P<op>[×÷=+*–—])\s?(?=[-−]?\d))",
+        r"(?P<approx>(?<![\w])[~≈]\s?(?=\d))",
+        rf"(?P<number>(?<![\w.,])(?:(?<![\d)\]])(?P<sign>[-−]))?(?P<amount>{number}){_END})",
+        r"(?P<version>(?<![\w.])v?\d+(?:\.\d+){2,}(?![\w.]))",
+    ]
+    return re.compile("|".join(parts))
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Reads the tokens of one language."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        self.lang = _LANGUAGES.get(code, _GENERIC)
+        self.pattern = _compiled(code)
+        self.spaced = code not in ("j", "z")  # the script separates words with spaces
+
+    # numbers
+
+    def digits(self, digits: str) -> str:
+        if self.lang.num2words is None:
+            return " ".join(digits)
+        return " ".join(num2words(int(digit), lang=self.lang.num2words) for digit in digits)
+
+    def cardinal(self, digits: str) -> str:
+        if self.lang.num2words is None:
+            return digits  # the G2P reads the digits
+        if len(digits) > _MAX_CARDINAL_DIGITS or (len(digits) > 1 and digits[0] == "0"):
+            return self.digits(digits)
+        return num2words(int(digits), lang=self.lang.num2words).replace(",", "")
+
+    def ordinal(self, digits: str, feminine: bool = False) -> str:
+        if self.lang.num2words is None or len(digits) > _MAX_CARDINAL_DIGITS:
+            return self.cardinal(digits)
+        words = num2words(int(digits), lang=self.lang.num2words, to="ordinal").replace(",", "")
+        if feminine:
+            words = " ".join(word[:-1] + "a" if word.endswith("o") else word for word in words.split())
+        return words
+
+    def parse(self, text: str) -> tuple[str, str | None, str]:
+        """``(integer digits, fraction digits or None, separator written)`` of a number token."""
+        text = text.replace("\u00a0", " ").replace("\u202f", " ")
+        if self.lang.decimal_comma:
+            if "," in text and "." in text:
+                decimal = "," if text.rindex(",") > text.rindex(".") else "."
+            elif "," in text:
+                decimal = ","
+            elif "." in text:
+                head, *groups = text.split(".")
+                grouping = head != "0" and len(head) <= 3 and all(len(group) == 3 for group in groups)
+                decimal = "" if grouping else "."
+            else:
+                decimal = ""
+        else:
+            decimal = "." if "." in text else ""
+        if decimal and text.count(decimal) == 1:
+            whole, fraction = text.split(decimal)
+        else:
+            whole, fraction = text, None
+            decimal = ""
+        return re.sub(r"\D", "", whole) or "0", fraction, decimal
+
+    def number(self, text: str) -> str:
+        whole, fraction, separator = self.parse(text)
+        words = self.cardinal(whole)
+        if fraction is None:
+            return words
+        point = self.lang.point.get(separator) or self.lang.point.get(".", ".")
+        if self.lang.num2words is None or self.code in ("a", "b"):
+            return f"{words} {point} {self.digits(fraction)}"
+        zeros = len(fraction) - len(fraction.lstrip("0"))
+        rest = fraction[zeros:]
+        read = self.cardinal(rest) if rest and len(rest) <= 2 else self.digits(rest) if rest else ""
+        return " ".join(
+            part for part in (words, point, self.digits("0" * zeros) if zeros else "", read) if part
+        )
+
+    def is_one(self, text: str) -> bool:
+        whole, fraction, _ = self.parse(text)
+        return whole.lstrip("0") == "1" and not (fraction or "").strip("0")
+
+    def before_noun(self, words: str, feminine: bool) -> str:
+        """Agreement of a cardinal with the noun after it (un, una, une, uma, duas ...)."""
+        head, _, last = words.rpartition(" ")
+        forms = {
+            "e": {"uno": "una" if feminine else "un", "un": "una" if feminine else "un",
+                  "veintiuno": "veintiuna" if feminine else "veintiún"},
+            "i": {"uno": "una" if feminine else "un"},
+            "f": {"un": "une" if feminine else "un"},
+            "p": {"um": "uma" if feminine else "um", "dois": "duas" if feminine else "dois"},
+        }.get(self.code, {})  # fmt: skip
+        last = forms.get(last, last)
+        return f"{head} {last}" if head else last
+
+    # tokens
+
+    def read(self, match: re.Match[str]) -> str:
+        kind = match.lastgroup
+        group = match.group
+        words = self.lang.words
+        if kind == "emoji":
+            return ""
+        if kind in ("url", "email", "domain"):
+            return self.address(group(kind), kind)
+        if kind == "abbr":
+            return self.lang.abbreviations[group("abbr")]
+        if kind == "monsieur":
+            return "Monsieur"
+        if kind == "symbol":
+            return {"&": words.get("and", "&")}.get(group("symbol"), words.get("to", ""))
+        if kind == "grouped":
+            return group("grouped").replace(",", "")
+        if kind == "date_iso":
+            return self.date(group("id"), group("im"), group("iy")) or group(kind)
+        if kind == "date_slash":
+            first, second, year = group("d1"), group("d2"), group("d3")
+            if self.code == "a" and group("ds") == "/":
+                day, month = (first, second) if int(first) > 12 else (second, first)
+            else:
+                day, month = (second, first) if int(second) > 12 else (first, second)
+            return self.date(day, month, year) or group(kind)
+        if kind == "phone":
+            return ", ".join(self.digits(run) for run in re.findall(r"\d+", group("phone")))
+        if kind == "time":
+            return self.time(group("hh"), group("mm"), group("ampm"))
+        if kind == "hour_ampm":
+            return self.time(group("h12"), "00", group("ampm2"))
+        if kind == "time_h":
+            return self.time(group("fh"), group("fm") or "00", None)
+        if kind == "month_day":
+            return self.english_date(group("md_day"), group("md_month"), group("md_year"), day_first=False)
+        if kind == "day_month":
+            return self.english_date(group("dm_day"), group("dm_month"), group("dm_year"), day_first=True)
+        if kind == "month_year":
+            return f"{self.month_name(group('my_month'))} {self.year(group('my_year'))}"
+        if kind == "year_cue":
+            return f"{group('cue')} {self.year(group('cue_year'))}"
+        if kind == "decade":
+            if group("dec_short"):
+                return _plural_decade(self.cardinal(group("dec_short")))
+            return _plural_decade(self.year(group("dec_full")))
+        if kind == "ordinal":
+            suffix = match.groupdict().get("ord_suffix") or ""
+            return self.ordinal(group("ord"), feminine=suffix.endswith(("ª", "a", "re", "ère", "nde")))
+        if kind == "numero":
+            return words["number"] + " "
+        if kind == "fraction":
+            return _english_fraction(int(group("fn")), int(group("fd")), self)
+        if kind == "currency":
+            return self.currency(match)
+        if kind == "percent":
+            sign = words["minus"] + " " if group("sign_p") else ""
+            return f"{sign}{self.number(group('amount_p'))} {words['percent']}"
+        if kind == "unit":
+            amount = group("amount_u")
+            one, many = self.lang.units[group("unit_name")]
+            sign = words["minus"] + " " if group("sign_u") else ""
+            count = self.number(amount)
+            if self.parse(amount)[1] is None:
+                count = self.before_noun(count, one in self.lang.feminine)
+            return f"{sign}{count} {one if self.is_one(amount) and not sign else many}"
+        if kind == "version":
+            point = self.lang.point.get(".", ".")
+            text = group("version")
+            head = "v " if text.startswith("v") else ""
+            return head + f" {point} ".join(self.cardinal(part) for part in text.lstrip("v").split("."))
+        if kind == "operator":
+            op = group("op")
+            word = {
+                "×": "times",
+                "*": "times",
+                "÷": "divided",
+                "=": "equals",
+                "+": "plus",
+                "–": "to",
+                "—": "to",
+            }[op]
+            return f" {words[word]} "
+        if kind == "approx":
+            return words["about"] + " "
+        sign = words["minus"] + " " if group("sign") else ""
+        return sign + self.number(group("amount"))
+
+    def currency(self, match: re.Match[str]) -> str:
+        group = match.group
+        symbol = group("cur_pre") or group("cur_post")
+        amount = group("amount_pre") or group("amount_post")
+        scale_written = group("scale_pre") or group("scale_pre2") or group("scale_post")
+        money = self.lang.currencies[symbol]
+        whole, fraction, _ = self.parse(amount)
+        if scale_written:
+            scale = self.lang.scales.get(scale_written, scale_written)
+            of = self.lang.scale_of
+            if of == "de" and self.code == "f" and money.many[:1] in "aeiouéè":
+                of = "d'"
+            joiner = f" {of}" if of and of != "d'" else ""
+            noun = f"{joiner} {money.many}" if of != "d'" else f" d'{money.many}"
+            return f"{self.number(amount)} {scale}{noun}".replace(" d' ", " d'")
+        if fraction is not None and len(fraction) == 2 and money.cent_many:
+            cents = int(fraction)
+            parts = []
+            if int(whole) or not cents:
+                unit = money.one if int(whole) == 1 else money.many
+                parts.append(f"{self.before_noun(self.cardinal(whole), money.feminine)} {unit}")
+            if cents:
+                cent = money.cent_one if cents == 1 else money.cent_many
+                parts.append(f"{self.before_noun(self.cardinal(str(cents)), False)} {cent}")
+            return f" {self.lang.words['cents_and']} ".join(parts)
+        unit = money.one if self.is_one(amount) else money.many
+        count = self.number(amount) if fraction is not None else self.cardinal(whole)
+        if fraction is None:
+            count = self.before_noun(count, money.feminine)
+        return f"{count} {unit}"
+
+    def address(self, text: str, kind: str) -> str:
+        words = self.lang.words
+        dot, slash, at = words.get("dot", "dot"), words.get("slash", "slash"), words.get("at", "at")
+        if kind == "url":
+            text = re.sub(r"^(?:https?://)?(?:www\.)?", "", text)
+            text = re.split(r"[?#]", text, maxsplit=1)[0].rstrip("/")
+        text = text.replace("@", f" {at} ").replace("/", f" {slash} ")
+        text = re.sub(r"(?<=\w)\.(?=\w)", f" {dot} ", text).replace(".", " ")
+        if self.lang.num2words is None:
+            return text
+        return re.sub(r"(?<!\w)\d+(?!\w)", lambda number: self.cardinal(number.group()), text)
+
+    def year(self, digits: str) -> str:
+        if self.code in ("a", "b"):
+            return num2words(int(digits), lang="en", to="year").replace(",", "")
+        return self.cardinal(digits)
+
+    def month_name(self, written: str) -> str:
+        return self.lang.months[_EN_MONTHS[written.lower()[:3]] - 1]
+
+    def english_date(self, day: str, month: str, year: str | None, *, day_first: bool) -> str:
+        if not 1 <= int(day) <= 31:
+            return f"{month} {day}" if not day_first else f"{day} {month}"
+        name = self.month_name(month)
+        nth = self.ordinal(day)
+        said = f"the {nth} of {name}" if day_first or self.code == "b" else f"{name} {nth}"
+        return f"{said}, {self.year(year)}" if year else said
+
+    def date(self, day: str, month: str, year: str) -> str | None:
+        d, m = int(day), int(month)
+        if not (1 <= m <= 12 and 1 <= d <= 31):
+            return None
+        name = self.lang.months[m - 1]
+        y = self.year(year)
+        if self.code == "a":
+            return f"{name} {self.ordinal(day)}, {y}"
+        if self.code == "b":
+            return f"the {self.ordinal(day)} of {name}, {y}"
+        if self.code == "h":
+            return f"{d} {name} {int(year)}"
+        first = d == 1 and self.code in ("e", "f", "i", "p")
+        day_words = self.ordinal("1") if first else self.cardinal(str(d))
+        if self.code in ("e", "p"):
+            return f"{day_words} de {name} de {y}"
+        return f"{day_words} {name} {y}"
+
+    def time(self, hours: str, minutes: str, ampm: str | None) -> str:
+        h, m = int(hours), int(minutes)
+        code = self.code
+        if code in ("a", "b"):
+            said = self.cardinal(str(h))
+            if ampm:
+                marker = "a m" if ampm.lower().startswith("a") else "p m"
+                if m:
+                    said += " oh " + self.cardinal(str(m)) if m < 10 else " " + self.cardinal(str(m))
+                return f"{said} {marker}"
+            if not m:
+                return f"{said} o'clock" if h <= 12 else f"{said} hundred"
+            return f"{said} oh {self.cardinal(str(m))}" if m < 10 else f"{said} {self.cardinal(str(m))}"
+        if code == "h":
+            return f"{h} बजे" if not m else f"{h} बजकर {m} मिनट"
+        hour = self.cardinal(str(h))
+        if code == "f":
+            hour = ("une" if h == 1 else hour) + (" heure" if h <= 1 else " heures")
+            return hour if not m else f"{hour} {self.cardinal(str(m))}"
+        if code == "e":
+            hour = "una" if h == 1 else hour
+            return f"{hour} en punto" if not m else f"{hour} y {self.cardinal(str(m))}"
+        if code == "p":
+            hour = "uma" if h == 1 else "duas" if h == 2 else hour
+            return f"{hour} {'hora' if h == 1 else 'horas'}" if not m else f"{hour} e {self.cardinal(str(m))}"
+        hour = "una" if h == 1 else hour
+        return hour if not m else f"{hour} e {self.cardinal(str(m))}"
+
+
+def _plural_decade(words: str) -> str:
+    head, _, last = words.rpartition(" ")
+    last = last[:-1] + "ies" if last.endswith("y") else last + "s"
+    return f"{head} {last}" if head else last
+
+
+def _english_fraction(numerator: int, denominator: int, reader: _Reader) -> str:
+    if reader.code not in ("a", "b"):
+        return f"{numerator}/{denominator}"
+    names = {2: ("half", "halves"), 4: ("quarter", "quarters")}
+    one, many = names.get(denominator) or (reader.ordinal(str(denominator)),) * 2
+    if denominator not in names:
+        many = one + "s"
+    return f"{reader.cardinal(str(numerator))} {one if numerator == 1 else many}"
+
+
+_STICKY = frozenset("#~≈-−+$€£¥₹@/.:")  # characters digits must not touch
+
+
+@cache
+def _reader(code: str) -> _Reader:
+    return _Reader(code)
+
+
+def normalize_spans(text: str, language: str) -> list[tuple[str, str]]:
+    """The text as consecutive ``(written, spoken)`` pairs; the ``written`` parts concatenate to ``text``.
+
+    ``spoken`` equals ``written`` except for the figures, symbols, abbreviations, addresses and emoji
+    listed in the module docstring. ``language`` as for :func:`normalizer_language`.
+
+    Raises:
+        TypeError: ``text`` or ``language`` is not a string.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    reader = _reader(normalizer_language(language))
+    spans: list[tuple[str, str]] = []
+    position = 0
+    for match in reader.pattern.finditer(text):
+        if match.start() > position:
+            spans.append((text[position : match.start()], text[position : match.start()]))
+        written, spoken = match.group(), reader.read(match)
+        if spoken and spoken != written and reader.spaced:
+            # Keep words apart from what surrounds them, so a second pass finds nothing new to read
+            # ("#$5" must not become "#5 dollars").
+            before, after = text[match.start() - 1 : match.start()], text[match.end() : match.end() + 1]
+            if (before.isalnum() or (before in _STICKY and spoken[0].isdigit())) and not spoken[0].isspace():
+                spoken = " " + spoken
+            if after.isalnum() and not spoken[-1].isspace():
+                spoken += " "
+        spans.append((written, spoken))
+        position = match.end()
+    if position < len(text):
+        spans.append((text[position:], text[position:]))
+    return spans
+
+
+def normalize_text(text: str, language: str) -> str:
+    """``text`` rewritten for the G2P of ``language`` (module docstring), whitespace collapsed.
+
+    ``language``: a Kokoro code or a BCP 47 / ISO 639 tag (:func:`normalizer_language`).
+
+    Raises:
+        TypeError: ``text`` or ``language`` is not a string.
+    """
+    return " ".join("".join(spoken for _, spoken in normalize_spans(text, language)).split())
