@@ -25,12 +25,17 @@ Cost: linear in the text's length, however fragmented (each stage is; measured i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from protocol.chunker import DEFAULT_MAX_CHUNK_CHARS, Chunk, IncrementalSentenceChunker
 from protocol.normalization import normalize_text, normalizer_language
 
-__all__ = ["Piece", "SpeechFrontend", "speech_text"]
+__all__ = ["SLICE_CHARS", "Piece", "SpeechFrontend", "speech_pieces", "speech_text"]
+
+SLICE_CHARS = 512
+"""Characters :func:`speech_pieces` feeds at a time, so the first piece is ready before a long text is
+read through (the pieces do not depend on it: the front-end is fragmentation-invariant)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +116,18 @@ class SpeechFrontend:
         return pieces
 
 
+def speech_pieces(text: str, language: str = "a", *, markdown: bool = True) -> Iterator[Piece]:
+    """The pieces of a whole text, lazily: the text is fed :data:`SLICE_CHARS` characters at a time.
+
+    Raises:
+        TypeError, ValueError: as :class:`SpeechFrontend` (when the generator starts).
+    """
+    frontend = SpeechFrontend(language, markdown=markdown)
+    for start in range(0, len(text), SLICE_CHARS):
+        yield from frontend.feed(text[start : start + SLICE_CHARS])
+    yield from frontend.flush()
+
+
 def speech_text(text: str, language: str = "a", *, markdown: bool = True, normalize: bool = True) -> str:
     """Everything :class:`SpeechFrontend` would speak for ``text``, the pieces joined by single spaces.
 
@@ -118,5 +135,4 @@ def speech_text(text: str, language: str = "a", *, markdown: bool = True, normal
         TypeError, ValueError: as :class:`SpeechFrontend`.
     """
     frontend = SpeechFrontend(language, markdown=markdown, normalize=normalize)
-    pieces = frontend.feed(text) + frontend.flush()
-    return " ".join(piece.text for piece in pieces)
+    return " ".join(piece.text for piece in frontend.feed(text) + frontend.flush())

@@ -17,10 +17,12 @@ The modes differ in who decides when synthesis starts:
 
 and, with a segmenter in the agent:
 
-* ``bidi`` uses :class:`protocol.chunker.IncrementalSentenceChunker`: each sentence goes to the TTS
-  as soon as it is complete, so the first sentence is heard while later ones are still being written.
-  At the end of the reply the chunker is flushed, so the last words are spoken even without final
-  punctuation;
+* ``bidi`` uses :class:`protocol.chunker.IncrementalSentenceChunker` in the voice's language (the text
+  front-end's markdown and sentence stages, :mod:`protocol.frontend`): each sentence, or heading, list
+  item or table row, goes to the TTS as soon as it is complete, so the first sentence is heard while
+  later ones are still being written. At the end of the reply the chunker is flushed, so the last words
+  are spoken even without final punctuation. Figures, symbols and emoji are left for the TTS server to
+  normalize (PROTOCOL.md §14.2);
 * ``batch`` (:class:`WholeReply`) releases nothing until the reply is complete, then the whole reply
   as one synthesis request: the fair baseline.
 
@@ -100,8 +102,9 @@ class Segmenter(Protocol):
 class WholeReply:
     """The ``batch`` segmenter: releases the whole reply as one segment at the end, nothing before.
 
-    The text is cleaned as the bidi chunker cleans it (markdown markers removed, whitespace collapsed),
-    so both modes send the same words.
+    The text is cleaned as the bidi chunker cleans it (markdown removed, :mod:`protocol.markdown`), so
+    both modes send the same words; its lines stay lines, whitespace inside them collapsed, so the TTS
+    still ends a segment at every heading, list item and line (PROTOCOL.md §14.2).
     """
 
     def __init__(self) -> None:
@@ -114,15 +117,15 @@ class WholeReply:
 
     def flush(self) -> str | None:
         """The whole reply, cleaned, or ``None`` if nothing but whitespace is left."""
-        text = " ".join(strip_markdown("".join(self._parts)).split())
+        lines = strip_markdown("".join(self._parts)).split("\n")
         self._parts.clear()
-        return text or None
+        return "\n".join(" ".join(words) for line in lines if (words := line.split())) or None
 
 
 def _chunker_language(voice: str) -> str:
     # The chunker takes the language of the voice (its first letter is Kokoro's language code); an
-    # unknown voice is left for the TTS to refuse, and English rules are used meanwhile.
-    return LANGUAGE_TAGS.get(voice[:1], "en").split("-")[0]
+    # unknown voice is left for the TTS to refuse, and American English rules are used meanwhile.
+    return voice[:1] if voice[:1] in LANGUAGE_TAGS else "a"
 
 
 @dataclass(frozen=True, slots=True)

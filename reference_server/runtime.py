@@ -9,15 +9,22 @@ the one whose listener runs out of audio first going first (PROTOCOL.md §10.2).
 
 Segmentation (§10.1, ``settings.segmentation``):
 
-* ``deadline`` (default): the request's text is cut into sentences (:mod:`protocol.chunker`), and each
-  sentence into segments by :class:`protocol.segmenter.Segmenter`, one segment per step, as long as the
+Text (PROTOCOL.md §14.2): the request's text first goes through the text front-end
+(:func:`protocol.frontend.speech_pieces`, in the voice's language): markdown is not read aloud, figures
+and emoji are normalized, and the text comes out in pieces -- sentences, headings, list items, lines --
+made as they are asked for. An utterance (:class:`reference_server.utterance.UtteranceAudio`) hands out
+the same pieces of its text as they become ready.
+
+* ``deadline`` (default): each piece is cut into sentences (:mod:`protocol.chunker`; a piece is one
+  sentence unless normalization revealed another), and each sentence into segments by
+  :class:`protocol.segmenter.Segmenter`, one segment per step, as long as the
   step's time budget allows: the audio already queued ahead of the session's listener
   (:class:`~reference_server.scheduling.Listener`), turned into a length by the model-speed estimate
   (:class:`~reference_server.scheduling.ModelSpeed`). A speech's first segment is short so sound
   starts at once; later ones grow as the queue grows. Where a sentence was cut, the silence Kokoro puts
   before and after every pass is trimmed to a pause that fits the boundary (:data:`PAUSE_S`), so the
   sentence sounds as one; word timings are shifted with the audio.
-* ``sentence``: the server before §10.1: the backend cuts the text into sentences itself and each
+* ``sentence``: the server before §10.1: the backend cuts each piece into sentences itself and each
   sentence is one segment, whatever its length.
 """
 
@@ -39,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from protocol.chunker import IncrementalSentenceChunker
+from protocol.frontend import speech_pieces
 from protocol.logs import log_event
 from protocol.messages import Capabilities, SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
@@ -141,7 +149,7 @@ class SegmentRecord:
 
 
 def _sentences(text: str, language: str) -> list[str]:
-    """The request's sentences, as the backend's own G2P would cut them (``protocol.chunker``)."""
+    """The sentences of one front-end piece, as the backend's G2P would cut them (``protocol.chunker``)."""
     tag = LANGUAGE_TAGS.get(language, "en").split("-")[0]
     chunker = IncrementalSentenceChunker(tag, markdown=False)
     sentences = chunker.feed(text)
@@ -206,6 +214,9 @@ class RequestAudio:
 
     ``compute_s`` totals the seconds the workers spent on this request (synthesis and resampling), the
     denominator of its xRT (:mod:`reference_server.telemetry`); ``segments`` records every step.
+
+    The text is taken piece by piece from :meth:`_next_text`: here the text front-end's pieces of the
+    request's text (module docstring); an utterance overrides it to hand out its pieces as they come.
     """
 
     def __init__(self, runtime: Runtime, request: SynthesisRequest, listener: Listener | None = None) -> None:
@@ -218,7 +229,7 @@ class RequestAudio:
         self._offset_s = 0.0
         self._exhausted = False
         self._closed = False
-        self._text_taken = False
+        self._pieces: Iterator[Any] | None = None  # the front-end's pieces of the request's text
         self.language = VOICE_LANGUAGE.get(request.voice, "a")
         self._sentences: deque[str] = deque()  # sentences of the text taken, not yet begun
         self._rest = ""  # the rest of a sentence that was cut
@@ -229,10 +240,10 @@ class RequestAudio:
     def _next_text(self) -> str | object | None:
         """The next text to synthesize (runs on a worker, under the lock): ``None`` when there is no
         more, or :data:`WAIT_FOR_TEXT` when more may come later (utterances)."""
-        if self._text_taken:
-            return None
-        self._text_taken = True
-        return self._request.text
+        if self._pieces is None:
+            self._pieces = speech_pieces(self._request.text, self._request.voice[:1])
+        piece = next(self._pieces, None)
+        return None if piece is None else piece.text
 
     async def next(self) -> AudioPiece | None:
         """The next segment's audio, or ``None`` when the request is fully spoken (or closed).

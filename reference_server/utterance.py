@@ -1,10 +1,10 @@
 """Synthesis of an utterance (PROTOCOL.md §15): text that arrives in fragments, spoken as it completes.
 
 The session (:class:`protocol.session.ServerSession`) delivers an utterance's text as whole code points;
-:class:`UtteranceAudio` cuts it into segments with the same streaming chunker the backends cut a whole
-request's text with (:class:`protocol.chunker.IncrementalSentenceChunker`, plain text, English rules, the
-same character cap), so a text sent in one piece, per token or per character is cut into the same
-segments and spoken with the same words and the same audio (§15.3). Each segment is synthesized as soon as
+:class:`UtteranceAudio` cuts it into segments with the same streaming text front-end a whole request's
+text goes through (:class:`protocol.frontend.SpeechFrontend` in the voice's language, §14.2), so a text
+sent in one piece, per token or per character is cut into the same segments and spoken with the same
+words and the same audio as the request would be (§15.3). Each segment is synthesized as soon as
 it is certain, so speech starts with the first sentence while the rest is still being written; a
 ``flush`` ends the segment at the text received so far (§15.3), and ``end`` speaks the rest.
 
@@ -17,22 +17,23 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from protocol.chunker import DEFAULT_MAX_CHUNK_CHARS, IncrementalSentenceChunker
+from protocol.frontend import SpeechFrontend
 from protocol.messages import SynthesisRequest
 from reference_server.runtime import WAIT_FOR_TEXT, AudioPiece, RequestAudio, Runtime
 from reference_server.scheduling import Listener
 
-__all__ = ["UtteranceAudio", "segment_chunker"]
+__all__ = ["UtteranceAudio", "segment_frontend"]
 
 
-def segment_chunker() -> IncrementalSentenceChunker:
-    """The chunker that cuts an utterance's text into synthesis segments.
+def segment_frontend(voice: str) -> SpeechFrontend:
+    """The front-end that cuts an utterance's text into synthesis segments.
 
-    It is configured as :meth:`reference_server.backends.phonemes.EspeakPhonemizer.segments` configures
-    its own for a whole request (plain text, English rules, :data:`DEFAULT_MAX_CHUNK_CHARS`), so both
-    paths cut a text at the same places; ``tests/reference_server/test_utterance.py`` holds them to it.
+    It is configured as :class:`reference_server.runtime.RequestAudio` configures its own for a whole
+    request (:func:`protocol.frontend.speech_pieces`: the voice's language, markdown on, the default cap),
+    so both paths cut a text at the same places; ``tests/reference_server/test_utterance.py`` holds them
+    to it.
     """
-    return IncrementalSentenceChunker("en", DEFAULT_MAX_CHUNK_CHARS, markdown=False)
+    return SpeechFrontend(voice[:1])
 
 
 class UtteranceAudio(RequestAudio):
@@ -51,7 +52,7 @@ class UtteranceAudio(RequestAudio):
 
     def __init__(self, runtime: Runtime, request: SynthesisRequest, listener: Listener | None = None) -> None:
         super().__init__(runtime, request, listener)
-        self._chunker = segment_chunker()
+        self._frontend = segment_frontend(request.voice)
         self._ready: deque[str] = deque()  # segments certain and not yet synthesized, in order
         self._ended = False
         self._more = asyncio.Event()  # a segment became ready, the utterance ended, or it was closed
@@ -61,12 +62,11 @@ class UtteranceAudio(RequestAudio):
     def append(self, text: str) -> None:
         """Add text; every segment it completes becomes ready to synthesize."""
         self.chars += len(text)
-        self._take(self._chunker.feed(text))
+        self._take([piece.text for piece in self._frontend.feed(text)])
 
     def flush(self) -> None:
         """End a segment at the text received so far and make all of it ready (§15.3)."""
-        rest = self._chunker.flush()
-        self._take([rest] if rest else [])
+        self._take([piece.text for piece in self._frontend.flush()])
 
     def end(self) -> None:
         """No more text: the rest becomes ready, and :meth:`next` returns ``None`` after it (§15.4)."""

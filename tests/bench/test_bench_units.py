@@ -16,6 +16,7 @@ from bench.runner import BENCHMARKS, benchmark_module
 from bench.summary import change_pct, describe, percentile, ratio
 from bench.texts import CLIPS, REPLY, REPLY_SENTENCES
 from protocol.chunker import IncrementalSentenceChunker
+from protocol.frontend import speech_pieces
 
 
 def test_the_reply_has_the_seeds_shape() -> None:
@@ -107,6 +108,13 @@ def test_chunker_cost_feeds_every_character() -> None:
     assert len(text) == 1_000
     _, chunks = chunker_cost.feed_by_character(text)
     assert chunks == len(IncrementalSentenceChunker().feed(text)) + 1
+
+
+def test_frontend_cost_feeds_a_markdown_reply_every_character() -> None:
+    text = chunker_cost.text_of_length(1_000, chunker_cost.MARKDOWN_REPLY)
+    assert len(text) == 1_000 and "```" in text and "$1,234.50" in text
+    _, pieces = chunker_cost.feed_frontend_by_character(text)
+    assert pieces == len(list(speech_pieces(text, "a")))
 
 
 def test_results_round_trip_and_report(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from reference_agent.app import AgentSettings
 from reference_agent.checks import Finding, Rule, check_events
 from reference_agent.demo import Trial, compare, report
 from reference_agent.events import EVENT_TYPES, AgentEventWriter, Segment, schema_name
-from reference_agent.pipeline import WholeReply
+from reference_agent.pipeline import WholeReply, _chunker_language
 from reference_agent.request import AgentRequest, InvalidRequest, parse_request
 from reference_agent.scripted import DEFAULT_REPLY, ScriptedModel, tokenize
 from reference_agent.tts import Speaker, TtsEndpoint, TtsFailure
@@ -192,6 +192,17 @@ def test_whole_reply_releases_everything_at_flush_only():
     assert segmenter.feed("Bye") == []
     assert segmenter.flush() == "Hello there. Bye"
     assert segmenter.flush() is None
+
+
+def test_whole_reply_keeps_its_lines_so_the_tts_ends_a_segment_at_each():
+    segmenter = WholeReply()
+    segmenter.feed("# Title\nBody **bold**  text.\n\n- item one\n```\ncode\n```\n")
+    assert segmenter.flush() == "Title\nBody bold text.\nitem one"
+
+
+def test_bidi_chunker_follows_the_voice_language():
+    assert _chunker_language("ff_siwis") == "f" and _chunker_language("jf_alpha") == "j"
+    assert _chunker_language("xx_unknown") == "a"
 
 
 def test_speaker_waits_when_max_outstanding_requests_are_unanswered():

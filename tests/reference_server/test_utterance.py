@@ -16,12 +16,12 @@ from conftest import run
 from tone_backend import SAMPLE_RATE, ToneBackend, expected_samples
 from ws_conversation import open_session
 
-from protocol.chunker import IncrementalSentenceChunker
 from protocol.errors import ErrorCode
+from protocol.frontend import speech_pieces
 from protocol.limits import Limits
 from protocol.session import SynthesisCompleted, SynthesisStarted
 from reference_agent.scripted import tokenize
-from reference_server.utterance import segment_chunker
+from reference_server.utterance import segment_frontend
 
 PADDING_S = 0.8
 """One segment's padding: Kokoro puts about 0.8 s of silence around each synthesis pass."""
@@ -49,15 +49,20 @@ async def speak(conv, request_id: str, parts: list[str], **fields) -> object:
 # --- segmentation (no server) -----------------------------------------------------------------------------
 
 
-def test_utterance_segments_are_the_backend_segments_of_the_whole_text():
-    """The utterance chunker is configured as the backend's (phonemes.segments), so a request and an
+def test_utterance_segments_are_the_request_segments_of_the_whole_text():
+    """The utterance front-end is configured as a request's (runtime.RequestAudio), so a request and an
     utterance of the same text are cut at the same places; any fragmentation gives the same cut."""
-    whole = IncrementalSentenceChunker("en", markdown=False)
-    expected = [*whole.feed(TEXT), whole.flush()]
+    text = TEXT + "\n## Next steps\n- Pay **$1,234.50** by 10:30.\n- Done 🎉"
+    expected = [piece.text for piece in speech_pieces(text, "a")]
+    assert expected[-3:] == [
+        "Next steps",
+        "Pay one thousand two hundred and thirty-four dollars and fifty cents by ten thirty.",
+        "Done",
+    ]
     for how in ("whole", "token", "char"):
-        chunker = segment_chunker()
-        got = [chunk for part in pieces(TEXT, how) for chunk in chunker.feed(part)]
-        got.append(chunker.flush())
+        frontend = segment_frontend("af_heart")
+        got = [piece.text for part in pieces(text, how) for piece in frontend.feed(part)]
+        got += [piece.text for piece in frontend.flush()]
         assert got == expected, how
 
 
@@ -140,12 +145,13 @@ def test_a_split_surrogate_pair_is_joined(serve):
 
     async def scenario():
         async with open_session(server.ws_url) as conv:
-            await conv.utterance("u1", text="Smile \ud83d")
-            await conv.fragment("append", "u1", "\ude00 please.")
+            # U+20000, a CJK ideograph outside the BMP (an emoji would be dropped by the front-end, §14.2)
+            await conv.utterance("u1", text="Smile \ud840")
+            await conv.fragment("append", "u1", "\udc00 please.")
             await conv.fragment("end", "u1")
             answer = await conv.until_complete("u1")
             assert answer.complete.status == "completed" and not conv.errors
-            assert backend.calls[-1][0] == "Smile \U0001f600 please."
+            assert backend.calls[-1][0] == "Smile \U00020000 please."
 
     run(scenario())
 
