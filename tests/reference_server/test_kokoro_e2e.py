@@ -121,3 +121,34 @@ def test_torch_backend_speaks_the_three_sentences_with_word_timings(torch_server
                 assert [w.start_s for w in words] == sorted(w.start_s for w in words)
 
     run(scenario())
+
+
+def test_markdown_and_figures_are_spoken_as_their_words(kokoro_server):
+    """§14.2: the markdown of an LLM's text is not read aloud and its figures are read as words, so the
+    text sounds as long as its normalized words do, not as its symbols spelled out."""
+    written = "## Price\n**It costs $1,234.50** today 🎉"
+    said = "Price\nIt costs one thousand two hundred and thirty-four dollars and fifty cents today"
+    with httpx.Client(base_url=kokoro_server.http_url, timeout=GUARD_S) as client:
+        lengths = []
+        for text in (written, said):
+            response = client.post("/invocations", json={"text": text, "voice": "af_heart", "stream": False})
+            assert response.status_code == 200
+            samples = np.frombuffer(response.content[44:], "<i2")
+            assert np.abs(samples).max() > 3000
+            lengths.append(len(samples) / 24000)
+    assert lengths[1] > 3.0
+    assert lengths[0] == pytest.approx(lengths[1], rel=0.1), lengths
+
+
+def test_torch_word_timings_are_the_spoken_words(torch_server):
+    """§14.2: ``words`` are the words as spoken, after normalization."""
+
+    async def scenario():
+        async with open_session(torch_server.ws_url) as conv:
+            answer = await conv.until_complete(
+                await conv.request("**It costs $5** at 10:30.", voice="af_heart")
+            )
+            spoken = [re.sub(r"\W", "", w.word).lower() for w in answer.complete.words]
+            assert spoken == ["it", "costs", "five", "dollars", "at", "ten", "thirty"]
+
+    run(scenario())
