@@ -184,8 +184,7 @@ class ProtocolError(Exception):
     def to_frame(self) -> dict[str, Any]:
         """The ``error`` control frame of §5.4 as a JSON-ready dict (:class:`protocol.messages.ErrorFrame`).
 
-        ``message`` contains the code, so clients that look for codes by substring (the AWS sample's,
-        REFERENCE.md §3) keep working.
+        ``message`` is :attr:`message`, without the code (§9.3): clients match ``code``.
         """
         from protocol.messages import ErrorFrame  # the frame's one home; messages imports this module
 

@@ -507,8 +507,8 @@ class ErrorFrame:
     Attributes:
         code: a registry :class:`~protocol.errors.ErrorCode`; a code this version does not know (from
             a newer server) is kept as a plain ``str``.
-        message: for people. Normalized to contain the code (prefixed ``"<code>: "`` when it does
-            not), so clients that match codes by substring keep working (§5.4).
+        message: for people: explains the refusal without repeating the code, which is in ``code``
+            (§5.4, §9.3); kept as given, so a version 1 frame (code as a prefix) round-trips.
         request_id: the request or message concerned, ``None`` when unknown.
         fatal: the server closes the WebSocket right after this frame (§9.4).
         message_type: the ``type`` of the refused message (``"synthesize"`` for a request sent
@@ -534,8 +534,6 @@ class ErrorFrame:
             pass  # a code from a newer server: kept as a plain str (§1.7)
         if not isinstance(self.message, str):
             raise ValueError("message must be a string")
-        if str(self.code) not in self.message:
-            object.__setattr__(self, "message", f"{self.code}: {self.message}")
         _check_request_id(self.request_id, optional=True)
         if not isinstance(self.fatal, bool):
             raise ValueError("fatal must be a bool")

@@ -138,13 +138,15 @@ def create_app(
     Returns:
         The app (an ASGI application; ``app.run(port=..., host=...)`` serves it with uvicorn).
     """
-    from bedrock_agentcore.runtime import BedrockAgentCoreApp, BedrockAgentCoreContext
+    from bedrock_agentcore.runtime import BedrockAgentCoreContext
     from starlette.responses import JSONResponse
+
+    _AgentApp = _agent_app_class()
 
     settings = settings or AgentSettings.from_env()
     connect = tts_connect or SageMakerTtsConnector()
     factory = agent_factory or (lambda request: build_agent(settings, request))
-    app = BedrockAgentCoreApp()
+    app = _AgentApp()
     # The app logs each call at INFO through a JSON handler of its own; the agent logs one line per
     # invocation instead (reference_agent.pipeline), in the project's one format (protocol.logs).
     app.logger.handlers.clear()
@@ -178,3 +180,31 @@ def create_app(
         )
 
     return app
+
+
+def _agent_app_class() -> type:
+    """``BedrockAgentCoreApp`` whose refusal of a body that is not JSON has the one error shape.
+
+    The app answers such a body itself, before the entrypoint runs, with ``{"error": "Invalid JSON",
+    "details": ...}``; here it is ``{"error": {"code": "invalid_json" | "invalid_utf8", "message"}}``
+    (PROTOCOL.md §11.6), like every other refusal of the agent.
+    """
+    import json
+
+    from bedrock_agentcore.runtime import BedrockAgentCoreApp
+    from starlette.responses import JSONResponse
+
+    class AgentApp(BedrockAgentCoreApp):
+        async def _handle_invocation(self, request: Any) -> Any:
+            body = await request.body()  # Starlette keeps it: the app's own request.json() reads it again
+            try:
+                json.loads(body.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                error = InvalidRequest(f"the body is not UTF-8 (byte {exc.start})", "invalid_utf8")
+            except ValueError as exc:
+                error = InvalidRequest(f"the body is not JSON: {exc}", "invalid_json")
+            else:
+                return await super()._handle_invocation(request)
+            return JSONResponse(error.to_json(), status_code=400)
+
+    return AgentApp

@@ -2,7 +2,9 @@
 
 The shape is ``spec/schemas/agent_request.schema.json`` (REFERENCE.md §3: ``prompt``, ``mode``,
 ``voice``, ``speed`` and the TTS endpoint). A bad request is refused before the stream starts, with
-HTTP 400 and ``{"error": {"code": "invalid_request", "message": ...}}`` — the shape of PROTOCOL.md §11.6.
+HTTP 400 and ``{"error": {"code": "invalid_request", "message": ...}}`` — the shape of PROTOCOL.md §11.6
+(``invalid_voice`` for a voice Kokoro-82M does not have, ``invalid_json`` / ``invalid_utf8`` for a body
+that is not JSON).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import schemas
-from protocol.voices import DEFAULT_VOICE
+from protocol.voices import DEFAULT_VOICE, KOKORO_VOICES
 
 __all__ = [
     "DEFAULT_SAMPLE_RATE",
@@ -32,12 +34,20 @@ DEFAULT_SAMPLE_RATE = 24_000
 
 
 class InvalidRequest(ValueError):
-    """The request body breaks ``agent_request.schema.json`` or a rule the schema cannot express."""
+    """The request body breaks ``agent_request.schema.json`` or a rule the schema cannot express.
 
-    code = "invalid_request"
+    Args:
+        message: for people: what is wrong.
+        code: ``invalid_request`` (default), or the protocol's own code where one fits (``invalid_json``,
+            ``invalid_utf8``, ``invalid_voice``; PROTOCOL.md §9.1).
+    """
+
+    def __init__(self, message: str, code: str = "invalid_request") -> None:
+        super().__init__(message)
+        self.code = code
 
     def to_json(self) -> dict[str, Any]:
-        """The HTTP 400 body: ``{"error": {"code": "invalid_request", "message": ...}}``."""
+        """The HTTP 400 body, the one error shape of PROTOCOL.md §11.6: ``{"error": {"code", "message"}}``."""
         return {"error": {"code": self.code, "message": str(self)}}
 
 
@@ -98,6 +108,14 @@ def parse_request(
         raise InvalidRequest(f"{where}: {error.message}")
     if not payload["prompt"].strip():
         raise InvalidRequest("prompt: must hold a non-whitespace character")
+    voice = payload.get("voice", DEFAULT_VOICE)
+    if voice not in KOKORO_VOICES:
+        # Checked before the stream starts, so a typo is a 400 here rather than a 200 and a tts_error later.
+        raise InvalidRequest(
+            f"voice: {voice!r} is not one of Kokoro-82M's {len(KOKORO_VOICES)} voices (for example "
+            f"{DEFAULT_VOICE})",
+            code="invalid_voice",
+        )
     for name in ("endpoint_url", "region"):
         if name in payload and not allow_endpoint_url:
             raise InvalidRequest(f"{name}: this agent does not accept a TTS endpoint location per request")

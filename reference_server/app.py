@@ -16,6 +16,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
@@ -74,7 +75,11 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
     ]
     if settings.serves_playground:
         routes += playground.routes()
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http.http_error},  # 404, 405: the §11.6 body too
+    )
     app.state.runtime = runtime
     return app
 

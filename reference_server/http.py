@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -44,7 +45,7 @@ try:  # MP3 (§11.5) is offered only where the encoder library is installed.
 except ImportError:  # pragma: no cover - lameenc is a dependency of the server extra
     lameenc = None
 
-__all__ = ["MP3_AVAILABLE", "MP3_BIT_RATE_KBPS", "invocations", "media_type", "ping"]
+__all__ = ["MP3_AVAILABLE", "MP3_BIT_RATE_KBPS", "http_error", "invocations", "media_type", "ping"]
 
 MP3_AVAILABLE = lameenc is not None
 MP3_BIT_RATE_KBPS = 48
@@ -98,6 +99,25 @@ def media_type(fmt: str, sample_rate: int) -> str:
     if fmt == "mp3":
         return "audio/mpeg"
     return f"audio/pcm;rate={sample_rate};encoding=s16le;channels={CHANNELS}"
+
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+"""Codes of HTTP errors no protocol rule answers (PROTOCOL.md §11.6): a path or method not served."""
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own HTTP errors (an unknown path, a wrong method) in the one error shape of §11.6:
+    ``{"error": {"code", "message"}}`` with ``not_found`` or ``method_not_allowed``."""
+    assert isinstance(exc, HTTPException)
+    status = exc.status_code
+    code = _HTTP_CODES.get(status, f"http_{status}")
+    what = f"{request.method} {request.url.path}"
+    message = {404: f"no route serves {what}", 405: f"{what}: method not allowed"}.get(
+        status, str(exc.detail)
+    )
+    return JSONResponse(
+        {"error": {"code": code, "message": message}}, status_code=status, headers=exc.headers
+    )
 
 
 def _error(runtime: Runtime, exc: ProtocolError) -> JSONResponse:

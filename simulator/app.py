@@ -169,9 +169,11 @@ class SimulatorApp:
             return  # no WebSocket front door: SageMaker has none
         match = _ROUTE.match(scope["path"])
         if match is None or scope["method"] != "POST":
-            body = json.dumps(
-                {"message": f"no SageMaker runtime operation at {scope['method']} {scope['path']}"}
-            )
+            # Not an imitation of a documented SageMaker error: the simulator's own refusal, in the
+            # project's one HTTP error shape (PROTOCOL.md §11.6); the error-type header still lets an
+            # AWS SDK name it.
+            message = f"no SageMaker runtime operation at {scope['method']} {scope['path']}"
+            body = json.dumps({"error": {"code": "unknown_operation", "message": message}})
             await _reply(send, 404, [(b"x-amzn-errortype", b"UnknownOperationException")], body.encode())
             return
         name, operation = match["name"], match["op"]

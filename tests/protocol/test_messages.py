@@ -122,7 +122,7 @@ def test_protocol_error_frame_and_http_body():
     assert frame == {
         "type": "error",
         "code": "queue_full",
-        "message": "queue_full: 32 requests are queued",
+        "message": "32 requests are queued",  # the code is not repeated (§9.3)
         "request_id": "a1",
         "fatal": False,
     }
@@ -665,7 +665,10 @@ def test_server_frames_serialize_to_their_schemas():
     complete = SynthesisComplete("a1", "completed", 73200, 1.525, 0.412, [Word("Hello", 0.275, 0.6)])
     assert complete.words == (Word("Hello", 0.275, 0.6),)
     error = ErrorFrame(ErrorCode.TEXT_REQUIRED, "text is required", "a3")
-    assert error.message == "text_required: text is required"
+    assert error.message == "text is required"  # the code is in `code`, not repeated (§9.3)
+    assert ProtocolError(ErrorCode.QUEUE_FULL, "32 requests are queued").to_frame()["message"] == (
+        "32 requests are queued"
+    )
     for name, frame in (("synthesis_start", start), ("synthesis_complete", complete), ("error", error)):
         schemas.validate(name, json.loads(frame.to_json()))
         assert parse_server_control(json.loads(frame.to_json())) == frame
@@ -736,7 +739,7 @@ def test_parse_server_control_is_forward_compatible():
     frame = parse_server_control(
         {"type": "error", "code": "rate_limited", "message": "slow down", "fatal": False, "retry_after_s": 2}
     )
-    assert frame == ErrorFrame("rate_limited", "rate_limited: slow down")
+    assert frame == ErrorFrame("rate_limited", "slow down")
     assert not isinstance(frame.code, ErrorCode)
     start = parse_server_control(
         {"type": "synthesis_start", "request_id": "a", "sample_rate": 24000.0, "encoding": "pcm_s16le"}
@@ -1040,4 +1043,5 @@ def test_server_frames_validate_and_round_trip(frame):
     obj = json.loads(frame.to_json())
     schemas.validate(obj["type"], obj)
     assert parse_server_control(obj) == frame
-    assert str(frame.code if isinstance(frame, ErrorFrame) else "") in obj.get("message", "")
+    if isinstance(frame, ErrorFrame):
+        assert obj["message"] == frame.message  # as given: never rewritten (§9.3)

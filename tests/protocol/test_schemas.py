@@ -339,7 +339,7 @@ def test_exchange_example(body):
                     assert (frame.code, frame.request_id) == expected_errors.pop(0), (
                         "one error per refusal (§6.3)"
                     )
-                assert str(frame.code) in frame.message
+                assert not frame.message.startswith(str(frame.code)), "message repeats the code (§9.3)"
         elif line.strip():
             assert line.startswith("#"), line
     assert open_bracket is None and answered == len(accepted), "every accepted request is answered (§6.1)"

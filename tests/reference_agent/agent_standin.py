@@ -65,6 +65,7 @@ class Answerer:
         sample_rate: announce this rate in ``synthesis_start`` instead of the requested one.
         utterances: offer utterances; ``False`` answers them ``unknown_type``, as a version 1 server.
         stall: accept requests but never answer them.
+        voices: the voices it speaks (others are refused with ``invalid_voice``); ``None``: any.
 
     Attributes:
         texts: the text of every request answered, in order (an utterance's whole text).
@@ -72,9 +73,14 @@ class Answerer:
     """
 
     def __init__(
-        self, *, sample_rate: int | None = None, utterances: bool = True, stall: bool = False
+        self,
+        *,
+        sample_rate: int | None = None,
+        utterances: bool = True,
+        stall: bool = False,
+        voices: frozenset[str] | None = None,
     ) -> None:
-        self.server = ServerSession(utterances=utterances)
+        self.server = ServerSession(utterances=utterances, known_voices=voices)
         self.sample_rate = sample_rate
         self.stall = stall
         self.texts: list[str] = []
@@ -140,6 +146,7 @@ class StandInTts:
         stall: accept requests but never answer (to exercise the agent's idle timeout).
         sample_rate: announce this rate in ``synthesis_start`` instead of the requested one.
         utterances: offer utterances (§15); ``False`` answers them ``unknown_type``, as a v1 server.
+        voices: the voices it speaks (others are refused with ``invalid_voice``); ``None``: any.
 
     Attributes:
         texts: the text of every request answered, in order (an utterance's whole text).
@@ -156,10 +163,11 @@ class StandInTts:
         stall: bool = False,
         sample_rate: int | None = None,
         utterances: bool = True,
+        voices: frozenset[str] | None = None,
     ) -> None:
         self.part_size = part_size
         self.fail_after_messages = fail_after_messages
-        self.answerer = Answerer(sample_rate=sample_rate, utterances=utterances, stall=stall)
+        self.answerer = Answerer(sample_rate=sample_rate, utterances=utterances, stall=stall, voices=voices)
         self.server = self.answerer.server
         self.texts = self.answerer.texts
         self.messages = self.answerer.messages

@@ -6,6 +6,7 @@ within one stream relative to the scripted model's last token, never on wall-clo
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -13,6 +14,7 @@ from agent_standin import StandInFactory
 from starlette.testclient import TestClient
 from strands import Agent
 
+from protocol import schemas
 from protocol.chunker import IncrementalSentenceChunker
 from reference_agent.app import AgentSettings, create_app
 from reference_agent.checks import Rule, check_stream
@@ -212,11 +214,13 @@ def test_model_stream_error_mid_stream_ends_with_an_error_event():
 
 
 def test_tts_error_frame_ends_with_an_error_event():
-    """A request the TTS refuses (here: a malformed voice name) comes back as an error frame."""
-    events, findings, _ = run({"prompt": "p", "voice": "Not A Voice!"}, expect="error")
+    """A request the TTS refuses (here: a Kokoro voice this server lacks) comes back as an error frame."""
+    only_heart = StandInFactory(voices=frozenset({"af_heart"}))
+    events, findings, _ = run({"prompt": "p", "voice": "am_adam"}, factory=only_heart, expect="error")
     assert findings == []
     assert events[-1]["code"] == "tts_error"
-    assert "invalid_voice" in events[-1]["message"]
+    assert events[-1]["message"].startswith("TTS error invalid_voice: ")
+    assert "invalid_voice" not in events[-1]["message"].removeprefix("TTS error invalid_voice: ")
 
 
 def test_tts_answering_at_another_rate_ends_with_an_error_event():
@@ -313,6 +317,27 @@ def test_bad_requests_get_http_400(payload, needle):
     error = response.json()["error"]
     assert error["code"] == "invalid_request"
     assert needle in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "needle"),
+    [
+        (b"{not json", "invalid_json", "not JSON"),
+        (b'{"prompt": "\xff"}', "invalid_utf8", "not UTF-8"),
+        (json.dumps({"prompt": "Hi.", "voice": "zz_nobody"}).encode(), "invalid_voice", "'zz_nobody'"),
+    ],
+)
+def test_every_refusal_has_the_one_error_shape_before_any_event(body, code, needle):
+    """PROTOCOL.md §11.6: {"error": {"code", "message"}}; a bad voice is refused before the 200 (issue 15)."""
+    factory = StandInFactory()
+    app = create_app(settings(), tts_connect=factory)
+    with TestClient(app) as client:
+        response = client.post("/invocations", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    schemas.validate("http_error", response.json())
+    error = response.json()["error"]
+    assert error["code"] == code and needle in error["message"] and not error["message"].startswith(code)
+    assert factory.sessions == []  # no TTS session was opened
 
 
 def test_scripted_overrides_are_refused_by_a_bedrock_agent():

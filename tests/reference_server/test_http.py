@@ -256,3 +256,26 @@ def _release_and_wait(backend: ToneBackend, server) -> None:
     wait_for(lambda: server.runtime.sessions == 0, what="the response's slot to be released")
     backend.segment_permits.release(1)  # let a segment held at the disconnect finish
     wait_for(lambda: backend.open_generators == 0, what="the generator to be closed")
+
+
+def test_http_layer_errors_have_the_one_error_shape(serve):
+    """PROTOCOL.md §11.6: a path or method the server does not serve answers in the one error shape."""
+    server = serve(ToneBackend())
+    missing = httpx.get(f"{server.http_url}/nowhere", timeout=GUARD_S)
+    wrong_method = httpx.get(f"{server.http_url}/invocations", timeout=GUARD_S)
+    for response, status, code in ((missing, 404, "not_found"), (wrong_method, 405, "method_not_allowed")):
+        assert response.status_code == status
+        assert response.headers["content-type"] == "application/json"
+        schemas.validate("http_error", response.json())
+        error = response.json()["error"]
+        assert error["code"] == code and not error["message"].startswith(code)
+    assert missing.json()["error"]["message"] == "no route serves GET /nowhere"
+    assert "allow" in {k.lower() for k in wrong_method.headers}  # RFC 9110 §15.5.6
+
+
+def test_refusals_never_repeat_the_code_in_the_message(serve):
+    server = serve(ToneBackend())
+    response = post(server, text="Hi.", voice="nobody")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_voice"
+    assert not response.json()["error"]["message"].startswith("invalid_voice")

@@ -403,3 +403,26 @@ def test_the_simulator_logs_one_line_per_session_start_and_end(caplog: pytest.Lo
     assert end["parts_in"] == len(SENTENCES) + 1  # the requests and the close
     assert end["parts_out"] > 2 * len(SENTENCES) and end["bytes_out"] > end["bytes_in"] > 0
     assert end["duration_s"] >= 0
+
+
+def test_a_request_for_no_sagemaker_operation_gets_the_one_error_shape() -> None:
+    """The simulator's own refusal (not an imitation of SageMaker's) answers as PROTOCOL.md §11.6 says."""
+    import httpx
+
+    from protocol import schemas
+
+    async def main() -> None:
+        async with _simulator() as sim:
+            transport = httpx.ASGITransport(app=sim.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://sim") as client:
+                response = await client.get("/endpoints/e/invocations")
+        assert response.status_code == 404
+        assert response.headers["x-amzn-errortype"] == "UnknownOperationException"
+        schemas.validate("http_error", response.json())
+        error = response.json()["error"]
+        assert error == {
+            "code": "unknown_operation",
+            "message": "no SageMaker runtime operation at GET /endpoints/e/invocations",
+        }
+
+    run(main())
