@@ -170,9 +170,10 @@ def test_aws_sample_message_shapes_work_unmodified(serve):
                 "synthesis_complete",
             ]
             error = next(c for c in controls if c["type"] == "error")
-            assert (
-                "text" in error["message"] and "required" in error["message"]
-            )  # the sample matches substrings
+            # The sample matched substrings of `message`; from protocol 1.1 a client reads `code`, or
+            # searches the whole frame's text, which holds the code (PROTOCOL.md §1.7, §5.4).
+            assert error["code"] == "text_required" and "text_required" in json.dumps(error)
+            assert not error["message"].startswith("text_required")
             complete = controls[-1]
             assert complete["total_duration_s"] == pytest.approx(len(pcm) / 2 / 24000)
             assert complete["elapsed_s"] >= 0 and complete["request_id"]
