@@ -102,8 +102,9 @@ def decode_sse(parts: Iterable[bytes]) -> SSEBody:
     Checks: the body is exactly ``event: <type>\\ndata: <JSON>\\n\\n`` blocks; each event decodes with a
     WHATWG decoder fed the parts as they came; the data is a JSON object of the named type that validates
     against its schema; the order is synthesis_start, audio_chunk*, then synthesis_complete or error; ``seq``
-    counts from 0 without gaps; each chunk's base64 decodes on its own to non-empty bytes;
-    synthesis_complete's ``audio_bytes`` and ``chunks`` match.
+    counts from 0 without gaps; each chunk's base64 decodes on its own to non-empty bytes; only the first
+    chunk of a wav stream carries ``header_bytes``; synthesis_complete's ``audio_bytes`` and ``chunks``
+    match.
     """
     parts = list(parts)
     body = b"".join(parts)
@@ -148,6 +149,13 @@ def decode_sse(parts: Iterable[bytes]) -> SSEBody:
     assert all(t == "audio_chunk" for t in types[1:-1]), f"events out of order: {types}"
     seqs = [obj["seq"] for kind, obj in result.events if kind == "audio_chunk"]
     assert seqs == list(range(len(seqs))), f"audio_chunk seq values {seqs[:10]}... are not 0, 1, 2, ..."
+    # header_bytes (protocol 1.1, optional): only the first chunk of a wav stream, which holds the header.
+    marked = [obj["seq"] for kind, obj in result.events if kind == "audio_chunk" and "header_bytes" in obj]
+    fmt = result.events[0][1].get("format")
+    assert marked in ([], [0]) and (not marked or fmt == "wav"), (
+        f"header_bytes on audio_chunk seq {marked} of a {fmt} stream: only the first chunk of a wav stream "
+        "carries it (§11.4)"
+    )
     result.audio = bytes(audio)
     final = result.last()
     if final["type"] == "synthesis_complete":

@@ -638,7 +638,7 @@ class ServerSession:
             status=status,
             audio_bytes=pending.audio_bytes,
             total_duration_s=pending.audio_bytes / 2 / request.sample_rate,
-            elapsed_s=max(0.0, self._clock() - pending.accepted_at),
+            elapsed_s=round(max(0.0, self._clock() - pending.accepted_at), 3),  # milliseconds (§5.3)
             words=tuple(words) if words is not None else None,
         )
         self._outgoing.append(complete.to_json())

@@ -328,18 +328,25 @@ async def _sse_events(
     }
     yield encode_event(start, event="synthesis_start")
     encoder = _Encoder(parsed.format, request.sample_rate)
-    # A WAV stream's 44-byte header (0xFFFFFFFF sizes) rides at the front of the first chunk.
+    # A WAV stream's 44-byte header (0xFFFFFFFF sizes) rides at the front of the first chunk, which says
+    # so with header_bytes (§11.4); max_audio_frame_bytes is at least 64, so the header never splits.
     header = wav_header(request.sample_rate, data_bytes=None) if parsed.format == "wav" else b""
     seq = audio_bytes = pcm_bytes = 0
     words: list[Word] = []
 
     def audio_chunks(data: bytes) -> list[bytes]:
         nonlocal header, seq, audio_bytes
-        data, header = header + data, b""
+        header_bytes, data, header = len(header), header + data, b""
         events = []
         for i in range(0, len(data), chunk_bytes):
             chunk = data[i : i + chunk_bytes]
-            event = {"type": "audio_chunk", "seq": seq, "data": base64.b64encode(chunk).decode("ascii")}
+            event: dict[str, Any] = {
+                "type": "audio_chunk",
+                "seq": seq,
+                "data": base64.b64encode(chunk).decode("ascii"),
+            }
+            if header_bytes and i == 0:
+                event["header_bytes"] = header_bytes
             events.append(encode_event(event, event="audio_chunk"))
             seq += 1
             audio_bytes += len(chunk)
@@ -369,7 +376,7 @@ async def _sse_events(
             "audio_bytes": audio_bytes,
             "chunks": seq,
             "total_duration_s": pcm_bytes / 2 / request.sample_rate,
-            "elapsed_s": time.monotonic() - record.accepted_at,
+            "elapsed_s": round(time.monotonic() - record.accepted_at, 3),  # to the millisecond (§5.3)
         }
         if words:
             complete["words"] = [w.to_dict() for w in words]

@@ -34,6 +34,7 @@ from protocol.messages import (
     parse_server_control,
     rfc3339_to_epoch,
 )
+from protocol.pcm import parse_wav_header
 from protocol.voices import KOKORO_VOICES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -382,6 +383,12 @@ def test_sse_example(body):
         if start["format"] == "pcm":
             assert all(len(base64.b64decode(c["data"])) % 2 == 0 for c in chunks)
             assert math.isclose(last["total_duration_s"], len(decoded) / 2 / start["sample_rate"])
+        if start["format"] == "wav":  # the header rides in front of the first chunk, marked (§11.4)
+            assert chunks[0]["header_bytes"] == 44 and all("header_bytes" not in c for c in chunks[1:])
+            header = parse_wav_header(decoded)
+            assert header.header_bytes == 44 and header.data_bytes is None  # streamed: 0xFFFFFFFF
+            assert math.isclose(last["total_duration_s"], (len(decoded) - 44) / 2 / start["sample_rate"])
+    assert all("header_bytes" not in c for c in chunks) or start["format"] == "wav"
     with pytest.raises(binascii.Error):
         base64.b64decode("AAABAP//AgA", validate=True)  # unpadded is refused by strict decoders
 

@@ -92,6 +92,20 @@ def test_one_request_brackets_its_audio():
     assert client.outstanding == [] and server.next_request() is None
 
 
+def test_elapsed_is_rounded_to_the_millisecond():
+    """Issue 15: ``elapsed_s`` is 0.412, not 0.41183419300033723 (§5.3)."""
+    clock = FakeClock()
+    server = ServerSession(clock=clock)
+    client = ClientSession()
+    rid, frame = client.request("Hello there.")
+    server.receive_frame(frame)
+    server.start(rid)
+    clock.t += 0.41183419300033723
+    server.complete(rid)
+    _, complete = controls(server.data_to_send())
+    assert json.dumps(complete["elapsed_s"]) == "0.412"
+
+
 def test_both_frame_types_are_accepted():
     server = ServerSession()
     assert isinstance(server.receive_frame(request("binary frame")), list)

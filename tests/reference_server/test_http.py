@@ -126,10 +126,16 @@ def test_sse_events_follow_the_schemas(serve, fmt):
         assert start["encoding"] == "pcm_s16le" and len(audio) == 2 * expected_samples(TEXT)
     elif fmt == "wav":
         assert parse_wav_header(audio).data_bytes is None and len(audio) == 44 + 2 * expected_samples(TEXT)
+        # The first chunk says the header rides at its front; no other chunk says anything (§11.4).
+        assert chunks[0]["header_bytes"] == 44 and all("header_bytes" not in c for c in chunks[1:])
+        assert len(decode_base64_strict(chunks[0]["data"])) > 44  # header and PCM share the chunk
     else:
         assert start["encoding"] == "mp3"
         assert_mp3(audio, SAMPLE_RATE, expected_samples(TEXT))
     assert [w["word"] for w in complete["words"]][:2] == ["Hello", "there."]
+    if fmt != "wav":
+        assert all("header_bytes" not in c for c in chunks)
+    assert complete["elapsed_s"] == round(complete["elapsed_s"], 3)  # to the millisecond (§5.3)
 
 
 def assert_mp3(data: bytes, sample_rate: int, samples: int) -> None:
