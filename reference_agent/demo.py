@@ -5,9 +5,12 @@ mode goes first), and prints for each invocation the time of the first ``audio_c
 ``agent_start``. The figure is the agent's own ``t_ms`` stamp, so network and proxy buffering between
 agent and caller do not blur it; the time the caller saw the first audio after sending the request is
 printed beside it, and so is the time the model finished writing (the last ``text_delta``): bidi's
-voice can start before that, batch's never does. Then the medians and the ratio batch / bidi. Every
-stream is also checked with :mod:`reference_agent.checks`; any finding is printed and makes the exit
-status 1.
+voice can start before that, batch's never does. Then the medians and the ratio batch / bidi, and the
+timeline of each mode's last invocation as a listener lives it (:mod:`reference_agent.timeline`): per
+TTS request, when its text was written, sent, first heard and played, as a table and as a plot
+(``--plot``, a PNG; matplotlib draws it). Every stream is also checked with
+:mod:`reference_agent.checks`; any finding is printed and makes the exit status 1. Library log lines
+are shown only with ``-v``.
 
 Targets:
 
@@ -37,6 +40,9 @@ from reference_agent.checks import AgentSSEDecoder, Finding, check_events
 __all__ = ["DEFAULT_PROMPT", "Trial", "build_parser", "compare", "main", "run_trials"]
 
 DEFAULT_PROMPT = "In three or four sentences, why does streaming speech make a voice assistant feel faster?"
+
+DEFAULT_PLOT = "agent-demo-timeline.png"
+"""Where the timeline plot goes unless ``--plot`` says otherwise (the current folder)."""
 
 REQUEST_TIMEOUT_S = 120.0
 """Longest wait for one invocation, in seconds: a guard against hangs, far above any real reply."""
@@ -201,6 +207,61 @@ def compare(results: Sequence[Trial]) -> dict[str, float | None]:
     return medians
 
 
+def print_timelines(results: Sequence[Trial], out: TextIO = sys.stdout) -> dict[str, Trial]:
+    """Print the timeline of each mode's last conforming invocation (:mod:`reference_agent.timeline`).
+
+    One row per TTS request: its text (shortened), when it was written, sent, first heard, and when a
+    real-time player plays it, in milliseconds after ``agent_start``. Returns the invocations shown, by mode.
+    """
+    from reference_agent.timeline import timeline
+
+    shown = {}
+    for mode in ("bidi", "stream", "batch"):
+        trial = next((t for t in reversed(results) if t.mode == mode and t.ok), None)
+        if trial is not None:
+            shown[mode] = trial
+    if not shown:
+        return shown
+    print("\ntimeline of the last invocation of each mode, ms after agent_start:", file=out)
+    header = (
+        f"  {'mode':<6} {'#':>2}  {'text':<34} {'written':>8} {'sent':>8} {'first audio':>11}  "
+        f"{'plays':<15} {'silence':>7}"
+    )
+    print(header, file=out)
+    for mode, trial in shown.items():
+        for number, segment in enumerate(timeline(trial.events, mode), start=1):
+            text = segment.text if len(segment.text) <= 34 else segment.text[:31] + "..."
+            plays = (
+                "-"
+                if segment.plays_from_ms is None or segment.plays_to_ms is None
+                else f"{segment.plays_from_ms:,.0f}-{segment.plays_to_ms:,.0f}"
+            )
+            print(
+                f"  {mode:<6} {number:>2}  {text:<34} {_n(segment.written_ms):>8} {_n(segment.sent_ms):>8} "
+                f"{_n(segment.first_audio_ms):>11}  {plays:<15} {_n(segment.silence_ms):>7}",
+                file=out,
+            )
+    return shown
+
+
+def _n(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def write_plot(shown: dict[str, Trial], path: str | None, out: TextIO = sys.stdout) -> None:
+    """Draw the shown invocations' timelines to ``path`` (PNG); say where, or why not."""
+    if not path or not shown:
+        return
+    try:
+        from reference_agent.timeline import plot_timelines
+
+        written = plot_timelines({mode: trial.events for mode, trial in shown.items()}, path)
+    except ImportError:
+        print("(no timeline plot: matplotlib is not installed; pip install matplotlib)", file=out)
+        return
+    print(f"timeline plot: {written}", file=out)
+
+
 def report(results: Sequence[Trial], out: TextIO = sys.stdout) -> int:
     """Print the medians, the ratio and every finding; return the exit status (0: all conformed)."""
     summary = compare(results)
@@ -237,10 +298,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--voice", default="af_heart", help="Kokoro voice (default af_heart)")
     parser.add_argument("--trials", type=int, default=3, help="invocations per mode (default 3)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed invocations first (default 1)")
+    parser.add_argument(
+        "--plot",
+        default=DEFAULT_PLOT,
+        help=f"where to draw the timeline plot, a PNG (default {DEFAULT_PLOT}; '' for none)",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="show the libraries' log lines (-vv: debug)"
+    )
     return parser
 
 
 async def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    _quiet(args.verbose)
     if args.endpoint_url:
         url = args.endpoint_url
         invoke = agentcore_invoker(url) if url.startswith("arn:") else http_invoker(url)
@@ -248,23 +318,43 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
         results = await run_trials(
             invoke, prompt=args.prompt, voice=args.voice, trials=args.trials, warmup=args.warmup, out=out
         )
-        return report(results, out)
-    from reference_agent.local import LocalStack
+    else:
+        from reference_agent.local import LocalStack
 
-    print(
-        "starting the local stack (simulator + reference server + scripted agent) ...", file=out, flush=True
-    )
-    async with LocalStack() as stack:
-        print(f"agent: {stack.agent_url} (local, scripted model)\nprompt: {args.prompt!r}\n", file=out)
-        results = await run_trials(
-            http_invoker(stack.agent_url),
-            prompt=args.prompt,
-            voice=args.voice,
-            trials=args.trials,
-            warmup=args.warmup,
-            out=out,
+        print(
+            "starting the local stack (simulator + reference server + scripted agent) ...",
+            file=out,
+            flush=True,
         )
-    return report(results, out)
+        async with LocalStack() as stack:
+            print(f"agent: {stack.agent_url} (local, scripted model)\nprompt: {args.prompt!r}\n", file=out)
+            results = await run_trials(
+                http_invoker(stack.agent_url),
+                prompt=args.prompt,
+                voice=args.voice,
+                trials=args.trials,
+                warmup=args.warmup,
+                out=out,
+            )
+    status = report(results, out)
+    write_plot(print_timelines(results, out), args.plot, out)
+    return status
+
+
+def _quiet(verbose: int) -> None:
+    """Library log lines only with ``-v``: without it the demo's own table is all a person sees."""
+    from protocol.logs import configure_logging
+
+    configure_logging("debug" if verbose > 1 else "info" if verbose else "warning")
+    if not verbose:
+        # The CRT transport's body writer fails harmlessly once a stream has ended (simulator.client).
+        def drop_finished_crt_streams(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+            error = context.get("exception")
+            if isinstance(error, RuntimeError) and "HTTP_STREAM_HAS_COMPLETED" in str(error):
+                return
+            loop.default_exception_handler(context)
+
+        asyncio.get_running_loop().set_exception_handler(drop_finished_crt_streams)
 
 
 def main(args: list[str] | argparse.Namespace | None = None) -> int:
