@@ -15,10 +15,13 @@ then one module per benchmark, in the order of the issue:
 2. :mod:`bench.agent_latency`: the agent's first audio and playback underrun, bidi, stream and batch;
 3. :mod:`bench.transport_sizes`: bytes on the wire per audio encoding;
 4. :mod:`bench.throughput`: concurrent sessions per backend;
-5. :mod:`bench.simulator_overhead`: the simulator's cost in first-audio time;
-6. :mod:`bench.playback`: silence a real-time player would insert, with and without look-ahead;
+5. :mod:`bench.simulator_overhead`: the simulator's cost in first-audio time, leg by leg;
+6. :mod:`bench.playback`: silence a real-time player would insert, old segmentation vs deadline-aware
+   segmentation (PROTOCOL.md §10.1, §10.2), one to three sessions at once;
 7. :mod:`bench.chunker_cost`: the sentence chunker fed one character at a time;
-8. :mod:`bench.gpu` (run by ``bench/gpu.sh`` on a GPU machine): the torch backend on CUDA.
+8. :mod:`bench.segmentation_quality`: the cuts the server makes, and duration and word timings of the
+   segmented audio against the unsegmented;
+9. :mod:`bench.gpu` (run by ``bench/gpu.sh`` on a GPU machine): the torch backend on CUDA.
 
 :mod:`bench.runner` runs them in one event loop (``python -m bench``), :mod:`bench.plots` draws the
 charts and :mod:`bench.report` writes RESULTS.md.

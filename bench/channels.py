@@ -163,8 +163,13 @@ class _DirectChannel(Channel):
 
 
 @contextlib.asynccontextmanager
-async def simulator_channel(simulator: Any, endpoint_name: str = "bench") -> AsyncIterator[Channel]:
-    """A session through ``simulator`` (listening) with the official client over TLS + HTTP/2."""
+async def simulator_channel(
+    simulator: Any, endpoint_name: str = "bench", *, tcp_nodelay: bool = True
+) -> AsyncIterator[Channel]:
+    """A session through ``simulator`` (listening) with the official client over TLS + HTTP/2.
+
+    ``tcp_nodelay=False`` keeps the official client's own socket settings (Nagle on, REFERENCE.md §8).
+    """
     from simulator.client import open_bidi_session
 
     async with open_bidi_session(
@@ -172,6 +177,7 @@ async def simulator_channel(simulator: Any, endpoint_name: str = "bench") -> Asy
         endpoint_url=simulator.endpoint_url,
         ca_file=simulator.ca_file,
         timeout=SESSION_TIMEOUT_S,
+        tcp_nodelay=tcp_nodelay,
     ) as session:
         await session.opened()
         yield _SimulatorChannel(session)

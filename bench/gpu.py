@@ -1,4 +1,4 @@
-"""Benchmark 8: Kokoro-82M in PyTorch on a CUDA GPU: single-stream xRT, first audio, throughput.
+"""Benchmark 9: Kokoro-82M in PyTorch on a CUDA GPU: single-stream xRT, first audio, throughput.
 
 Run by ``bench/gpu.sh`` on a GPU machine that has PyTorch but not this project's environment, and whose
 working-tree budget (64 MiB) cannot carry the model's 92 MB ONNX plus the server's G2P stack (espeak-ng,
@@ -46,7 +46,7 @@ from bench.summary import describe
 __all__ = ["NAME", "PAYLOAD_DIR", "TITLE", "main", "measure", "notes", "plot", "prepare", "tables"]
 
 NAME = "gpu"
-TITLE = "8. GPU: the torch backend on CUDA"
+TITLE = "9. GPU: the torch backend on CUDA"
 
 REPO = Path(__file__).resolve().parent.parent
 PAYLOAD_DIR = REPO / ".assets" / "gpu-bench"

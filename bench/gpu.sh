@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark 8: the torch backend on a CUDA GPU (see bench/gpu.py for what is measured and why the
+# Benchmark 9: the torch backend on a CUDA GPU (see bench/gpu.py for what is measured and why the
 # work is split). Three steps, from the repository root:
 #
 #   1. here, once (minutes: xz of the 92 MB ONNX):   bench/gpu.sh prepare

@@ -41,6 +41,7 @@ BENCHMARKS = (
     "simulator_overhead",
     "playback",
     "chunker_cost",
+    "segmentation_quality",
 )
 """The CPU benchmarks in the issue's order (the GPU one runs from ``bench/gpu.sh``)."""
 

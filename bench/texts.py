@@ -8,7 +8,15 @@ after about 5 s) with an ordinary time to first token (:func:`bench.agent_latenc
 
 from __future__ import annotations
 
-__all__ = ["CLIPS", "REPLY", "REPLY_SENTENCES", "SHORT_TEXT", "THROUGHPUT_TEXT"]
+__all__ = [
+    "CLIPS",
+    "LONG_REPLIES",
+    "PLAYBACK_REPLIES",
+    "REPLY",
+    "REPLY_SENTENCES",
+    "SHORT_TEXT",
+    "THROUGHPUT_TEXT",
+]
 
 REPLY_SENTENCES: tuple[str, ...] = (
     "Happy to help.",
@@ -20,6 +28,30 @@ REPLY_SENTENCES: tuple[str, ...] = (
 
 REPLY = " ".join(REPLY_SENTENCES)
 """The agent reply: 267 characters, four sentences (the seed's text length and shape)."""
+
+LONG_REPLIES: dict[str, tuple[str, ...]] = {
+    "technician": (
+        "Sure thing.",
+        "The technician will arrive at your house between nine and eleven tomorrow to replace the heater.",
+        "Please make sure that someone is at home to let him in and show him where the old unit is.",
+    ),
+    "refund": (
+        "Good news.",
+        "Your refund for the damaged headphones was approved today and will be back on your card soon.",
+        "You do not need to send the headphones back because the courier already confirmed the damage.",
+    ),
+    "dentist": (
+        "Okay.",
+        "I moved your dentist appointment from Tuesday afternoon to Friday morning at half past ten.",
+        "The clinic will send you a reminder the evening before with the address and the parking details.",
+    ),
+}
+"""Three replies of long comma-less sentences after a one- or two-word opener: with one segment per
+sentence the long sentence takes longer to synthesize than the opener takes to play (bench §6)."""
+
+PLAYBACK_REPLIES: dict[str, tuple[str, ...]] = {"bench reply": REPLY_SENTENCES[:2], **LONG_REPLIES}
+"""The replies of the playback benchmark: the issue's bench reply ("Happy to help." then a 100-character
+sentence without commas) and :data:`LONG_REPLIES`."""
 
 SHORT_TEXT = "Hello there."
 """The first sentence of REFERENCE.md §3's deployment check: the smallest request worth timing."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -187,3 +188,99 @@ def test_agent_latency_tables_show_the_three_modes_side_by_side() -> None:
             del condition[f"{mode}_underrun_ms"]
     ((headers, _),) = agent_latency.tables(legacy)
     assert "stream / bidi" not in headers
+
+
+# --- timing stream: legs, old vs new playback, segmentation quality -------------------------------------
+
+
+def test_simulator_legs_split_first_audio_from_the_wire_log() -> None:
+    from bench import simulator_overhead
+    from simulator.wirelog import WireRecord
+
+    records = [
+        WireRecord(0.000, "container", "out", "connect"),
+        WireRecord(0.010, "client", "in", "PayloadPart"),  # the request reaches the simulator
+        WireRecord(0.0102, "container", "out", "text"),
+        WireRecord(0.012, "container", "in", "text", data_type="UTF8"),  # synthesis_start
+        WireRecord(0.0125, "client", "out", "PayloadPart", data_type="UTF8"),
+        WireRecord(0.300, "container", "in", "binary", data_type="BINARY"),  # first audio at the simulator
+        WireRecord(0.3004, "client", "out", "PayloadPart", data_type="BINARY"),
+    ]
+    legs = simulator_overhead.legs(records, started_at=100.0, sent_at=100.008, first_audio_at=100.302)
+    assert legs == {
+        "client_to_simulator": pytest.approx(2.0),
+        "simulator_in": pytest.approx(0.2),
+        "container_round_trip": pytest.approx(1.8),
+        "model": pytest.approx(288.0),
+        "simulator_out": pytest.approx(0.4),
+        "simulator_to_client": pytest.approx(1.6),
+    }
+    assert sum(legs.values()) == pytest.approx((100.302 - 100.008) * 1000)
+    assert simulator_overhead.legs(records[:3], 100.0, 100.008, 100.302) is None  # no audio: no legs
+
+
+def test_playback_compares_old_and_new_per_reply_and_session_count(tmp_path: Path) -> None:
+    config = playback.Config(trials=2, replies={"a": ("x",), "b": ("y",)}, sessions=(1, 2))
+    trials = [
+        {"trial": t, "mode": mode, "reply": reply, "sessions": n, "session": s, "underrun_ms": u,
+         "stalls": int(u > 0), "first_audio_ms": 100.0 + u, "audio_s": 5.0, "delivery_s": 3.0}
+        for t in (1, 2)
+        for reply in ("a", "b")
+        for n in (1, 2)
+        for s in range(1, n + 1)
+        for mode, u in (("old", 400.0 * n), ("new", 0.0 if n == 1 else 50.0 * t))
+    ]  # fmt: skip
+    figures = playback._figures(trials, config)
+    assert (
+        figures["a|1|old"]["underrun_ms"]["median"] == 400.0
+        and figures["a|1|new"]["underrun_ms"]["median"] == 0
+    )
+    assert figures["b|2|new"]["underrun_ms"] == {
+        "n": 4,
+        "median": 75.0,
+        "p95": 100.0,
+        "min": 50.0,
+        "max": 100.0,
+    }
+    assert figures["first_audio|new"]["median"] == 100.0
+    result = {"config": asdict(config), "figures": figures, "trials": trials}
+    (headers, rows), (_, first_rows) = playback.tables(result)
+    assert headers[2:4] == ["underrun, median (old)", "underrun, median (new)"]
+    assert rows[0] == ["a", "1", "400 ms", "0 ms", "1 / 0", "2"]
+    assert first_rows[-1] == ["all replies", "500 ms", "100 ms", "4"]
+    playback.plot(result, tmp_path / "playback.png")
+    assert (tmp_path / "playback.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_segmentation_quality_figures_and_tables() -> None:
+    from bench import segmentation_quality
+
+    segment = {"units": 27.0, "words": 5, "chars": 31, "boundary": "PREPOSITION", "first": False}
+    end = {**segment, "units": 58.0, "boundary": "END"}
+    pause = {"after_word": 5, "segmented_ms": 70.0, "unsegmented_ms": 30.0}
+    trials = [
+        {"reply": "r", "sentence": 1, "chars": 14, "units": 12.0, "unsegmented_s": 1.6, "segmented_s": 1.6,
+         "segments": [{**segment, "units": 12.0, "boundary": "END", "first": True}]},
+        {"reply": "r", "sentence": 2, "chars": 101, "units": 85.0, "unsegmented_s": 5.8, "segmented_s": 5.9,
+         "segments": [segment, end], "word_drift_ms": [0.0, 10.0, -30.0], "pauses": [pause]},
+    ]  # fmt: skip
+    figures = segmentation_quality._figures(trials)
+    assert (figures["sentences"], figures["sentences_cut"]) == (2, 1)
+    assert figures["duration_change_ms"]["max"] == 100.0 and figures["word_drift_ms"]["max"] == 30.0
+    assert figures["pause_at_cut_ms"]["median"] == 70.0 and figures["natural_gap_ms"]["median"] == 30.0
+    (_, rows), (_, summary) = segmentation_quality.tables({"trials": trials, "figures": figures})
+    assert rows[1][2] == "27u preposition | 58u end" and rows[1][4] == "5.90 s (+100 ms)"
+    assert summary[0] == ["sentences cut / spoken", "1 / 2"]
+
+
+def test_word_drift_lines_words_up_and_finds_the_pauses_at_cuts() -> None:
+    from bench import segmentation_quality
+    from protocol.messages import Word
+
+    plain = [("a", 0.30, 0.50), ("b", 0.52, 0.70), ("c", 0.71, 0.90)]
+    words = [Word("a", 0.30, 0.50), Word("b", 0.60, 0.78), Word("c", 0.79, 0.98)]
+    segments = [{"words": 1}, {"words": 2}]
+    drift = segmentation_quality._word_drift(plain, words, segments)
+    assert drift["word_drift_ms"] == [0.0, 80.0, 80.0]
+    assert drift["pauses"] == [{"after_word": 1, "segmented_ms": 100.0, "unsegmented_ms": 20.0}]
+    assert segmentation_quality._word_drift(plain, words[:2], segments) == {}
