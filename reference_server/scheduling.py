@@ -431,6 +431,11 @@ class DeadlineScheduler:
         with self._cond:
             return len(self._waiting)
 
+    def is_waiting(self, listener: Listener) -> bool:
+        """A step of ``listener`` is submitted and not yet taken by a worker."""
+        with self._cond:
+            return any(step.listener is listener for step in self._waiting)
+
     async def run(self, listener: Listener, work: Callable[[Grant], Any]) -> Any:
         """Run ``work`` on a worker thread when its turn comes; return its result.
 

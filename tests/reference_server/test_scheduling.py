@@ -404,15 +404,17 @@ def test_two_listeners_share_the_model_new_speech_first():
         first = asyncio.create_task(_speak(runtime, BENCH_REPLY, one, clock))
         while runtime.scheduler.history[-1][1].first is False or not one.queued_s(clock()):
             await asyncio.sleep(0.001)
-        started = clock()
         second = asyncio.create_task(_speak(runtime, LONG_REPLIES[1][1:], two, clock))
+        while not runtime.scheduler.is_waiting(two) and not two.queued_s(clock()):
+            await asyncio.sleep(0.001)
+        started = clock()  # the newcomer's first step is waiting (or already taken)
         return started, await first, await second
 
     started, (produced_one, _), (produced_two, audios_two) = run(scenario())
     runtime.scheduler.close()
     assert audios_two[0].segments[0].first and audios_two[0].segments[0].units <= DEFAULT_FIRST_UNITS
-    # The newcomer waited for at most one segment of the speaking session (the one being synthesized
-    # when it arrived; which of two waiting steps goes first is test_scheduler_runs_waiting_steps_...).
+    # Once waiting, the newcomer waited for at most the speaking session's segment being synthesized
+    # then: never for one that was merely waiting (test_scheduler_runs_waiting_steps_by_deadline).
     assert sum(1 for at, _, _ in produced_one if started < at < produced_two[0][0]) <= 1
     assert underrun_s(produced_one) == 0.0 and underrun_s(produced_two) == 0.0
 
