@@ -20,11 +20,12 @@ Where a cut may go, best first (:class:`Boundary`):
 6. a word boundary right after a function word ("the | house", "you | will"), or before a Hindi
    postposition.
 
-Never: inside a word; between Japanese or Chinese characters except at the places above (a long run of
-CJK text without punctuation, particles or conjunctions stays whole, since without a dictionary a cut
-there could split a word); between two digit groups ("1 000 000", "555 1234"); after a token ending in a
-period (an abbreviation or initial: "Dr.", "e.g.", "J."); before a token with no letter or digit ("—",
-"%"), so no segment starts with one.
+Never: inside a word; inside a number, in figures or spelled out by the text front-end ("1 000 000",
+"555 1234", "one thousand two hundred"); between Japanese or Chinese characters except at the places
+above (a long run of CJK text without punctuation, particles or conjunctions stays whole, since without a
+dictionary a cut there could split a word); after a token ending in a period (an abbreviation or
+initial: "Dr.", "e.g.", "J."); before a token with no letter or digit ("—", "%"), so no segment starts
+with one.
 
 Lengths are in *spoken units* (:func:`spoken_units`): a letter or digit is 1, a kana 2, a CJK ideograph 3,
 roughly proportional to speaking time. Every segment but a speech's first is at least ``min_units`` long
@@ -170,6 +171,46 @@ _EN_PAIRS = frozenset(
 )
 """Word pairs that are one phrase ("as soon as", "rather than"): never cut between them."""
 
+# Numbers as the text front-end spells them out (protocol.frontend): never cut between two of their words.
+_EN_NUMBERS = _words(
+    """
+    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
+    seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand
+    million billion trillion point oh first second third fourth fifth sixth seventh eighth ninth tenth
+    percent dollars dollar cents euros pounds
+    """
+)
+_ES_NUMBERS = _words(
+    """
+    cero uno una dos tres cuatro cinco seis siete ocho nueve diez once doce trece catorce quince dieciséis
+    veinte treinta cuarenta cincuenta sesenta setenta ochenta noventa cien ciento cientos mil millón
+    millones coma doscientos trescientos cuatrocientos quinientos seiscientos setecientos ochocientos
+    novecientos doscientas trescientas cuatrocientas quinientas seiscientas setecientas ochocientas
+    novecientas veintiuno veintidós veintitrés veinticuatro veinticinco veintiséis veintisiete veintiocho
+    veintinueve
+    """
+)
+_FR_NUMBERS = _words(
+    """
+    zéro un une deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze seize vingt
+    trente quarante cinquante soixante cent cents mille million millions milliard virgule pour
+    """
+)
+_IT_NUMBERS = _words(
+    """
+    zero uno una due tre quattro cinque sei sette otto nove dieci undici dodici tredici venti trenta
+    quaranta cinquanta sessanta settanta ottanta novanta cento mille mila milione milioni virgola
+    """
+)
+_PT_NUMBERS = _words(
+    """
+    zero um uma dois duas três quatro cinco seis sete oito nove dez onze doze treze vinte trinta quarenta
+    cinquenta sessenta setenta oitenta noventa cem cento mil milhão milhões vírgula duzentos trezentos
+    quatrocentos quinhentos seiscentos setecentos oitocentos novecentos duzentas trezentas quatrocentas
+    quinhentas seiscentas setecentas oitocentas novecentas
+    """
+)
+
 _ES_CONJ = _words(
     """
     y e o u ni pero sino mas porque pues aunque si cuando mientras que quien quienes cual cuales
@@ -284,17 +325,24 @@ class _Rules:
     function: frozenset[str] = frozenset()  # a cut right after one of these is WEAK
     elision: bool = False  # "qu'il" is looked up as "qu'"
     pairs: frozenset[tuple[str, str]] = frozenset()  # (previous, next) words never cut apart
+    numbers: frozenset[str] = frozenset()  # words of a spelled-out number: never cut between two
 
 
-_ENGLISH = _Rules(_EN_CONJ, _EN_PREP, function=_EN_CONJ | _EN_PREP | _EN_FUNCTION, pairs=_EN_PAIRS)
+_ENGLISH = _Rules(
+    _EN_CONJ, _EN_PREP, function=_EN_CONJ | _EN_PREP | _EN_FUNCTION, pairs=_EN_PAIRS, numbers=_EN_NUMBERS
+)
 _RULES: Mapping[str, _Rules] = MappingProxyType(
     {
         "a": _ENGLISH,
         "b": _ENGLISH,
-        "e": _Rules(_ES_CONJ, _ES_PREP, function=_ES_CONJ | _ES_PREP | _ES_FUNCTION),
-        "f": _Rules(_FR_CONJ, _FR_PREP, function=_FR_CONJ | _FR_PREP | _FR_FUNCTION, elision=True),
-        "i": _Rules(_IT_CONJ, _IT_PREP, function=_IT_CONJ | _IT_PREP | _IT_FUNCTION, elision=True),
-        "p": _Rules(_PT_CONJ, _PT_PREP, function=_PT_CONJ | _PT_PREP | _PT_FUNCTION),
+        "e": _Rules(_ES_CONJ, _ES_PREP, function=_ES_CONJ | _ES_PREP | _ES_FUNCTION, numbers=_ES_NUMBERS),
+        "f": _Rules(
+            _FR_CONJ, _FR_PREP, function=_FR_CONJ | _FR_PREP | _FR_FUNCTION, elision=True, numbers=_FR_NUMBERS
+        ),
+        "i": _Rules(
+            _IT_CONJ, _IT_PREP, function=_IT_CONJ | _IT_PREP | _IT_FUNCTION, elision=True, numbers=_IT_NUMBERS
+        ),
+        "p": _Rules(_PT_CONJ, _PT_PREP, function=_PT_CONJ | _PT_PREP | _PT_FUNCTION, numbers=_PT_NUMBERS),
         "h": _Rules(_HI_CONJ, after_post=_HI_POST, function=_HI_CONJ),
         "j": _Rules(),
         "z": _Rules(),
@@ -392,6 +440,8 @@ def _spaced_boundary(prev: str, nxt: str, rules: _Rules) -> Boundary:
     if nxt[0] in _OPENERS and _has_alnum(nxt):
         return Boundary.CONJUNCTION
     after, before = _key(prev, rules.elision), _key(nxt, rules.elision)
+    if after in rules.numbers and (before in rules.numbers or before.split("-")[0] in rules.numbers):
+        return Boundary.FORBIDDEN  # inside a spelled-out number: "one thousand | two hundred"
     if after in rules.function or before in rules.after_post or (after, before) in rules.pairs:
         return Boundary.WEAK  # "the | house", "parce | que", "घर | में": the word leans on the next
     if before in rules.before:

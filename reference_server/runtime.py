@@ -7,13 +7,13 @@ sessions. Each request's audio is produced by a :class:`RequestAudio`, one segme
 a session can stop between segments (cancel, disconnect) and sessions share the model segment by segment,
 the one whose listener runs out of audio first going first (PROTOCOL.md §10.2).
 
-Segmentation (§10.1, ``settings.segmentation``):
-
 Text (PROTOCOL.md §14.2): the request's text first goes through the text front-end
 (:func:`protocol.frontend.speech_pieces`, in the voice's language): markdown is not read aloud, figures
 and emoji are normalized, and the text comes out in pieces -- sentences, headings, list items, lines --
 made as they are asked for. An utterance (:class:`reference_server.utterance.UtteranceAudio`) hands out
 the same pieces of its text as they become ready.
+
+Segmentation (§10.1, ``settings.segmentation``):
 
 * ``deadline`` (default): each piece is cut into sentences (:mod:`protocol.chunker`; a piece is one
   sentence unless normalization revealed another), and each sentence into segments by

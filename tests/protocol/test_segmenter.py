@@ -195,6 +195,14 @@ def test_english_clause_phrase_word_and_forbidden_boundaries():
     assert "Dr. Smith paid $1 000 000, e.g. for the house (see above)" not in kinds  # before "—"
 
 
+def test_spelled_out_numbers_stay_whole():
+    kinds = _kinds("It costs one thousand two hundred dollars and forty cents today.", "a")
+    assert not any(k.endswith(("one", "thousand", "two", "hundred")) for k in kinds), kinds
+    assert kinds["It costs one thousand two hundred dollars"] is Boundary.CONJUNCTION
+    kinds = _kinds("Son mil doscientos euros y cuarenta céntimos.", "e")
+    assert "Son mil" not in kinds
+
+
 def test_english_conjunctions_relatives_and_prepositions():
     kinds = _kinds("I found the book which you wanted in the shop because it was cheap.", "b")
     assert kinds["I found the book"] is Boundary.CONJUNCTION  # before "which"
