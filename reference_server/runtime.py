@@ -94,6 +94,12 @@ hears at the cut. Measured on the int8 ONNX (en-US, af_heart), a whole sentence 
 comma or before "and", 20-90 ms between other words where it pauses at all, so a cut sounds like the
 pause Kokoro itself would make there: about 0.24 s at a clause or a conjunction, 0.05-0.07 s elsewhere."""
 
+OVERLOAD = 0.8
+"""Share of the model the waiting listeners need (``ModelSpeed.demand``) from which a segment that cannot
+fit is no longer cut short: under overload every cut adds a pass of Kokoro's lead-in and trailing
+silence (about 0.8 s of audio to compute) and the listener waits longer in all (simulated with
+tests/reference_server/paced_backend.py: 3 listeners at 2x real time wait 9.4 s cutting short, 8.3 s not)."""
+
 _SILENCE_RATIO = 0.02
 """A sample is sound when its magnitude is above this share of the segment's peak (-34 dB)."""
 
@@ -350,6 +356,12 @@ class RequestAudio:
         budget_s = runtime.settings.first_audio_target_s if grant.first else grant.budget_s
         if runtime.speed.measured:
             max_units = runtime.speed.max_units(budget_s, self.language, request.speed)
+            behind = max_units < self._segmenter.min_units and not grant.first
+            if behind and runtime.speed.demand(grant.waiting) >= OVERLOAD:
+                # No segment fits and the listeners waiting need more than the model has: a gap is
+                # coming whatever is cut, and every cut costs another pass of Kokoro's silence, so
+                # the rest of the sentence is spoken whole.
+                max_units = math.inf
         else:  # the model's speed is not known yet: a first segment is cut short, nothing else is
             max_units = 0.0 if grant.first else math.inf
         cut = self._segmenter.next_cut(text, max_units, first=grant.first)

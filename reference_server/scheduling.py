@@ -236,6 +236,12 @@ class ModelSpeed:
             return 1.5
         return min(2.0, max(1.1, 1.0 + 2.0 * math.sqrt(self._square_error)))
 
+    def demand(self, listeners: int) -> float:
+        """The share of the model that ``listeners`` real-time listeners need: ``listeners / xrt`` (1 or
+        more: the model cannot keep them all fed, whatever the segments)."""
+        with self._lock:
+            return listeners * self._compute.params[1]
+
     def predict_audio(self, units: float, language: str, speed: float = 1.0) -> float:
         """Expected seconds of audio (silences included) for ``units`` spoken units at ``speed``."""
         with self._lock:

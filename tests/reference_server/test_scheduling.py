@@ -429,3 +429,26 @@ def test_settings_refuse_unknown_modes():
     with pytest.raises(SettingsError):
         Settings(first_audio_target_s=-1)
     assert spoken_units("abc") == 3
+
+
+def test_overload_is_measured_as_the_share_of_the_model_the_listeners_need():
+    speed = ModelSpeed()
+    _feed(speed, xrt=2.0, n=10)
+    assert speed.demand(1) == pytest.approx(0.5, rel=0.02)
+    assert speed.demand(3) == pytest.approx(1.5, rel=0.02)
+
+
+@pytest.mark.parametrize(("waiting", "whole"), [(1, False), (2, True)])
+def test_a_segment_that_cannot_fit_is_cut_short_unless_the_model_is_overloaded(waiting, whole):
+    """At 2x real time one listener is fed with a short segment when the budget is tight; two listeners
+    need the whole model (demand 1.0 >= OVERLOAD), so cutting would only add Kokoro's silences."""
+    clock = FakeClock()
+    runtime, _ = _runtime(clock, xrt=2.0)
+    _warm(runtime, clock)
+    text = LONG_REPLIES[0][1]
+    audio = RequestAudio(runtime, SynthesisRequest(text=text, voice="af_heart", request_id="o"), Listener())
+    audio._step(Grant(budget_s=0.1, first=False, waiting=waiting))  # the scheduler's grant, by hand
+    (segment,) = audio.segments
+    assert (segment.boundary == "END") is whole
+    assert (segment.units == spoken_units(text)) is whole
+    runtime.scheduler.close()
