@@ -373,6 +373,8 @@ class IncrementalSentenceChunker:
                 return None
             after = buf[j]
             if no_space:
+                if after == " " and j + 1 == n:
+                    return None  # the space may still grow into a line break (a hard break)
                 if not (self._quotative and j > run_end and after in _QUOTATIVE) and _speakable(buf[start:j]):
                     return j, after == "\n"
                 i = j

@@ -24,8 +24,13 @@ a b e f i p  numbers as words (num2words): integers, grouped numbers (``1,234`` 
              numbers (digit by digit), ``#1`` and ``No. 5``, ``~5``
 h            the same shapes, but digits stay digits (espeak-ng reads Hindi cardinals well; num2words has no
              Hindi): separators, decimals, currency, units, times and dates get Hindi words around them
-j            only digit grouping (``1,234`` -> ``1234``); misaki's Japanese G2P reads numbers itself
-z            nothing but emoji and symbols: misaki's Chinese G2P normalizes numbers itself (cn2an)
+j            digits stay digits (misaki's Japanese G2P, cutlet, reads digit runs) but what it misreads around
+             them is rewritten: grouping (``1,234`` -> ``1234``), decimals (``3.14`` -> ``3点1 4``), times
+             (``10:30`` -> ``10時30分``), ISO dates (``2024年3月15日``), currency (``$5`` -> ``5ドル``),
+             percentages (``50パーセント``), negative numbers (``マイナス5``)
+z            misaki's Chinese G2P normalizes numbers itself (cn2an: decimals, percentages, dates), but not
+             digit grouping (``1,234`` -> ``1234``), times (``10:30`` -> ``10点30分``), ISO dates
+             (``2024年3月15日``) and currency symbols (``$5`` -> ``5美元``)
 all          emoji (pictographs, flags, keycaps, with their modifiers and joiners) are dropped; ``™ ®`` are
              dropped; URLs and e-mail addresses are spoken as host and path with the language's "dot",
              "slash" and "at" (scheme, ``www.``, query and fragment dropped); bare domains and file names
@@ -747,6 +752,7 @@ _TLDS = (
 )
 _START = r"(?<![\w@./+-])"  # a token starts a word
 _END = r"(?![\w@])(?![.,]\d)"  # and ends it (a number does not stop before a separator and digits)
+_SIGN = r"(?<![^\s(\[{\"'“‘«¿¡])[-−]"  # a minus sign: at the start or after a space, bracket or quote
 _AMPM = r"(?P<ampm>[ap]\.?\s?m\.?|[AP]\.?\s?M\.?)(?![\w])"
 _EN_MONTHS = {name.lower()[:3]: index for index, name in enumerate(_LANGUAGES["a"].months, 1)}
 _EN_MONTH = (
@@ -755,6 +761,35 @@ _EN_MONTH = (
 )
 _YEAR_CUES = "in since by from until till of circa around before after during year early late mid"
 _YEAR_CUE = "(?:" + "|".join(f"[{cue[0].upper()}{cue[0]}]{cue[1:]}" for cue in _YEAR_CUES.split()) + ")"
+
+
+# Japanese and Chinese: the G2P reads digit runs (cutlet, cn2an) but not the separators and symbols
+# around them. Their words are written without spaces, so these tokens start after any non-digit.
+_CJK_NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_CJK_WORDS = {
+    "j": {"$": "ドル", "US$": "ドル", "€": "ユーロ", "£": "ポンド", "¥": "円", "₹": "ルピー",
+          "%": "パーセント", "minus": "マイナス", "point": "点", "hour": "時", "minute": "分"},
+    "z": {"$": "美元", "US$": "美元", "€": "欧元", "£": "英镑", "¥": "元", "₹": "卢比",
+          "hour": "点", "minute": "分"},
+}  # fmt: skip
+
+
+def _cjk_patterns(code: str) -> list[str]:
+    number = _CJK_NUMBER
+    parts = [
+        r"(?P<date_iso>(?<![\d.-])(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2})(?![\d-]))",
+        r"(?P<time>(?<![\d:.])(?P<hh>[01]?\d|2[0-3]):(?P<mm>[0-5]\d)(?![\d:]))",
+        rf"(?P<currency>(?<![\d$€£¥₹])(?P<cur_pre>US\$|[$€£¥₹])(?P<amount_pre>{number})(?![\d.,])"
+        rf"|(?<![\d.,])(?P<amount_post>{number})\s?(?P<cur_post>[$€£¥₹]))",
+    ]
+    if code == "j":
+        parts += [
+            rf"(?P<percent>(?<![\d.,])(?P<sign_p>[-−])?(?P<amount_p>{number})\s?[%％])",
+            rf"(?P<number>(?<![\d.,])(?:(?<![\dA-Za-z)\]])(?P<sign>[-−]))?(?P<amount>{number})(?![\d.,]))",
+        ]
+    else:
+        parts.append(r"(?P<grouped>(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d])(?!,\d))")
+    return parts
 
 
 def _number_pattern(lang: _Language) -> str:
@@ -775,8 +810,9 @@ def _compiled(code: str) -> re.Pattern[str]:
     lang = _LANGUAGES.get(code, _GENERIC)
     parts = [rf"(?P<emoji>{_EMOJI})"]
     parts.append(
-        r"(?P<url>(?:https?://|www\.)[^\s<>\"'`]+?)(?=[.,;:!?)\]\"'»”]*(?:\s|$))"
-        r"|(?P<email>(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+)(?![\w@-])"
+        r"(?P<url>(?:https?://|www\.)[\w\-.~:/?#\[\]@!$&'()*+,;=%]+?)"
+        r"(?=[.,;:!?)\]\"'»”]*(?:[^\w\-.~:/?#\[\]@!$&'()*+,;=%]|$))"
+        r"|(?P<email>(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+)(?![\w@-])(?!\.\w)"
         rf"|(?P<domain>(?<![\w@./-])[A-Za-z0-9][\w-]*(?:\.[A-Za-z0-9][\w-]*)*\.(?:{_TLDS})(?:/[\w./-]*[\w/])?)(?![\w@-])"
     )
     if lang.abbreviations:
@@ -785,8 +821,8 @@ def _compiled(code: str) -> re.Pattern[str]:
     if code == "f":
         parts.append(r"(?<![\w.])(?P<monsieur>M\.)(?=\s[A-ZÀ-Ý])")
     parts.append(r"(?P<symbol>(?<=\s)(?:&|→|⇒|⟶|->)(?=\s))")
-    if code == "j":
-        parts.append(r"(?<![\d,.])(?P<grouped>\d{1,3}(?:,\d{3})+)(?![\d])(?![.,]\d)")
+    if code in ("j", "z"):
+        parts += _cjk_patterns(code)
     if code in ("", "j", "z"):
         return re.compile("|".join(parts))
     number = _number_pattern(lang)
@@ -831,11 +867,11 @@ def _compiled(code: str) -> re.Pattern[str]:
     parts += [
         rf"(?P<currency>(?<![\w$€£¥₹])(?P<cur_pre>{symbols})\s?(?P<amount_pre>{number})(?![.,]\d)(?:\s(?P<scale_pre>{scales})|(?P<scale_pre2>k|K|M|B|bn|mn))?(?![\w])"
         rf"|{_START}(?P<amount_post>{number})(?![.,]\d)(?:\s?(?P<scale_post>{scales}))?\s?(?P<cur_post>{symbols})(?![\w$€£¥₹]))",
-        rf"(?P<percent>{_START}(?P<sign_p>[-−])?(?P<amount_p>{number})(?![.,]\d)\s?%)",
-        rf"(?P<unit>{_START}(?P<sign_u>[-−])?(?P<amount_u>{number})(?![.,]\d)\s?(?P<unit_name>{units})(?![\w/]))",
+        rf"(?P<percent>(?:(?P<sign_p>{_SIGN})|{_START})(?P<amount_p>{number})(?![.,]\d)\s?%)",
+        rf"(?P<unit>(?:(?P<sign_u>{_SIGN})|{_START})(?P<amount_u>{number})(?![.,]\d)\s?(?P<unit_name>{units})(?![\w/]))",
         r"(?P<operator>(?<=\d)\s?(?P<op>[×÷=+*–—])\s?(?=[-−]?\d))",
         r"(?P<approx>(?<![\w])[~≈]\s?(?=\d))",
-        rf"(?P<number>(?<![\w.,])(?:(?<![\d)\]])(?P<sign>[-−]))?(?P<amount>{number}){_END})",
+        rf"(?P<number>(?:(?P<sign>{_SIGN})|(?<![\w.,]))(?P<amount>{number}){_END})",
         r"(?P<version>(?<![\w.])v?\d+(?:\.\d+){2,}(?![\w.]))",
     ]
     return re.compile("|".join(parts))
@@ -938,6 +974,8 @@ class _Reader:
         words = self.lang.words
         if kind == "emoji":
             return ""
+        if self.code in _CJK_WORDS and kind not in ("url", "email", "domain", "abbr", "symbol"):
+            return self.read_cjk(match)
         if kind in ("url", "email", "domain"):
             return self.address(group(kind), kind)
         if kind == "abbr":
@@ -946,8 +984,6 @@ class _Reader:
             return "Monsieur"
         if kind == "symbol":
             return {"&": words.get("and", "&")}.get(group("symbol"), words.get("to", ""))
-        if kind == "grouped":
-            return group("grouped").replace(",", "")
         if kind == "date_iso":
             return self.date(group("id"), group("im"), group("iy")) or group(kind)
         if kind == "date_slash":
@@ -1018,6 +1054,32 @@ class _Reader:
             return words["about"] + " "
         sign = words["minus"] + " " if group("sign") else ""
         return sign + self.number(group("amount"))
+
+    def read_cjk(self, match: re.Match[str]) -> str:
+        """Japanese and Chinese: digits stay digits (the G2P reads them); what is around them becomes
+        words (年月日, 時分 / 点分, currency names, パーセント, マイナス, 点 between a number's parts)."""
+        kind, group, words = match.lastgroup, match.group, _CJK_WORDS[self.code]
+        if kind == "grouped":
+            return group("grouped").replace(",", "")
+        if kind == "date_iso":
+            return f"{int(group('iy'))}年{int(group('im'))}月{int(group('id'))}日"
+        if kind == "time":
+            hours, minutes = int(group("hh")), int(group("mm"))
+            return f"{hours}{words['hour']}" + (f"{minutes}{words['minute']}" if minutes else "")
+        if kind == "currency":
+            amount = group("amount_pre") or group("amount_post")
+            return self.cjk_number(amount) + words[group("cur_pre") or group("cur_post")]
+        if kind == "percent":
+            sign = words["minus"] if group("sign_p") else ""
+            return sign + self.cjk_number(group("amount_p")) + words["%"]
+        sign = words["minus"] if group("sign") else ""
+        return sign + self.cjk_number(group("amount"))
+
+    def cjk_number(self, text: str) -> str:
+        whole, _, fraction = text.replace(",", "").partition(".")
+        if not fraction or self.code == "z":
+            return whole + ("." + fraction if fraction else "")  # cn2an reads "3.14" itself
+        return f"{whole}{_CJK_WORDS['j']['point']}{' '.join(fraction)}"
 
     def currency(self, match: re.Match[str]) -> str:
         group = match.group
@@ -1167,7 +1229,12 @@ def normalize_spans(text: str, language: str) -> list[tuple[str, str]]:
         if match.start() > position:
             spans.append((text[position : match.start()], text[position : match.start()]))
         written, spoken = match.group(), reader.read(match)
-        if spoken and spoken != written and reader.spaced:
+        if not spoken and reader.spaced:
+            # A dropped emoji must not glue its neighbours together ("1980.🎉1980." is two numbers).
+            before, after = text[match.start() - 1 : match.start()], text[match.end() : match.end() + 1]
+            if before and not before.isspace() and after.isalnum():
+                spoken = " "
+        elif spoken != written and reader.spaced:
             # Keep words apart from what surrounds them, so a second pass finds nothing new to read
             # ("#$5" must not become "#5 dollars").
             before, after = text[match.start() - 1 : match.start()], text[match.end() : match.end() + 1]
