@@ -98,7 +98,7 @@ class _Language:
     num2words: str | None  # num2words language; None: digits are left for the G2P
     decimal_comma: bool  # "," is the decimal separator, "." (and spaces in French) group thousands
     point: dict[str, str]  # decimal separator as written -> its word
-    words: dict[str, str]  # percent minus and to about times plus equals divided number dot slash at
+    words: dict[str, str]  # percent minus to about times plus equals ... (the keys "a" has)
     currencies: dict[str, _Currency]
     scales: dict[str, str]  # "million", "k" ... as written -> word before the currency ("" keeps it)
     scale_of: str  # word between a scale and the currency ("de" in es/pt, "di" it, "de"/"d'" fr)
@@ -108,614 +108,433 @@ class _Language:
     feminine: frozenset[str] = frozenset()  # unit words (singular) of feminine gender
 
 
-_EN_UNITS = {
-    "km": ("kilometer", "kilometers"),
-    "m": ("meter", "meters"),
-    "cm": ("centimeter", "centimeters"),
-    "mm": ("millimeter", "millimeters"),
-    "kg": ("kilogram", "kilograms"),
-    "g": ("gram", "grams"),
-    "mg": ("milligram", "milligrams"),
-    "l": ("liter", "liters"),
-    "L": ("liter", "liters"),
-    "ml": ("milliliter", "milliliters"),
-    "mL": ("milliliter", "milliliters"),
-    "km/h": ("kilometer per hour", "kilometers per hour"),
-    "kph": ("kilometer per hour", "kilometers per hour"),
-    "mph": ("mile per hour", "miles per hour"),
-    "ft": ("foot", "feet"),
-    "mi": ("mile", "miles"),
-    "lb": ("pound", "pounds"),
-    "lbs": ("pound", "pounds"),
-    "oz": ("ounce", "ounces"),
-    "KB": ("kilobyte", "kilobytes"),
-    "kB": ("kilobyte", "kilobytes"),
-    "MB": ("megabyte", "megabytes"),
-    "GB": ("gigabyte", "gigabytes"),
-    "TB": ("terabyte", "terabytes"),
-    "Hz": ("hertz", "hertz"),
-    "kHz": ("kilohertz", "kilohertz"),
-    "MHz": ("megahertz", "megahertz"),
-    "GHz": ("gigahertz", "gigahertz"),
-    "W": ("watt", "watts"),
-    "kW": ("kilowatt", "kilowatts"),
-    "MW": ("megawatt", "megawatts"),
-    "kWh": ("kilowatt hour", "kilowatt hours"),
-    "V": ("volt", "volts"),
-    "mAh": ("milliamp hour", "milliamp hours"),
-    "ms": ("millisecond", "milliseconds"),
-    "sec": ("second", "seconds"),
-    "min": ("minute", "minutes"),
-    "h": ("hour", "hours"),
-    "hr": ("hour", "hours"),
-    "hrs": ("hour", "hours"),
-    "°C": ("degree Celsius", "degrees Celsius"),
-    "°F": ("degree Fahrenheit", "degrees Fahrenheit"),
-    "°": ("degree", "degrees"),
-}
-_ES_UNITS = {
-    "km": ("kilómetro", "kilómetros"),
-    "m": ("metro", "metros"),
-    "cm": ("centímetro", "centímetros"),
-    "mm": ("milímetro", "milímetros"),
-    "kg": ("kilogramo", "kilogramos"),
-    "g": ("gramo", "gramos"),
-    "mg": ("miligramo", "miligramos"),
-    "l": ("litro", "litros"),
-    "L": ("litro", "litros"),
-    "ml": ("mililitro", "mililitros"),
-    "mL": ("mililitro", "mililitros"),
-    "km/h": ("kilómetro por hora", "kilómetros por hora"),
-    "mph": ("milla por hora", "millas por hora"),
-    "KB": ("kilobyte", "kilobytes"),
-    "kB": ("kilobyte", "kilobytes"),
-    "MB": ("megabyte", "megabytes"),
-    "GB": ("gigabyte", "gigabytes"),
-    "TB": ("terabyte", "terabytes"),
-    "Hz": ("hercio", "hercios"),
-    "kHz": ("kilohercio", "kilohercios"),
-    "MHz": ("megahercio", "megahercios"),
-    "GHz": ("gigahercio", "gigahercios"),
-    "W": ("vatio", "vatios"),
-    "kW": ("kilovatio", "kilovatios"),
-    "kWh": ("kilovatio hora", "kilovatios hora"),
-    "V": ("voltio", "voltios"),
-    "ms": ("milisegundo", "milisegundos"),
-    "min": ("minuto", "minutos"),
-    "h": ("hora", "horas"),
-    "seg": ("segundo", "segundos"),
-    "°C": ("grado Celsius", "grados Celsius"),
-    "°F": ("grado Fahrenheit", "grados Fahrenheit"),
-    "°": ("grado", "grados"),
-}
-_FR_UNITS = {
-    "km": ("kilomètre", "kilomètres"),
-    "m": ("mètre", "mètres"),
-    "cm": ("centimètre", "centimètres"),
-    "mm": ("millimètre", "millimètres"),
-    "kg": ("kilogramme", "kilogrammes"),
-    "g": ("gramme", "grammes"),
-    "mg": ("milligramme", "milligrammes"),
-    "l": ("litre", "litres"),
-    "L": ("litre", "litres"),
-    "ml": ("millilitre", "millilitres"),
-    "mL": ("millilitre", "millilitres"),
-    "km/h": ("kilomètre heure", "kilomètres heure"),
-    "mph": ("mile par heure", "miles par heure"),
-    "ko": ("kilo-octet", "kilo-octets"),
-    "Ko": ("kilo-octet", "kilo-octets"),
-    "Mo": ("mégaoctet", "mégaoctets"),
-    "Go": ("gigaoctet", "gigaoctets"),
-    "To": ("téraoctet", "téraoctets"),
-    "KB": ("kilo-octet", "kilo-octets"),
-    "MB": ("mégaoctet", "mégaoctets"),
-    "GB": ("gigaoctet", "gigaoctets"),
-    "TB": ("téraoctet", "téraoctets"),
-    "Hz": ("hertz", "hertz"),
-    "kHz": ("kilohertz", "kilohertz"),
-    "MHz": ("mégahertz", "mégahertz"),
-    "GHz": ("gigahertz", "gigahertz"),
-    "W": ("watt", "watts"),
-    "kW": ("kilowatt", "kilowatts"),
-    "kWh": ("kilowattheure", "kilowattheures"),
-    "V": ("volt", "volts"),
-    "ms": ("milliseconde", "millisecondes"),
-    "min": ("minute", "minutes"),
-    "s": ("seconde", "secondes"),
-    "°C": ("degré Celsius", "degrés Celsius"),
-    "°F": ("degré Fahrenheit", "degrés Fahrenheit"),
-    "°": ("degré", "degrés"),
-}
-_IT_UNITS = {
-    "km": ("chilometro", "chilometri"),
-    "m": ("metro", "metri"),
-    "cm": ("centimetro", "centimetri"),
-    "mm": ("millimetro", "millimetri"),
-    "kg": ("chilogrammo", "chilogrammi"),
-    "g": ("grammo", "grammi"),
-    "mg": ("milligrammo", "milligrammi"),
-    "l": ("litro", "litri"),
-    "L": ("litro", "litri"),
-    "ml": ("millilitro", "millilitri"),
-    "mL": ("millilitro", "millilitri"),
-    "km/h": ("chilometro orario", "chilometri orari"),
-    "mph": ("miglio orario", "miglia orarie"),
-    "KB": ("kilobyte", "kilobyte"),
-    "kB": ("kilobyte", "kilobyte"),
-    "MB": ("megabyte", "megabyte"),
-    "GB": ("gigabyte", "gigabyte"),
-    "TB": ("terabyte", "terabyte"),
-    "Hz": ("hertz", "hertz"),
-    "kHz": ("kilohertz", "kilohertz"),
-    "MHz": ("megahertz", "megahertz"),
-    "GHz": ("gigahertz", "gigahertz"),
-    "W": ("watt", "watt"),
-    "kW": ("kilowatt", "kilowatt"),
-    "kWh": ("chilowattora", "chilowattora"),
-    "V": ("volt", "volt"),
-    "ms": ("millisecondo", "millisecondi"),
-    "min": ("minuto", "minuti"),
-    "h": ("ora", "ore"),
-    "s": ("secondo", "secondi"),
-    "°C": ("grado Celsius", "gradi Celsius"),
-    "°F": ("grado Fahrenheit", "gradi Fahrenheit"),
-    "°": ("grado", "gradi"),
-}
-_PT_UNITS = {
-    "km": ("quilômetro", "quilômetros"),
-    "m": ("metro", "metros"),
-    "cm": ("centímetro", "centímetros"),
-    "mm": ("milímetro", "milímetros"),
-    "kg": ("quilograma", "quilogramas"),
-    "g": ("grama", "gramas"),
-    "mg": ("miligrama", "miligramas"),
-    "l": ("litro", "litros"),
-    "L": ("litro", "litros"),
-    "ml": ("mililitro", "mililitros"),
-    "mL": ("mililitro", "mililitros"),
-    "km/h": ("quilômetro por hora", "quilômetros por hora"),
-    "mph": ("milha por hora", "milhas por hora"),
-    "KB": ("kilobyte", "kilobytes"),
-    "kB": ("kilobyte", "kilobytes"),
-    "MB": ("megabyte", "megabytes"),
-    "GB": ("gigabyte", "gigabytes"),
-    "TB": ("terabyte", "terabytes"),
-    "Hz": ("hertz", "hertz"),
-    "kHz": ("quilohertz", "quilohertz"),
-    "MHz": ("mega-hertz", "mega-hertz"),
-    "GHz": ("giga-hertz", "giga-hertz"),
-    "W": ("watt", "watts"),
-    "kW": ("quilowatt", "quilowatts"),
-    "kWh": ("quilowatt-hora", "quilowatts-hora"),
-    "V": ("volt", "volts"),
-    "ms": ("milissegundo", "milissegundos"),
-    "min": ("minuto", "minutos"),
-    "h": ("hora", "horas"),
-    "s": ("segundo", "segundos"),
-    "°C": ("grau Celsius", "graus Celsius"),
-    "°F": ("grau Fahrenheit", "graus Fahrenheit"),
-    "°": ("grau", "graus"),
-}
-_HI_UNITS = {
-    unit: (word, word)
-    for unit, word in {
-        "km": "किलोमीटर",
-        "m": "मीटर",
-        "cm": "सेंटीमीटर",
-        "mm": "मिलीमीटर",
-        "kg": "किलोग्राम",
-        "g": "ग्राम",
-        "mg": "मिलीग्राम",
-        "l": "लीटर",
-        "L": "लीटर",
-        "ml": "मिलीलीटर",
-        "mL": "मिलीलीटर",
-        "km/h": "किलोमीटर प्रति घंटा",
-        "mph": "मील प्रति घंटा",
-        "KB": "किलोबाइट",
-        "kB": "किलोबाइट",
-        "MB": "मेगाबाइट",
-        "GB": "गीगाबाइट",
-        "TB": "टेराबाइट",
-        "Hz": "हर्ट्ज़",
-        "kHz": "किलोहर्ट्ज़",
-        "MHz": "मेगाहर्ट्ज़",
-        "GHz": "गीगाहर्ट्ज़",
-        "W": "वाट",
-        "kW": "किलोवाट",
-        "kWh": "किलोवाट घंटा",
-        "V": "वोल्ट",
-        "ms": "मिलीसेकंड",
-        "min": "मिनट",
-        "h": "घंटे",
-        "°C": "डिग्री सेल्सियस",
-        "°F": "डिग्री फ़ारेनहाइट",
-        "°": "डिग्री",
-    }.items()
-}
+def _pairs(text: str) -> dict[str, str]:
+    """``"key=value; key=value"`` -> dict (values may hold spaces)."""
+    return dict(item.split("=", 1) for item in text.split("; "))
+
+
+def _units(table: str) -> dict[str, tuple[str, str]]:
+    """Lines ``abbreviations | singular | plural`` -> abbreviation -> (singular, plural)."""
+    units = {}
+    for line in table.strip().splitlines():
+        names, one, many = (part.strip() for part in line.split("|"))
+        units.update(dict.fromkeys(names.split(), (one, many)))
+    return units
+
+
+def _currencies(table: str) -> dict[str, _Currency]:
+    """Lines ``symbols and codes | one | many [| cent | cents] [| feminine]`` -> symbol -> currency."""
+    currencies = {}
+    for line in table.strip().splitlines():
+        names, *words = (part.strip() for part in line.split("|"))
+        feminine = words[-1] == "feminine"
+        one, many, *cents = words[:-1] if feminine else words
+        currency = _Currency(one, many, *(cents or ("", "")), feminine)
+        currencies.update(dict.fromkeys(names.split(), currency))
+    return currencies
+
+
+_EN_UNITS = _units(
+    """
+    km | kilometer | kilometers
+    m | meter | meters
+    cm | centimeter | centimeters
+    mm | millimeter | millimeters
+    kg | kilogram | kilograms
+    g | gram | grams
+    mg | milligram | milligrams
+    l L | liter | liters
+    ml mL | milliliter | milliliters
+    km/h kph | kilometer per hour | kilometers per hour
+    mph | mile per hour | miles per hour
+    ft | foot | feet
+    mi | mile | miles
+    lb lbs | pound | pounds
+    oz | ounce | ounces
+    KB kB | kilobyte | kilobytes
+    MB | megabyte | megabytes
+    GB | gigabyte | gigabytes
+    TB | terabyte | terabytes
+    Hz | hertz | hertz
+    kHz | kilohertz | kilohertz
+    MHz | megahertz | megahertz
+    GHz | gigahertz | gigahertz
+    W | watt | watts
+    kW | kilowatt | kilowatts
+    MW | megawatt | megawatts
+    kWh | kilowatt hour | kilowatt hours
+    V | volt | volts
+    mAh | milliamp hour | milliamp hours
+    ms | millisecond | milliseconds
+    sec | second | seconds
+    min | minute | minutes
+    h hr hrs | hour | hours
+    °C | degree Celsius | degrees Celsius
+    °F | degree Fahrenheit | degrees Fahrenheit
+    ° | degree | degrees
+    """
+)
+
+
+_ES_UNITS = _units(
+    """
+    km | kilómetro | kilómetros
+    m | metro | metros
+    cm | centímetro | centímetros
+    mm | milímetro | milímetros
+    kg | kilogramo | kilogramos
+    g | gramo | gramos
+    mg | miligramo | miligramos
+    l L | litro | litros
+    ml mL | mililitro | mililitros
+    km/h | kilómetro por hora | kilómetros por hora
+    mph | milla por hora | millas por hora
+    KB kB | kilobyte | kilobytes
+    MB | megabyte | megabytes
+    GB | gigabyte | gigabytes
+    TB | terabyte | terabytes
+    Hz | hercio | hercios
+    kHz | kilohercio | kilohercios
+    MHz | megahercio | megahercios
+    GHz | gigahercio | gigahercios
+    W | vatio | vatios
+    kW | kilovatio | kilovatios
+    kWh | kilovatio hora | kilovatios hora
+    V | voltio | voltios
+    ms | milisegundo | milisegundos
+    min | minuto | minutos
+    h | hora | horas
+    seg | segundo | segundos
+    °C | grado Celsius | grados Celsius
+    °F | grado Fahrenheit | grados Fahrenheit
+    ° | grado | grados
+    """
+)
+
+
+_FR_UNITS = _units(
+    """
+    km | kilomètre | kilomètres
+    m | mètre | mètres
+    cm | centimètre | centimètres
+    mm | millimètre | millimètres
+    kg | kilogramme | kilogrammes
+    g | gramme | grammes
+    mg | milligramme | milligrammes
+    l L | litre | litres
+    ml mL | millilitre | millilitres
+    km/h | kilomètre heure | kilomètres heure
+    mph | mile par heure | miles par heure
+    ko Ko KB | kilo-octet | kilo-octets
+    Mo MB | mégaoctet | mégaoctets
+    Go GB | gigaoctet | gigaoctets
+    To TB | téraoctet | téraoctets
+    Hz | hertz | hertz
+    kHz | kilohertz | kilohertz
+    MHz | mégahertz | mégahertz
+    GHz | gigahertz | gigahertz
+    W | watt | watts
+    kW | kilowatt | kilowatts
+    kWh | kilowattheure | kilowattheures
+    V | volt | volts
+    ms | milliseconde | millisecondes
+    min | minute | minutes
+    s | seconde | secondes
+    °C | degré Celsius | degrés Celsius
+    °F | degré Fahrenheit | degrés Fahrenheit
+    ° | degré | degrés
+    """
+)
+
+
+_IT_UNITS = _units(
+    """
+    km | chilometro | chilometri
+    m | metro | metri
+    cm | centimetro | centimetri
+    mm | millimetro | millimetri
+    kg | chilogrammo | chilogrammi
+    g | grammo | grammi
+    mg | milligrammo | milligrammi
+    l L | litro | litri
+    ml mL | millilitro | millilitri
+    km/h | chilometro orario | chilometri orari
+    mph | miglio orario | miglia orarie
+    KB kB | kilobyte | kilobyte
+    MB | megabyte | megabyte
+    GB | gigabyte | gigabyte
+    TB | terabyte | terabyte
+    Hz | hertz | hertz
+    kHz | kilohertz | kilohertz
+    MHz | megahertz | megahertz
+    GHz | gigahertz | gigahertz
+    W | watt | watt
+    kW | kilowatt | kilowatt
+    kWh | chilowattora | chilowattora
+    V | volt | volt
+    ms | millisecondo | millisecondi
+    min | minuto | minuti
+    h | ora | ore
+    s | secondo | secondi
+    °C | grado Celsius | gradi Celsius
+    °F | grado Fahrenheit | gradi Fahrenheit
+    ° | grado | gradi
+    """
+)
+
+
+_PT_UNITS = _units(
+    """
+    km | quilômetro | quilômetros
+    m | metro | metros
+    cm | centímetro | centímetros
+    mm | milímetro | milímetros
+    kg | quilograma | quilogramas
+    g | grama | gramas
+    mg | miligrama | miligramas
+    l L | litro | litros
+    ml mL | mililitro | mililitros
+    km/h | quilômetro por hora | quilômetros por hora
+    mph | milha por hora | milhas por hora
+    KB kB | kilobyte | kilobytes
+    MB | megabyte | megabytes
+    GB | gigabyte | gigabytes
+    TB | terabyte | terabytes
+    Hz | hertz | hertz
+    kHz | quilohertz | quilohertz
+    MHz | mega-hertz | mega-hertz
+    GHz | giga-hertz | giga-hertz
+    W | watt | watts
+    kW | quilowatt | quilowatts
+    kWh | quilowatt-hora | quilowatts-hora
+    V | volt | volts
+    ms | milissegundo | milissegundos
+    min | minuto | minutos
+    h | hora | horas
+    s | segundo | segundos
+    °C | grau Celsius | graus Celsius
+    °F | grau Fahrenheit | graus Fahrenheit
+    ° | grau | graus
+    """
+)
 
 _LANGUAGES = {
     "a": _Language(
-        "a",
-        "en",
-        False,
-        {".": "point"},
-        {
-            "percent": "percent",
-            "minus": "minus",
-            "to": "to",
-            "about": "about",
-            "times": "times",
-            "plus": "plus",
-            "equals": "equals",
-            "divided": "divided by",
-            "number": "number",
-            "dot": "dot",
-            "slash": "slash",
-            "at": "at",
-            "and": "and",
-            "cents_and": "and",
-            "o'clock": "o'clock",
-        },
-        {
-            "$": _Currency("dollar", "dollars", "cent", "cents"),
-            "US$": _Currency("dollar", "dollars", "cent", "cents"),
-            "USD": _Currency("dollar", "dollars", "cent", "cents"),
-            "€": _Currency("euro", "euros", "cent", "cents"),
-            "EUR": _Currency("euro", "euros", "cent", "cents"),
-            "£": _Currency("pound", "pounds", "penny", "pence"),
-            "GBP": _Currency("pound", "pounds", "penny", "pence"),
-            "¥": _Currency("yen", "yen"),
-            "JPY": _Currency("yen", "yen"),
-            "₹": _Currency("rupee", "rupees", "paisa", "paise"),
-            "INR": _Currency("rupee", "rupees", "paisa", "paise"),
-            "R$": _Currency("real", "reais", "centavo", "centavos"),
-            "BRL": _Currency("real", "reais", "centavo", "centavos"),
-        },
-        {
-            "thousand": "thousand",
-            "million": "million",
-            "billion": "billion",
-            "trillion": "trillion",
-            "k": "thousand",
-            "K": "thousand",
-            "M": "million",
-            "mn": "million",
-            "B": "billion",
-            "bn": "billion",
-        },
-        "",
-        _EN_UNITS,
-        (
-            "January",
-            "February",
-            "March",
-            "April",
-            "May",
-            "June",
-            "July",
-            "August",
-            "September",
-            "October",
-            "November",
-            "December",
+        code="a",
+        num2words="en",
+        decimal_comma=False,
+        point={".": "point"},
+        words=_pairs(
+            "percent=percent; minus=minus; to=to; about=about; times=times; plus=plus; equals=equals; "
+            "divided=divided by; number=number; dot=dot; slash=slash; at=at; and=and; cents_and=and"
         ),
-        {
-            "e.g.": "for example",
-            "i.e.": "that is",
-            "vs.": "versus",
-            "vs": "versus",
-            "approx.": "approximately",
-            "24/7": "twenty-four seven",
-        },
+        currencies=_currencies(
+            """
+            $ US$ USD | dollar | dollars | cent | cents
+            € EUR | euro | euros | cent | cents
+            £ GBP | pound | pounds | penny | pence
+            ¥ JPY | yen | yen
+            ₹ INR | rupee | rupees | paisa | paise
+            R$ BRL | real | reais | centavo | centavos
+            """
+        ),
+        scales=_pairs(
+            "thousand=thousand; million=million; billion=billion; trillion=trillion; k=thousand; "
+            "K=thousand; M=million; mn=million; B=billion; bn=billion"
+        ),
+        scale_of="",
+        units=_EN_UNITS,
+        months=tuple(
+            "January February March April May June July August September October November December".split()
+        ),
+        abbreviations=_pairs(
+            "e.g.=for example; i.e.=that is; vs.=versus; vs=versus; approx.=approximately; "
+            "24/7=twenty-four seven"
+        ),
     ),
     "e": _Language(
-        "e",
-        "es",
-        True,
-        {",": "coma", ".": "punto"},
-        {
-            "percent": "por ciento",
-            "minus": "menos",
-            "to": "a",
-            "about": "unos",
-            "times": "por",
-            "plus": "más",
-            "equals": "igual a",
-            "divided": "entre",
-            "number": "número",
-            "dot": "punto",
-            "slash": "barra",
-            "at": "arroba",
-            "and": "y",
-            "cents_and": "con",
-        },
-        {
-            "$": _Currency("dólar", "dólares", "centavo", "centavos"),
-            "US$": _Currency("dólar", "dólares", "centavo", "centavos"),
-            "USD": _Currency("dólar", "dólares", "centavo", "centavos"),
-            "€": _Currency("euro", "euros", "céntimo", "céntimos"),
-            "EUR": _Currency("euro", "euros", "céntimo", "céntimos"),
-            "£": _Currency("libra", "libras", "penique", "peniques", True),
-            "GBP": _Currency("libra", "libras", "penique", "peniques", True),
-            "¥": _Currency("yen", "yenes"),
-            "JPY": _Currency("yen", "yenes"),
-            "₹": _Currency("rupia", "rupias", feminine=True),
-            "INR": _Currency("rupia", "rupias", feminine=True),
-            "R$": _Currency("real", "reales", "centavo", "centavos"),
-            "BRL": _Currency("real", "reales", "centavo", "centavos"),
-        },
-        {
-            "mil": "mil",
-            "millón": "millón",
-            "millones": "millones",
-            "mil millones": "mil millones",
-            "billones": "billones",
-            "k": "mil",
-            "M": "millones",
-        },
-        "de",
-        _ES_UNITS,
-        (
-            "enero",
-            "febrero",
-            "marzo",
-            "abril",
-            "mayo",
-            "junio",
-            "julio",
-            "agosto",
-            "septiembre",
-            "octubre",
-            "noviembre",
-            "diciembre",
+        code="e",
+        num2words="es",
+        decimal_comma=True,
+        point={",": "coma", ".": "punto"},
+        words=_pairs(
+            "percent=por ciento; minus=menos; to=a; about=unos; times=por; plus=más; equals=igual a; "
+            "divided=entre; number=número; dot=punto; slash=barra; at=arroba; and=y; cents_and=con"
         ),
-        {"p. ej.": "por ejemplo", "p.ej.": "por ejemplo", "aprox.": "aproximadamente"},
-        frozenset({"milla por hora", "hora"}),
+        currencies=_currencies(
+            """
+            $ US$ USD | dólar | dólares | centavo | centavos
+            € EUR | euro | euros | céntimo | céntimos
+            £ GBP | libra | libras | penique | peniques | feminine
+            ¥ JPY | yen | yenes
+            ₹ INR | rupia | rupias | feminine
+            R$ BRL | real | reales | centavo | centavos
+            """
+        ),
+        scales=_pairs(
+            "mil=mil; millón=millón; millones=millones; mil millones=mil millones; billones=billones; "
+            "k=mil; M=millones"
+        ),
+        scale_of="de",
+        units=_ES_UNITS,
+        months=tuple(
+            "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre".split()
+        ),
+        abbreviations=_pairs("p. ej.=por ejemplo; p.ej.=por ejemplo; aprox.=aproximadamente"),
+        feminine=frozenset(["hora", "milla por hora"]),
     ),
     "f": _Language(
-        "f",
-        "fr",
-        True,
-        {",": "virgule", ".": "point"},
-        {
-            "percent": "pour cent",
-            "minus": "moins",
-            "to": "à",
-            "about": "environ",
-            "times": "fois",
-            "plus": "plus",
-            "equals": "égale",
-            "divided": "divisé par",
-            "number": "numéro",
-            "dot": "point",
-            "slash": "slash",
-            "at": "arobase",
-            "and": "et",
-            "cents_and": "et",
-        },
-        {
-            "$": _Currency("dollar", "dollars", "cent", "cents"),
-            "US$": _Currency("dollar", "dollars", "cent", "cents"),
-            "USD": _Currency("dollar", "dollars", "cent", "cents"),
-            "€": _Currency("euro", "euros", "centime", "centimes"),
-            "EUR": _Currency("euro", "euros", "centime", "centimes"),
-            "£": _Currency("livre", "livres", "penny", "pence", True),
-            "GBP": _Currency("livre", "livres", "penny", "pence", True),
-            "¥": _Currency("yen", "yens"),
-            "JPY": _Currency("yen", "yens"),
-            "₹": _Currency("roupie", "roupies", feminine=True),
-            "INR": _Currency("roupie", "roupies", feminine=True),
-            "R$": _Currency("réal", "réais", "centavo", "centavos"),
-            "BRL": _Currency("réal", "réais", "centavo", "centavos"),
-        },
-        {
-            "mille": "mille",
-            "million": "million",
-            "millions": "millions",
-            "milliard": "milliard",
-            "milliards": "milliards",
-            "k": "mille",
-            "M": "millions",
-            "Md": "milliards",
-        },
-        "de",
-        _FR_UNITS,
-        (
-            "janvier",
-            "février",
-            "mars",
-            "avril",
-            "mai",
-            "juin",
-            "juillet",
-            "août",
-            "septembre",
-            "octobre",
-            "novembre",
-            "décembre",
+        code="f",
+        num2words="fr",
+        decimal_comma=True,
+        point={",": "virgule", ".": "point"},
+        words=_pairs(
+            "percent=pour cent; minus=moins; to=à; about=environ; times=fois; plus=plus; equals=égale; "
+            "divided=divisé par; number=numéro; dot=point; slash=slash; at=arobase; and=et; cents_and=et"
         ),
-        {"p. ex.": "par exemple", "p.ex.": "par exemple"},
-        frozenset({"minute", "seconde", "milliseconde"}),
+        currencies=_currencies(
+            """
+            $ US$ USD | dollar | dollars | cent | cents
+            € EUR | euro | euros | centime | centimes
+            £ GBP | livre | livres | penny | pence | feminine
+            ¥ JPY | yen | yens
+            ₹ INR | roupie | roupies | feminine
+            R$ BRL | réal | réais | centavo | centavos
+            """
+        ),
+        scales=_pairs(
+            "mille=mille; million=million; millions=millions; milliard=milliard; milliards=milliards; "
+            "k=mille; M=millions; Md=milliards"
+        ),
+        scale_of="de",
+        units=_FR_UNITS,
+        months=tuple(
+            "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split()
+        ),
+        abbreviations=_pairs("p. ex.=par exemple; p.ex.=par exemple"),
+        feminine=frozenset(["milliseconde", "minute", "seconde"]),
     ),
     "i": _Language(
-        "i",
-        "it",
-        True,
-        {",": "virgola", ".": "punto"},
-        {
-            "percent": "per cento",
-            "minus": "meno",
-            "to": "a",
-            "about": "circa",
-            "times": "per",
-            "plus": "più",
-            "equals": "uguale a",
-            "divided": "diviso",
-            "number": "numero",
-            "dot": "punto",
-            "slash": "barra",
-            "at": "chiocciola",
-            "and": "e",
-            "cents_and": "e",
-        },
-        {
-            "$": _Currency("dollaro", "dollari", "centesimo", "centesimi"),
-            "US$": _Currency("dollaro", "dollari", "centesimo", "centesimi"),
-            "USD": _Currency("dollaro", "dollari", "centesimo", "centesimi"),
-            "€": _Currency("euro", "euro", "centesimo", "centesimi"),
-            "EUR": _Currency("euro", "euro", "centesimo", "centesimi"),
-            "£": _Currency("sterlina", "sterline", "penny", "pence", True),
-            "GBP": _Currency("sterlina", "sterline", "penny", "pence", True),
-            "¥": _Currency("yen", "yen"),
-            "JPY": _Currency("yen", "yen"),
-            "₹": _Currency("rupia", "rupie", feminine=True),
-            "INR": _Currency("rupia", "rupie", feminine=True),
-            "R$": _Currency("real", "real", "centavo", "centavos"),
-            "BRL": _Currency("real", "real", "centavo", "centavos"),
-        },
-        {
-            "mila": "mila",
-            "milione": "milione",
-            "milioni": "milioni",
-            "miliardo": "miliardo",
-            "miliardi": "miliardi",
-            "k": "mila",
-            "M": "milioni",
-            "mld": "miliardi",
-        },
-        "di",
-        _IT_UNITS,
-        (
-            "gennaio",
-            "febbraio",
-            "marzo",
-            "aprile",
-            "maggio",
-            "giugno",
-            "luglio",
-            "agosto",
-            "settembre",
-            "ottobre",
-            "novembre",
-            "dicembre",
+        code="i",
+        num2words="it",
+        decimal_comma=True,
+        point={",": "virgola", ".": "punto"},
+        words=_pairs(
+            "percent=per cento; minus=meno; to=a; about=circa; times=per; plus=più; equals=uguale a; "
+            "divided=diviso; number=numero; dot=punto; slash=barra; at=chiocciola; and=e; cents_and=e"
         ),
-        {"ecc.": "eccetera", "etc.": "eccetera"},
-        frozenset({"ora"}),
+        currencies=_currencies(
+            """
+            $ US$ USD | dollaro | dollari | centesimo | centesimi
+            € EUR | euro | euro | centesimo | centesimi
+            £ GBP | sterlina | sterline | penny | pence | feminine
+            ¥ JPY | yen | yen
+            ₹ INR | rupia | rupie | feminine
+            R$ BRL | real | real | centavo | centavos
+            """
+        ),
+        scales=_pairs(
+            "mila=mila; milione=milione; milioni=milioni; miliardo=miliardo; miliardi=miliardi; k=mila; "
+            "M=milioni; mld=miliardi"
+        ),
+        scale_of="di",
+        units=_IT_UNITS,
+        months=tuple(
+            "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre "
+            "dicembre".split()
+        ),
+        abbreviations=_pairs("ecc.=eccetera; etc.=eccetera"),
+        feminine=frozenset(["ora"]),
     ),
     "p": _Language(
-        "p",
-        "pt_BR",
-        True,
-        {",": "vírgula", ".": "ponto"},
-        {
-            "percent": "por cento",
-            "minus": "menos",
-            "to": "a",
-            "about": "cerca de",
-            "times": "vezes",
-            "plus": "mais",
-            "equals": "igual a",
-            "divided": "dividido por",
-            "number": "número",
-            "dot": "ponto",
-            "slash": "barra",
-            "at": "arroba",
-            "and": "e",
-            "cents_and": "e",
-        },
-        {
-            "$": _Currency("dólar", "dólares", "centavo", "centavos"),
-            "US$": _Currency("dólar", "dólares", "centavo", "centavos"),
-            "USD": _Currency("dólar", "dólares", "centavo", "centavos"),
-            "€": _Currency("euro", "euros", "centavo", "centavos"),
-            "EUR": _Currency("euro", "euros", "centavo", "centavos"),
-            "£": _Currency("libra", "libras", "pêni", "pence", True),
-            "GBP": _Currency("libra", "libras", "pêni", "pence", True),
-            "¥": _Currency("iene", "ienes"),
-            "JPY": _Currency("iene", "ienes"),
-            "₹": _Currency("rupia", "rupias", feminine=True),
-            "INR": _Currency("rupia", "rupias", feminine=True),
-            "R$": _Currency("real", "reais", "centavo", "centavos"),
-            "BRL": _Currency("real", "reais", "centavo", "centavos"),
-        },
-        {
-            "mil": "mil",
-            "milhão": "milhão",
-            "milhões": "milhões",
-            "bilhão": "bilhão",
-            "bilhões": "bilhões",
-            "k": "mil",
-            "M": "milhões",
-            "bi": "bilhões",
-            "mi": "milhões",
-        },
-        "de",
-        _PT_UNITS,
-        (
-            "janeiro",
-            "fevereiro",
-            "março",
-            "abril",
-            "maio",
-            "junho",
-            "julho",
-            "agosto",
-            "setembro",
-            "outubro",
-            "novembro",
-            "dezembro",
+        code="p",
+        num2words="pt_BR",
+        decimal_comma=True,
+        point={",": "vírgula", ".": "ponto"},
+        words=_pairs(
+            "percent=por cento; minus=menos; to=a; about=cerca de; times=vezes; plus=mais; equals=igual "
+            "a; divided=dividido por; number=número; dot=ponto; slash=barra; at=arroba; and=e; "
+            "cents_and=e"
         ),
-        {
-            "p. ex.": "por exemplo",
-            "p.ex.": "por exemplo",
-            "Sr.": "senhor",
-            "Sra.": "senhora",
-            "aprox.": "aproximadamente",
-        },
-        frozenset({"milha por hora", "hora"}),
+        currencies=_currencies(
+            """
+            $ US$ USD | dólar | dólares | centavo | centavos
+            € EUR | euro | euros | centavo | centavos
+            £ GBP | libra | libras | pêni | pence | feminine
+            ¥ JPY | iene | ienes
+            ₹ INR | rupia | rupias | feminine
+            R$ BRL | real | reais | centavo | centavos
+            """
+        ),
+        scales=_pairs(
+            "mil=mil; milhão=milhão; milhões=milhões; bilhão=bilhão; bilhões=bilhões; k=mil; M=milhões; "
+            "bi=bilhões; mi=milhões"
+        ),
+        scale_of="de",
+        units=_PT_UNITS,
+        months=tuple(
+            "janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro dezembro".split()
+        ),
+        abbreviations=_pairs(
+            "p. ex.=por exemplo; p.ex.=por exemplo; Sr.=senhor; Sra.=senhora; aprox.=aproximadamente"
+        ),
+        feminine=frozenset(["hora", "milha por hora"]),
     ),
     "h": _Language(
-        "h",
-        None,
-        False,
-        {".": "दशमलव"},
-        {
-            "percent": "प्रतिशत",
-            "minus": "माइनस",
-            "to": "से",
-            "about": "लगभग",
-            "times": "गुणा",
-            "plus": "प्लस",
-            "equals": "बराबर",
-            "divided": "भाग",
-            "number": "नंबर",
-            "dot": "डॉट",
-            "slash": "स्लैश",
-            "at": "एट",
-            "and": "और",
-            "cents_and": "और",
-        },
-        {
-            "$": _Currency("डॉलर", "डॉलर", "सेंट", "सेंट"),
-            "US$": _Currency("डॉलर", "डॉलर", "सेंट", "सेंट"),
-            "USD": _Currency("डॉलर", "डॉलर", "सेंट", "सेंट"),
-            "€": _Currency("यूरो", "यूरो", "सेंट", "सेंट"),
-            "EUR": _Currency("यूरो", "यूरो", "सेंट", "सेंट"),
-            "£": _Currency("पाउंड", "पाउंड", "पेंस", "पेंस"),
-            "GBP": _Currency("पाउंड", "पाउंड", "पेंस", "पेंस"),
-            "¥": _Currency("येन", "येन"),
-            "JPY": _Currency("येन", "येन"),
-            "₹": _Currency("रुपया", "रुपये", "पैसा", "पैसे"),
-            "INR": _Currency("रुपया", "रुपये", "पैसा", "पैसे"),
-            "Rs.": _Currency("रुपया", "रुपये", "पैसा", "पैसे"),
-            "R$": _Currency("रियाल", "रियाल", "सेंटावो", "सेंटावो"),
-            "BRL": _Currency("रियाल", "रियाल", "सेंटावो", "सेंटावो"),
-        },
-        {"हज़ार": "हज़ार", "लाख": "लाख", "करोड़": "करोड़", "k": "हज़ार", "M": "मिलियन"},
-        "",
-        _HI_UNITS,
-        ("जनवरी", "फ़रवरी", "मार्च", "अप्रैल", "मई", "जून", "जुलाई", "अगस्त", "सितंबर", "अक्टूबर", "नवंबर", "दिसंबर"),
+        code="h",
+        num2words=None,
+        decimal_comma=False,
+        point={".": "दशमलव"},
+        words=_pairs(
+            "percent=प्रतिशत; minus=माइनस; to=से; about=लगभग; times=गुणा; plus=प्लस; equals=बराबर; "
+            "divided=भाग; number=नंबर; dot=डॉट; slash=स्लैश; at=एट; and=और; cents_and=और"
+        ),
+        currencies=_currencies(
+            """
+            $ US$ USD | डॉलर | डॉलर | सेंट | सेंट
+            € EUR | यूरो | यूरो | सेंट | सेंट
+            £ GBP | पाउंड | पाउंड | पेंस | पेंस
+            ¥ JPY | येन | येन
+            ₹ INR Rs. | रुपया | रुपये | पैसा | पैसे
+            R$ BRL | रियाल | रियाल | सेंटावो | सेंटावो
+            """
+        ),
+        scales=_pairs("हज़ार=हज़ार; लाख=लाख; करोड़=करोड़; k=हज़ार; M=मिलियन"),
+        scale_of="",
+        units=_units(
+            """
+            km | किलोमीटर | किलोमीटर
+            m | मीटर | मीटर
+            cm | सेंटीमीटर | सेंटीमीटर
+            mm | मिलीमीटर | मिलीमीटर
+            kg | किलोग्राम | किलोग्राम
+            g | ग्राम | ग्राम
+            mg | मिलीग्राम | मिलीग्राम
+            l L | लीटर | लीटर
+            ml mL | मिलीलीटर | मिलीलीटर
+            km/h | किलोमीटर प्रति घंटा | किलोमीटर प्रति घंटा
+            mph | मील प्रति घंटा | मील प्रति घंटा
+            KB kB | किलोबाइट | किलोबाइट
+            MB | मेगाबाइट | मेगाबाइट
+            GB | गीगाबाइट | गीगाबाइट
+            TB | टेराबाइट | टेराबाइट
+            Hz | हर्ट्ज़ | हर्ट्ज़
+            kHz | किलोहर्ट्ज़ | किलोहर्ट्ज़
+            MHz | मेगाहर्ट्ज़ | मेगाहर्ट्ज़
+            GHz | गीगाहर्ट्ज़ | गीगाहर्ट्ज़
+            W | वाट | वाट
+            kW | किलोवाट | किलोवाट
+            kWh | किलोवाट घंटा | किलोवाट घंटा
+            V | वोल्ट | वोल्ट
+            ms | मिलीसेकंड | मिलीसेकंड
+            min | मिनट | मिनट
+            h | घंटे | घंटे
+            °C | डिग्री सेल्सियस | डिग्री सेल्सियस
+            °F | डिग्री फ़ारेनहाइट | डिग्री फ़ारेनहाइट
+            ° | डिग्री | डिग्री
+            """
+        ),
+        months=tuple("जनवरी फ़रवरी मार्च अप्रैल मई जून जुलाई अगस्त सितंबर अक्टूबर नवंबर दिसंबर".split()),
     ),
 }
 _LANGUAGES["b"] = _Language(**{**_LANGUAGES["a"].__dict__, "code": "b"})

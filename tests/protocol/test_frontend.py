@@ -414,11 +414,113 @@ BATTERY = [
         "### 步骤\n1. 打开应用。\n2. 点击「设置」。",
         ["步骤", "1. 打开应用。", "2. 点击「设置」。"],
     ),
+    # --- a second batch, written before it was first run: 18 of 20 as written; one expectation was
+    # wrong ("p.m. Tomorrow" is a sentence end), one is a known miss (KNOWN_MISSES) ---
+    (
+        "two-paragraphs",
+        "a",
+        "First paragraph here.\n\nSecond one, with **bold** text!",
+        ["First paragraph here.", "Second one, with bold text!"],
+    ),
+    ("paren-numbers", "a", "Options:\n1) Red\n2) Blue", ["Options:", "one) Red", "two) Blue"]),
+    ("heading-colon", "a", "### Pros:\n- Fast\n- Cheap", ["Pros:", "Fast", "Cheap"]),
+    (
+        "pm-capital",
+        "a",
+        "We close at 5 p.m. Tomorrow we open at 9 a.m.",
+        ["We close at five p m", "Tomorrow we open at nine a m"],
+    ),
+    (
+        "nested-quote",
+        "a",
+        "He said, \"She told me 'no.'\" Then he left.",
+        ["He said, \"She told me 'no.'\"", "Then he left."],
+    ),
+    (
+        "bold-exclaim-mid",
+        "a",
+        "That was **amazing!** Let's do it again.",
+        ["That was amazing!", "Let's do it again."],
+    ),
+    (
+        "code-span-punct",
+        "a",
+        "Call `foo.bar()` first. Then `baz()`.",
+        ["Call foo.bar() first.", "Then baz()."],
+    ),
+    (
+        "question-list",
+        "a",
+        "Want to know more?\n- Pricing\n- Support",
+        ["Want to know more?", "Pricing", "Support"],
+    ),
+    (
+        "decimal-list",
+        "a",
+        "- Pi is 3.14159\n- e is 2.718",
+        ["Pi is three point one four one five nine", "e is two point seven one eight"],
+    ),
+    ("percent-range", "a", "Growth was 5–7% last year.", ["Growth was five to seven percent last year."]),
+    (
+        "es-inner-question",
+        "e",
+        "Y tú, ¿qué piensas? Yo creo que sí.",
+        ["Y tú, ¿qué piensas?", "Yo creo que sí."],
+    ),
+    (
+        "es-decimal-million",
+        "e",
+        "Son 1,5 millones de personas.",
+        ["Son uno coma cinco millones de personas."],
+    ),
+    (
+        "fr-million-euros",
+        "f",
+        "Le budget est de 2,5 millions d'euros.",
+        ["Le budget est de deux virgule cinq millions d'euros."],
+    ),
+    ("fr-question-list", "f", "Que faire ?\n- Attendre\n- Partir", ["Que faire ?", "Attendre", "Partir"]),
+    (
+        "it-quotes-bold",
+        "i",
+        "Ha detto: «**Sì**, certo.» Poi è uscito.",
+        ["Ha detto: «Sì, certo.»", "Poi è uscito."],
+    ),
+    (
+        "pt-emphasis-percent",
+        "p",
+        "A inflação foi de *4,5%* em 2023.",
+        ["A inflação foi de quatro vírgula cinco por cento em dois mil e vinte e três."],
+    ),
+    ("hi-plain-numbers", "h", "मेरे पास 25 किताबें हैं। और 3 पेन।", ["मेरे पास 25 किताबें हैं।", "और 3 पेन।"]),
+    (
+        "ja-quote-then-sentence",
+        "j",
+        "「本当？」と聞いた。彼は笑った。",
+        ["「本当？」と聞いた。", "彼は笑った。"],
+    ),
+    ("zh-list-colon", "z", "注意：\n1. 带伞。\n2. 早点出发！", ["注意：", "1. 带伞。", "2. 早点出发！"]),
+]
+
+
+KNOWN_MISSES = [
+    pytest.param(
+        "a",
+        "I work at Acme Inc. It is great.",
+        ["I work at Acme Inc.", "It is great."],
+        id="abbreviation-ends-sentence",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="sentencex reads 'Inc.' before a capital as an abbreviation: the two sentences share a "
+            "segment (same words, one pause fewer); a boundary would need the whole next word (chunker docs)",
+        ),
+    ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("language", "text", "expected"), [case[1:] for case in BATTERY], ids=[c[0] for c in BATTERY]
+    ("language", "text", "expected"),
+    [pytest.param(*case[1:], id=case[0]) for case in BATTERY] + KNOWN_MISSES,
 )
 def test_battery_whole_by_character_and_in_fragments(language, text, expected):
     whole = pieces([text], language)
@@ -431,7 +533,7 @@ def test_battery_whole_by_character_and_in_fragments(language, text, expected):
 
 def test_battery_covers_every_language_and_the_required_shapes():
     assert {case[1] for case in BATTERY} == set("abefhijpz")
-    assert len(BATTERY) >= 60
+    assert len(BATTERY) >= 80
 
 
 def test_pieces_flag_hard_breaks_and_keep_the_written_text():
