@@ -61,6 +61,7 @@ __all__ = [
     "InvalidServerFrame",
     "InvocationsRequest",
     "LanguageInfo",
+    "Marks",
     "ServerControl",
     "ServerInfo",
     "SynthesisComplete",
@@ -82,8 +83,9 @@ __all__ = [
 
 PROTOCOL_VERSION = "1.1"
 """The version of PROTOCOL.md this code implements (§1.7); ``capabilities.protocol`` carries it (§4.4)."""
-FEATURES: tuple[str, ...] = ("cancel", "describe", "utterance")
-"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.4, §15.1)."""
+FEATURES: tuple[str, ...] = ("cancel", "describe", "utterance", "marks")
+"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.4, §5.5,
+§15.1)."""
 SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000)
 """Output sample rates a request may ask for, in Hz (§4.1)."""
 DEFAULT_SAMPLE_RATE = 24000
@@ -150,6 +152,7 @@ class SynthesisRequest:
         request_id: the client's id, or ``None`` for the server to assign one.
         request_timestamp: when the client issued the request, Unix epoch seconds (RFC 3339 strings
             are converted on parsing), or ``None``.
+        marks: ask for a ``marks`` frame before each segment's audio (§5.5, version 1.1).
     """
 
     text: str
@@ -158,6 +161,7 @@ class SynthesisRequest:
     sample_rate: int = DEFAULT_SAMPLE_RATE
     request_id: str | None = None
     request_timestamp: float | None = None
+    marks: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of §4.1, without ``type`` (as the AWS sample's clients send it)."""
@@ -171,6 +175,8 @@ class SynthesisRequest:
             obj["request_id"] = self.request_id
         if self.request_timestamp is not None:
             obj["request_timestamp"] = self.request_timestamp
+        if self.marks:
+            obj["marks"] = True
         return obj
 
     def to_json(self) -> str:
@@ -218,7 +224,7 @@ class Utterance:
     Attributes:
         request_id: the utterance's id (required: every utterance message names it).
         text: the first fragment, or ``None``. May end with a high surrogate half (§15.2).
-        voice, speed, sample_rate, request_timestamp: as in :class:`SynthesisRequest`.
+        voice, speed, sample_rate, request_timestamp, marks: as in :class:`SynthesisRequest`.
     """
 
     request_id: str
@@ -227,6 +233,7 @@ class Utterance:
     speed: float = DEFAULT_SPEED
     sample_rate: int = DEFAULT_SAMPLE_RATE
     request_timestamp: float | None = None
+    marks: bool = False
 
     def to_request(self) -> SynthesisRequest:
         """The request this utterance is answered as (§15.4), with the text sent so far."""
@@ -237,11 +244,12 @@ class Utterance:
             sample_rate=self.sample_rate,
             request_id=self.request_id,
             request_timestamp=self.request_timestamp,
+            marks=self.marks,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type": "utterance", "request_id", "voice", "speed", "sample_rate"}`` plus ``text`` and
-        ``request_timestamp`` when set."""
+        """``{"type": "utterance", "request_id", "voice", "speed", "sample_rate"}`` plus ``text``,
+        ``request_timestamp`` and ``marks`` when set."""
         obj: dict[str, Any] = {
             "type": "utterance",
             "request_id": self.request_id,
@@ -253,6 +261,8 @@ class Utterance:
             obj["text"] = self.text
         if self.request_timestamp is not None:
             obj["request_timestamp"] = self.request_timestamp
+        if self.marks:
+            obj["marks"] = True
         return obj
 
     def to_json(self) -> str:
@@ -490,6 +500,66 @@ class SynthesisComplete:
             "audio_bytes": self.audio_bytes,
             "total_duration_s": self.total_duration_s,
             "elapsed_s": self.elapsed_s,
+        }
+        if self.words is not None:
+            obj["words"] = [w.to_dict() for w in self.words]
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text; send it as a TEXT frame (§3.2)."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Marks:
+    """``marks``: what the audio of one synthesis segment says, sent inside the bracket of a request that
+    asked for marks, before that audio (PROTOCOL.md §5.5, version 1.1).
+
+    Attributes:
+        request_id: the request whose bracket is open.
+        segment: the segment's index in the request, from 0.
+        text: the text the segment speaks, as the server spoke it (after any normalization).
+        start_s: where the segment's audio begins, seconds from the request's first sample.
+        end_s: where it ends, on the same timeline (``start_s <= end_s``).
+        words: the segment's word timings on the same timeline, or ``None`` when the language has none
+            (a list is stored as a tuple).
+
+    Raises:
+        ValueError: a field is out of its range (so :meth:`to_json` always validates).
+    """
+
+    request_id: str
+    segment: int
+    text: str
+    start_s: float
+    end_s: float
+    words: tuple[Word, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _check_request_id(self.request_id)
+        if isinstance(self.segment, bool) or not isinstance(self.segment, int) or self.segment < 0:
+            raise ValueError(f"segment must be an integer >= 0, not {self.segment!r}")
+        if not isinstance(self.text, str):
+            raise ValueError("text must be a string")
+        _check_seconds("start_s", self.start_s)
+        _check_seconds("end_s", self.end_s)
+        if self.start_s > self.end_s:
+            raise ValueError(f"the segment starts after it ends ({self.start_s} > {self.end_s})")
+        if self.words is not None:
+            words = tuple(self.words)
+            if not all(isinstance(w, Word) for w in words):
+                raise ValueError("words must be Word instances")
+            object.__setattr__(self, "words", words)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of §5.5 (``words`` only when set)."""
+        obj: dict[str, Any] = {
+            "type": "marks",
+            "request_id": self.request_id,
+            "segment": self.segment,
+            "text": self.text,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
         }
         if self.words is not None:
             obj["words"] = [w.to_dict() for w in self.words]
@@ -787,7 +857,7 @@ class Capabilities:
         return _to_json(self.to_dict())
 
 
-ServerControl = SynthesisStart | SynthesisComplete | ErrorFrame | Capabilities
+ServerControl = SynthesisStart | SynthesisComplete | ErrorFrame | Capabilities | Marks
 
 
 class InvalidServerFrame(ValueError):
@@ -982,10 +1052,11 @@ _EXPECTED = {
     "format": "a string",
     "transport": '"binary" or "sse"',
     "stream": "a boolean",
+    "marks": "a boolean",
 }
 
 # §9.2: members are checked in this order and the first failure is the answer.
-_REQUEST_ORDER = ("request_id", "text", "voice", "speed", "sample_rate", "request_timestamp")
+_REQUEST_ORDER = ("request_id", "text", "voice", "speed", "sample_rate", "request_timestamp", "marks")
 _FRAGMENT_ORDER = ("request_id", "text")  # append, flush, end (§15.6)
 _INVOCATIONS_ORDER = (
     "request_id",
@@ -1170,6 +1241,7 @@ def _request_from(obj: dict[str, Any]) -> SynthesisRequest:
         sample_rate=int(given("sample_rate", DEFAULT_SAMPLE_RATE)),
         request_id=obj.get("request_id"),
         request_timestamp=None if stamp is None else _timestamp(stamp),
+        marks=obj.get("marks") is True,
     )
 
 
@@ -1180,6 +1252,7 @@ def parse_client_message(
     now: float | None = None,
     known_voices: Collection[str] | None = None,
     utterances: bool = True,
+    marks: bool = True,
 ) -> ClientMessage:
     """Parse and validate one client WebSocket message (PROTOCOL.md §3.1, §4, §9.2, §15).
 
@@ -1191,6 +1264,8 @@ def parse_client_message(
         known_voices: the voices the server has; ``None`` accepts any name of the §4.1 shape.
         utterances: read the utterance messages of §15. ``False`` parses exactly as a server without
             the feature must: their types are ``unknown_type`` (§15.1).
+        marks: read the ``marks`` member of requests and utterances (§5.5). ``False`` ignores it, as a
+            server without the feature does with every unknown member (§1.4).
 
     Returns:
         A :class:`SynthesisRequest` (``request_id`` ``None`` when the client sent none; the session
@@ -1207,6 +1282,8 @@ def parse_client_message(
     obj = decode_json_object(
         data, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth, split_halves=utterances
     )
+    if not marks:
+        obj.pop("marks", None)
     kind = obj.get("type")
     known = kind is None or (
         isinstance(kind, str) and kind in _CLIENT_TYPES and (utterances or kind not in UTTERANCE_TYPES)
@@ -1274,6 +1351,7 @@ def _utterance_message(
             speed=request.speed,
             sample_rate=request.sample_rate,
             request_timestamp=request.request_timestamp,
+            marks=request.marks,
         )
     if kind == "append":
         return Append(request_id=request_id, text=text)
@@ -1379,6 +1457,7 @@ _SERVER_SCHEMAS = {
     "synthesis_complete": "synthesis_complete",
     "error": "error",
     "capabilities": "capabilities",
+    "marks": "marks",
 }
 
 
@@ -1469,6 +1548,16 @@ def _typed(name: str, obj: dict[str, Any]) -> ServerControl:
             elapsed_s=float(obj["elapsed_s"]),
             words=None if words is None else _words(words),
         )
+    if name == "marks":
+        words = obj.get("words")
+        return Marks(
+            request_id=obj["request_id"],
+            segment=int(obj["segment"]),
+            text=obj["text"],
+            start_s=float(obj["start_s"]),
+            end_s=float(obj["end_s"]),
+            words=None if words is None else _words(words),
+        )
     if name == "capabilities":
         return _capabilities(obj)
     return ErrorFrame(
@@ -1489,8 +1578,8 @@ def parse_server_control(obj: dict[str, Any]) -> ServerControl:
         obj: the decoded JSON object.
 
     Returns:
-        :class:`SynthesisStart`, :class:`SynthesisComplete`, :class:`ErrorFrame` or
-        :class:`Capabilities`. Unknown members are ignored.
+        :class:`SynthesisStart`, :class:`SynthesisComplete`, :class:`ErrorFrame`,
+        :class:`Capabilities` or :class:`Marks`. Unknown members are ignored.
 
     Raises:
         UnknownFrameType: ``type`` names no server frame of this version (a client SHOULD ignore it).

@@ -40,6 +40,7 @@ __all__ = [
     "Closed",
     "ErrorSeen",
     "Ignored",
+    "MarksSeen",
     "Opened",
     "Outcome",
     "ReaderEvent",
@@ -84,6 +85,14 @@ class Rule(enum.Enum):
         "MUST",
         "a refusal naming an utterance says which message it refuses (message_type)",
     )
+    MARKS_VALID = ("§5.5", "MUST", "a marks frame validates against its schema")
+    MARKS_ASKED = ("§5.5", "MUST", "marks only for a request that asked for them, inside its bracket")
+    MARKS_IN_ORDER = (
+        "§5.5",
+        "MUST",
+        "marks frames count segments from 0, never overlap, and precede the audio of later segments",
+    )
+    MARKS_SENT = ("§5.5", "MUST", "a request that asked for marks gets one before its audio is all sent")
 
     @property
     def section(self) -> str:
@@ -163,13 +172,21 @@ class CapabilitiesSeen:
 
 
 @dataclass(frozen=True, slots=True)
+class MarksSeen:
+    """A ``marks`` frame inside the bracket ``key`` (§5.5)."""
+
+    key: str | None
+    reading: ControlReading
+
+
+@dataclass(frozen=True, slots=True)
 class Ignored:
     """A control frame whose ``type`` names no server frame of this version (§1.7: a client ignores it)."""
 
     reading: ControlReading
 
 
-ReaderEvent = Opened | AudioSeen | Closed | ErrorSeen | CapabilitiesSeen | Ignored
+ReaderEvent = Opened | AudioSeen | Closed | ErrorSeen | CapabilitiesSeen | MarksSeen | Ignored
 
 
 @dataclass
@@ -185,13 +202,17 @@ class Outcome:
 
 
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}", re.ASCII)
-_SERVER_TYPES = frozenset({"synthesis_start", "synthesis_complete", "error", "capabilities"})
+_SERVER_TYPES = frozenset({"synthesis_start", "synthesis_complete", "error", "capabilities", "marks"})
 _VALIDITY = {
     "synthesis_start": Rule.START_VALID,
     "synthesis_complete": Rule.COMPLETE_VALID,
     "error": Rule.ERROR_VALID,
     "capabilities": Rule.CAPABILITIES_VALID,
+    "marks": Rule.MARKS_VALID,
 }
+MARKS_TOLERANCE_S = 0.01
+"""Slack when a ``marks`` frame's end is compared with the audio already received: resampling the
+request's audio shifts it by a few samples (§5.5)."""
 # Error codes that reject the message they answer: the named request never gets a bracket (§6.3).
 _REJECTING = frozenset(ErrorCode) - {
     ErrorCode.INTERNAL_ERROR,
@@ -228,6 +249,10 @@ class _Bracket:
     aligner: SampleAligner = field(default_factory=SampleAligner)
     ambiguous: bool = False
     """Another bracket overlapped this one: which audio belonged to it is unknown."""
+    sample_rate: int | None = None
+    asked_marks: bool = False
+    marks: int = 0
+    marked_to_s: float = 0.0
 
 
 class StreamReader:
@@ -247,17 +272,24 @@ class StreamReader:
         self._assigned: set[str] = set()
         self._utterances: set[str] = set()
         self._describes = 0
+        self._marked: set[str] = set()  # requests that asked for marks (§5.5), until answered
 
     # -- requests ------------------------------------------------------------------------------------------
 
-    def expect(self, request_id: str | None = None, *, utterance: bool = False) -> None:
+    def expect(self, request_id: str | None = None, *, utterance: bool = False, marks: bool = False) -> None:
         """Announce a request sent, in sending order; ``None`` when the server assigns its id (§4.1).
 
-        ``utterance``: it is an utterance (§15), answered by one bracket like a request.
+        ``utterance``: it is an utterance (§15), answered by one bracket like a request. ``marks``: it
+        asked for marks (§5.5).
         """
         self._expected.append(request_id)
         if utterance and request_id is not None:
             self._utterances.add(request_id)
+        if request_id is not None:
+            if marks:
+                self._marked.add(request_id)
+            else:
+                self._marked.discard(request_id)  # an id used again, this time without marks
 
     def expect_describe(self) -> None:
         """Announce a ``describe`` sent: a ``capabilities`` frame (or ``unknown_type``) answers it (§4.4)."""
@@ -277,13 +309,23 @@ class StreamReader:
         """The reader's state, for :meth:`restore` (a strict client undoes a message it refuses)."""
         brackets = {key: replace(b, aligner=copy.copy(b.aligner)) for key, b in self._open.items()}
         utterances = set(self._utterances)
-        return deque(self._expected), brackets, self._active, set(self._assigned), utterances, self._describes
+        marked = set(self._marked)
+        return (
+            deque(self._expected),
+            brackets,
+            self._active,
+            set(self._assigned),
+            utterances,
+            self._describes,
+            marked,
+        )
 
     def restore(self, state: object) -> None:
         """Go back to a state :meth:`snapshot` returned."""
-        expected, brackets, active, assigned, utterances, describes = state  # type: ignore[misc]
+        expected, brackets, active, assigned, utterances, describes, marked = state  # type: ignore[misc]
         self._expected, self._open, self._active = deque(expected), dict(brackets), active
         self._assigned, self._utterances, self._describes = set(assigned), set(utterances), describes
+        self._marked = set(marked)
 
     # -- messages ------------------------------------------------------------------------------------------
 
@@ -349,6 +391,8 @@ class StreamReader:
                     Rule.CAPABILITIES_ANSWER_DESCRIBE, "a capabilities frame without a describe to answer"
                 )
             out.events.append(CapabilitiesSeen(reading))
+        elif reading.kind == "marks":
+            self._marks(reading, out)
         else:
             self._error(reading, out)
         return out
@@ -395,7 +439,13 @@ class StreamReader:
                 self._expected.popleft()
         if key in self._open:  # the same id answered again while its first bracket is open
             key = self._fresh(key, key)
-        bracket = _Bracket(key, wire_id, ambiguous=overlapped is not None)
+        bracket = _Bracket(
+            key,
+            wire_id,
+            ambiguous=overlapped is not None,
+            sample_rate=reading.integer("sample_rate"),
+            asked_marks=key in self._marked,
+        )
         self._open[key] = bracket
         self._active = key
         out.events.append(Opened(key, reading))
@@ -442,11 +492,54 @@ class StreamReader:
                 f"synthesis_complete of {bracket.key!r} says audio_bytes={declared} but {bracket.received} "
                 "arrived",
             )
+        if bracket.asked_marks and bracket.received and not bracket.marks:
+            out.broke(
+                Rule.MARKS_SENT,
+                f"request {bracket.key!r} asked for marks and got {bracket.received} audio bytes without one",
+            )
         del self._open[bracket.key]
         self._utterances.discard(bracket.key)
+        self._marked.discard(bracket.key)
         if self._active == bracket.key:
             self._active = next(reversed(self._open), None)
         out.events.append(Closed(bracket.key, reading, bracket.received))
+
+    def _marks(self, reading: ControlReading, out: Outcome) -> None:
+        """A ``marks`` frame (§5.5): inside the bracket of a request that asked, in order, in time."""
+        wire_id = reading.string("request_id")
+        bracket = self._open.get(self._active) if self._active is not None else None
+        if bracket is None or (wire_id is not None and wire_id not in (bracket.wire_id, bracket.key)):
+            open_id = None if bracket is None else bracket.wire_id or bracket.key
+            out.broke(Rule.MARKS_ASKED, f"marks for {_show(wire_id)} outside its bracket (open: {open_id!r})")
+            out.events.append(MarksSeen(None, reading))
+            return
+        if not bracket.asked_marks:
+            out.broke(Rule.MARKS_ASKED, f"marks for {bracket.key!r}, which did not ask for them")
+        segment = reading.integer("segment")
+        start_s, end_s = reading.obj.get("start_s"), reading.obj.get("end_s")
+        if segment is not None and segment != bracket.marks:
+            out.broke(
+                Rule.MARKS_IN_ORDER,
+                f"marks of segment {segment} of {bracket.key!r}; segment {bracket.marks} is next",
+            )
+        if isinstance(start_s, int | float) and start_s < bracket.marked_to_s:
+            out.broke(
+                Rule.MARKS_IN_ORDER,
+                f"segment {segment} of {bracket.key!r} starts at {start_s} s, before the previous one ends "
+                f"({bracket.marked_to_s} s)",
+            )
+        if isinstance(end_s, int | float) and not isinstance(end_s, bool):
+            if bracket.sample_rate:
+                received_s = bracket.received / 2 / bracket.sample_rate
+                if received_s > end_s + MARKS_TOLERANCE_S and not bracket.ambiguous:
+                    out.broke(
+                        Rule.MARKS_IN_ORDER,
+                        f"marks of segment {segment} of {bracket.key!r} (ending at {end_s} s) came after "
+                        f"{received_s:.3f} s of audio: after audio of a later segment",
+                    )
+            bracket.marked_to_s = max(bracket.marked_to_s, float(end_s))
+        bracket.marks += 1
+        out.events.append(MarksSeen(bracket.key, reading))
 
     def _error(self, reading: ControlReading, out: Outcome) -> None:
         code = reading.string("code")

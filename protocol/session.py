@@ -62,6 +62,7 @@ from protocol.messages import (
     End,
     ErrorFrame,
     Flush,
+    Marks,
     SynthesisComplete,
     SynthesisRequest,
     SynthesisStart,
@@ -70,7 +71,7 @@ from protocol.messages import (
     Word,
     parse_client_message,
 )
-from protocol.reader import AudioSeen, CapabilitiesSeen, Closed, ErrorSeen, Opened, StreamReader
+from protocol.reader import AudioSeen, CapabilitiesSeen, Closed, ErrorSeen, MarksSeen, Opened, StreamReader
 
 __all__ = [
     "AudioReceived",
@@ -79,6 +80,7 @@ __all__ = [
     "ClientSession",
     "CloseRequested",
     "ErrorReceived",
+    "MarksReceived",
     "ProtocolViolation",
     "RequestAccepted",
     "RequestCancelled",
@@ -220,7 +222,8 @@ class _Pending:
 
     The last four fields are an utterance's (§15): whether it still takes text, how many code points it
     took (``max_text_chars`` bounds them), a high surrogate half waiting for its low half (§15.2), and
-    when its last message was accepted (for the idle timeout, §15.5).
+    when its last message was accepted (for the idle timeout, §15.5). ``segments`` and ``marked_to_s``
+    are the ``marks`` sent so far and where the last one ended (§5.5).
     """
 
     request: SynthesisRequest
@@ -233,6 +236,8 @@ class _Pending:
     text_chars: int = 0
     held_half: str = ""
     last_input: float = 0.0
+    segments: int = 0
+    marked_to_s: float = 0.0
 
 
 class ServerSession:
@@ -253,7 +258,11 @@ class ServerSession:
         capabilities: what the server offers, the answer to ``describe`` (§4.4), which the session
             sends by itself the moment it reads one. ``None``: the session does not offer describe and
             refuses it with ``unknown_type``, as a version 1 server does (§1.7). Its ``features`` list
-            ``"utterance"`` exactly when ``utterances`` is on (§15.1), whatever the caller passed.
+            ``"utterance"`` exactly when ``utterances`` is on (§15.1) and ``"marks"`` exactly when
+            ``marks`` is (§5.5), whatever the caller passed.
+        marks: offer marks (§5.5): a request's ``marks`` member is read (a non-boolean is
+            ``invalid_field``) and :meth:`marks` sends them to the requests that asked. Off by default:
+            the member is ignored as an unknown one, as a server without the feature does (§1.4).
     """
 
     def __init__(
@@ -266,14 +275,17 @@ class ServerSession:
         *,
         utterances: bool = False,
         capabilities: Capabilities | None = None,
+        marks: bool = False,
     ) -> None:
         self.limits = limits or Limits()
         self.utterances = utterances
+        self.offers_marks = marks
         self.known_voices = frozenset(known_voices) if known_voices is not None else None
         if capabilities is not None:
-            # §15.1: the feature is listed if and only if the session answers the four messages.
-            others = tuple(f for f in capabilities.features if f != "utterance")
-            features = (*others, "utterance") if utterances else others
+            # §15.1, §5.5: each of these features is listed if and only if the session offers it.
+            offered = {"utterance": utterances, "marks": marks}
+            others = tuple(f for f in capabilities.features if f not in offered)
+            features = (*others, *(name for name, on in offered.items() if on))
             if features != capabilities.features:
                 capabilities = replace(capabilities, features=features)
         self.capabilities = capabilities
@@ -306,6 +318,7 @@ class ServerSession:
                 now=self._wallclock(),
                 known_voices=self.known_voices,
                 utterances=self.utterances,
+                marks=self.offers_marks,
             )
         except ProtocolError as exc:
             self._reject(exc)
@@ -595,6 +608,55 @@ class ServerSession:
             self._outgoing.append(frame)
         return True
 
+    def marks(
+        self,
+        request_id: str,
+        text: str,
+        start_s: float,
+        end_s: float,
+        words: Iterable[Word] | None = None,
+    ) -> bool:
+        """Queue a ``marks`` frame for the next segment of the started head request, if it asked (§5.5).
+
+        Call it before the segment's audio (:meth:`audio`). The session numbers the segments and keeps
+        their spans in order: ``start_s`` is raised to the previous segment's end if it lies before it
+        (rounding), and ``end_s`` to ``start_s``.
+
+        Args:
+            request_id: the started head request.
+            text: the text the segment speaks.
+            start_s, end_s: the segment's audio span, seconds from the request's first sample.
+            words: the segment's word timings on the same timeline, or ``None``.
+
+        Returns:
+            ``True`` if a frame was queued; ``False`` when the request did not ask for marks, the
+            session does not offer them, or the request was cancelled.
+
+        Raises:
+            SessionStateError: the request is not the started head request.
+        """
+        if request_id in self._answered_cancelled:
+            return False
+        pending = self._require_head(request_id)
+        if not pending.started:
+            raise SessionStateError(f"marks for {request_id!r} before its synthesis_start")
+        if not (self.offers_marks and pending.request.marks) or pending.cancelled:
+            return False
+        start_s = max(start_s, pending.marked_to_s)
+        end_s = max(end_s, start_s)
+        frame = Marks(
+            request_id=request_id,
+            segment=pending.segments,
+            text=text,
+            start_s=start_s,
+            end_s=end_s,
+            words=tuple(words) if words is not None else None,
+        )
+        pending.segments += 1
+        pending.marked_to_s = end_s
+        self._outgoing.append(frame.to_json())
+        return True
+
     def complete(self, request_id: str, words: Iterable[Word] | None = None) -> None:
         """Queue ``synthesis_complete`` for the started head request and move to the next (§5.3).
 
@@ -737,13 +799,27 @@ class ErrorReceived:
 
 
 @dataclass(frozen=True, slots=True)
+class MarksReceived:
+    """A ``marks`` frame arrived inside the bracket of a request that asked for marks (§5.5)."""
+
+    frame: Marks
+
+
+@dataclass(frozen=True, slots=True)
 class CapabilitiesReceived:
     """A ``capabilities`` frame arrived, the answer to a ``describe`` (§4.4)."""
 
     frame: Capabilities
 
 
-ClientEvent = SynthesisStarted | AudioReceived | SynthesisCompleted | ErrorReceived | CapabilitiesReceived
+ClientEvent = (
+    SynthesisStarted
+    | AudioReceived
+    | SynthesisCompleted
+    | ErrorReceived
+    | CapabilitiesReceived
+    | MarksReceived
+)
 
 
 class ClientSession:
@@ -785,14 +861,15 @@ class ClientSession:
         Args:
             text: the text to speak.
             request_id: chosen by the caller, or ``c<N>`` when omitted.
-            **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``request_timestamp``).
+            **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``request_timestamp``,
+                ``marks``).
 
         Returns:
             ``(request_id, frame)`` where ``frame`` is the UTF-8 JSON object to send (BINARY or TEXT).
         """
         request_id = request_id or f"c{next(self._ids)}"
         frame = SynthesisRequest(text=text, request_id=request_id, **fields).to_json().encode()  # type: ignore[arg-type]
-        self._reader.expect(request_id)
+        self._reader.expect(request_id, marks=bool(fields.get("marks")))
         return request_id, frame
 
     def utterance(
@@ -803,14 +880,14 @@ class ClientSession:
         Args:
             request_id: chosen by the caller, or ``c<N>`` when omitted (the protocol requires one).
             text: the first fragment, if any.
-            **fields: ``voice``, ``speed``, ``sample_rate``, ``request_timestamp``.
+            **fields: ``voice``, ``speed``, ``sample_rate``, ``request_timestamp``, ``marks``.
 
         Returns:
             ``(request_id, frame)``; send ``frame`` as one message.
         """
         request_id = request_id or f"c{next(self._ids)}"
         frame = Utterance(request_id=request_id, text=text, **fields).to_json().encode()  # type: ignore[arg-type]
-        self._reader.expect(request_id, utterance=True)
+        self._reader.expect(request_id, utterance=True, marks=bool(fields.get("marks")))
         return request_id, frame
 
     @staticmethod
@@ -828,9 +905,10 @@ class ClientSession:
         """Build an ``end`` message: ``text`` (if any) joins, then the utterance is closed (§15.4)."""
         return End(request_id=request_id, text=text).to_json().encode()
 
-    def expect(self, request_id: str | None = None) -> None:
-        """Announce a request sent by other means; ``None`` matches whatever id the server assigns."""
-        self._reader.expect(request_id)
+    def expect(self, request_id: str | None = None, *, marks: bool = False) -> None:
+        """Announce a request sent by other means; ``None`` matches whatever id the server assigns.
+        ``marks``: it asked for marks (§5.5)."""
+        self._reader.expect(request_id, marks=marks)
 
     @staticmethod
     def cancel(request_id: str | None = None) -> bytes:
@@ -900,4 +978,7 @@ class ClientSession:
             elif isinstance(event, CapabilitiesSeen):
                 assert isinstance(event.reading.frame, Capabilities)
                 events.append(CapabilitiesReceived(event.reading.frame))
+            elif isinstance(event, MarksSeen):
+                assert isinstance(event.reading.frame, Marks)
+                events.append(MarksReceived(event.reading.frame))
         return events

@@ -40,7 +40,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -121,10 +121,16 @@ class AudioPiece:
             holds everything back).
         words: word timings of this segment in seconds from the start of the request's audio, or
             ``None`` when the backend gives none.
+        text: the text the segment speaks (the backend's, whitespace-normalized); ``None`` for the
+            resampler's tail at the end of a request, which is no segment of its own.
+        start_s, end_s: the segment's span on the same timeline as ``words`` (its ``marks``, §5.5).
     """
 
     pcm: bytes
     words: tuple[Word, ...] | None
+    text: str | None = None
+    start_s: float = 0.0
+    end_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,8 +294,10 @@ class RequestAudio:
         tail = self._resampler.flush()
         return AudioPiece(float_to_pcm16(tail), None) if len(tail) else None
 
-    def _emit(self, audio: np.ndarray, words: tuple[Word, ...] | None) -> AudioPiece:
-        """Resample, shift word timings onto the request's timeline, queue the audio for the listener."""
+    def _emit(self, audio: np.ndarray, words: tuple[Word, ...] | None, text: str) -> AudioPiece:
+        """Resample, shift word timings onto the request's timeline, queue the audio for the listener.
+
+        ``text`` is what the segment says; the piece carries it with the segment's span (§5.5)."""
         runtime = self._runtime
         pcm = float_to_pcm16(self._resampler.feed(audio))
         if words is not None:
@@ -299,9 +307,10 @@ class RequestAudio:
                 for w in words
             )
         audio_s = len(audio) / runtime.backend.sample_rate
+        start_s = self._offset_s
         self._offset_s += audio_s
         self.listener.add(audio_s, runtime.scheduler.clock())
-        return AudioPiece(pcm, words)
+        return AudioPiece(pcm, words, text, round(start_s, 3), round(self._offset_s, 3))
 
     def _advance_sentence(self, grant: Grant) -> AudioPiece | object | None:
         """``sentence`` segmentation: the backend's next segment (one sentence)."""
@@ -338,7 +347,7 @@ class RequestAudio:
                 queued_s,
             )
         )
-        return self._emit(segment.audio, segment.words)
+        return self._emit(segment.audio, segment.words, segment.text)
 
     def _advance_deadline(self, grant: Grant) -> AudioPiece | None:
         """``deadline`` segmentation: the longest good segment that fits the grant's budget."""
@@ -406,7 +415,7 @@ class RequestAudio:
                 queued_s,
             )
         )
-        piece = self._emit(kept, words)
+        piece = self._emit(kept, words, segment_text)
         if not self._rest and not self._sentences:
             more = self._next_text()
             if isinstance(more, str):
@@ -416,7 +425,7 @@ class RequestAudio:
                 # which could wait behind another session's segment.
                 tail = self._finish()
                 if tail is not None:
-                    piece = AudioPiece(piece.pcm + tail.pcm, piece.words)
+                    piece = replace(piece, pcm=piece.pcm + tail.pcm)
         return piece
 
     def _synthesize(self, text: str) -> tuple[np.ndarray, tuple[Word, ...] | None]:

@@ -150,6 +150,7 @@ class WebSocketSession:
             on_reject=self._refused,
             utterances=True,
             capabilities=runtime.capabilities,
+            marks=True,
         )
         self.requests = 0
         self.refused = 0
@@ -377,6 +378,9 @@ class WebSocketSession:
         assert request_id is not None
         words: list[Word] | None = None
         while (piece := await job.get()) is not None:
+            if piece.text is not None:
+                # §5.5: what this segment says, before its audio (only if the request asked).
+                session.marks(request_id, piece.text, piece.start_s, piece.end_s, piece.words)
             if piece.pcm:
                 if not session.audio(request_id, piece.pcm):
                     break  # cancelled: the rest of the request is dropped

@@ -111,6 +111,10 @@ function onCapabilities(frame) {
     .join(" · ");
   fillVoices(frame.voices ?? []);
   fillRates(frame.sample_rates ?? DEFAULT_RATES);
+  const languages = [...page.languages.values()];
+  $("info-voices").textContent = `${(frame.voices ?? []).length} in ${languages.length} language${languages.length === 1 ? "" : "s"}`;
+  const timed = languages.filter((l) => l.word_timings).map((l) => l.name);
+  $("info-timings").textContent = timed.length ? timed.join(", ") : "none from this server (estimated per segment)";
   ready();
 }
 
@@ -121,6 +125,8 @@ function describeRefused() {
   $("server-name").textContent = "protocol 1.0 server (no describe)";
   fillVoices([{ id: DEFAULT_VOICE, language: "a", gender: "female" }]);
   fillRates(DEFAULT_RATES);
+  $("info-voices").textContent = "unknown (no describe): the default voice only";
+  $("info-timings").textContent = "at the end of each request, if any";
   send({ type: "utterance", request_id: PROBE_ID, speed: "probe" });
 }
 
@@ -132,6 +138,7 @@ function onProbe(frame) {
 }
 
 function ready() {
+  $("info-features").textContent = [...page.features].join(", ") || "none";
   $("speak").disabled = false;
   updatePath();
 }
@@ -740,7 +747,12 @@ function logWire(direction, message) {
     audioLine.text.textContent = `append ×${audioLine.count} (${audioLine.chars} characters) → ${message.request_id}`;
     return;
   }
-  const line = logLine(direction, JSON.stringify(message));
+  const text =
+    message.type === "capabilities"
+      ? `{"type":"capabilities","protocol":"${message.protocol}", ${message.voices?.length ?? 0} voices, ` +
+        `features ${JSON.stringify(message.features)}, …}`
+      : JSON.stringify(message);
+  const line = logLine(direction, text);
   audioLine = message.type === "append" ? { kind: "append", count: 1, chars: message.text.length, text: line } : null;
   if (audioLine) line.textContent = `append ×1 (${message.text.length} characters) → ${message.request_id}`;
 }

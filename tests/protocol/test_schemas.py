@@ -25,6 +25,7 @@ from protocol.messages import (
     STATUSES,
     VOICE_PATTERN,
     ErrorFrame,
+    Marks,
     SynthesisComplete,
     SynthesisRequest,
     SynthesisStart,
@@ -58,9 +59,10 @@ EXPECTED_SCHEMAS = {
     "http_error",
     "describe",
     "capabilities",
+    "marks",
 }
 CLIENT_FRAMES = {"synthesis_request", "cancel", "close", "describe", "utterance", "append", "flush", "end"}
-SERVER_FRAMES = {"synthesis_start", "synthesis_complete", "error", "capabilities"}
+SERVER_FRAMES = {"synthesis_start", "synthesis_complete", "error", "capabilities", "marks"}
 
 
 # --- the schema files -----------------------------------------------------------------------------------
@@ -332,6 +334,9 @@ def test_exchange_example(body):
                 assert math.isclose(frame.total_duration_s, audio_bytes / 2 / open_bracket.sample_rate)
                 open_bracket = None
                 answered += 1
+            elif isinstance(frame, Marks):
+                assert open_bracket is not None and frame.request_id == open_bracket.request_id, "§5.5"
+                assert frame.end_s * 2 * open_bracket.sample_rate >= audio_bytes, "before later audio (§5.5)"
             else:
                 assert isinstance(frame, ErrorFrame)
                 if frame.code == ErrorCode.INTERNAL_ERROR:

@@ -422,7 +422,9 @@ CAPABILITIES = Capabilities.from_limits(
 
 
 def test_describe_is_answered_at_once_inside_an_open_bracket_and_changes_nothing_else():
-    server = ServerSession(capabilities=CAPABILITIES, known_voices={"af_heart", "ff_siwis"}, utterances=True)
+    server = ServerSession(
+        capabilities=CAPABILITIES, known_voices={"af_heart", "ff_siwis"}, utterances=True, marks=True
+    )
     client = ClientSession()
     rid, frame = client.request("Hello there.")
     server.receive_frame(frame)

@@ -7,7 +7,7 @@ uses it: it fills the text, presses Speak and Cancel, and reads the figures the 
 (``window.playground.stats()``).
 
 Screenshots are written to ``build/test-artefacts/playground/`` (``speaking.png`` mid-sentence with the
-word being spoken highlighted; ``cancelled.png`` right after a barge-in).
+word being spoken highlighted; ``cancelled.png`` right after a barge-in, with the wire log open).
 """
 
 from __future__ import annotations
@@ -73,20 +73,28 @@ def stats(page) -> dict:
 
 def test_speaks_two_sentences_as_written_and_plays_every_sample(page):
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
-    assert "utterance" in stats(page)["features"]
+    assert {"utterance", "marks", "cancel"} <= set(stats(page)["features"])
+    assert stats(page)["voices"] >= 20  # from describe (§4.4)
     page.fill("#text", TEXT)
     page.fill("#pace", "60")
     page.click("#speak")
-    # Mid-speech: audio flowing, a word of the text highlighted (from the server's marks when it sends them).
+    # Mid-speech: audio flowing and the word being heard highlighted, placed by the server's marks (§5.5).
     page.wait_for_function(
-        "() => (s => s.playing && s.secondsScheduled > 1)(window.playground.stats())", timeout=WAIT_MS
+        "() => (s => s.playing && s.highlighted && s.secondsScheduled > 1)(window.playground.stats())",
+        timeout=WAIT_MS,
     )
+    highlighted, shown = page.evaluate(
+        "() => [window.playground.stats().highlighted,"
+        " document.querySelector('#transcript .word').textContent]"
+    )
+    assert highlighted == shown and highlighted in TEXT.split(), (highlighted, shown)
     page.screenshot(path=ARTEFACTS / "speaking.png", full_page=True)
     page.wait_for_function("() => window.playground.stats().state !== 'speaking'", timeout=WAIT_MS)
     figures = stats(page)
     assert figures["state"] == "done", json.dumps(figures)
     [request] = figures["requests"]  # one utterance: the server's chunker cut the segments (§15)
     assert request["status"] == "completed"
+    assert request["segments"] >= 2  # a marks frame per segment: at least one per sentence
     # Every sample the server sent reached the audio graph, and that is at least two sentences of speech.
     assert figures["samplesScheduled"] == request["samples"] == request["audio_bytes"] // 2
     assert figures["samplesScheduled"] >= MIN_SECONDS * request["sample_rate"]
@@ -108,6 +116,7 @@ def test_cancel_stops_playback_at_once(page):
     at_cancel = stats(page)
     assert at_cancel["state"] == "cancelled"
     assert at_cancel["activeSources"] == 0 and not at_cancel["playing"]
+    page.click(".wire summary")  # the wire log: utterance, appends, marks, audio, cancel
     page.screenshot(path=ARTEFACTS / "cancelled.png", full_page=True)
     # The server closes the cancelled utterance's bracket (§4.2); audio still on its way is dropped.
     page.wait_for_function(

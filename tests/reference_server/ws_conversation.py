@@ -15,13 +15,14 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from protocol.messages import Capabilities, ErrorFrame, SynthesisComplete, SynthesisStart
+from protocol.messages import Capabilities, ErrorFrame, Marks, SynthesisComplete, SynthesisStart
 from protocol.session import (
     AudioReceived,
     CapabilitiesReceived,
     ClientEvent,
     ClientSession,
     ErrorReceived,
+    MarksReceived,
     SynthesisCompleted,
     SynthesisStarted,
 )
@@ -31,12 +32,14 @@ GUARD_S = 60.0
 
 @dataclass
 class Answer:
-    """Everything one request got: its start, its audio (joined) and its complete."""
+    """Everything one request got: its start, its audio (joined) and its complete; with marks (§5.5),
+    each ``marks`` frame and how many audio bytes of the request had arrived before it."""
 
     start: SynthesisStart
     complete: SynthesisComplete
     pcm: bytes
     frames: int = 0
+    marks: list[tuple[Marks, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -50,6 +53,7 @@ class Conversation:
     _events: list[ClientEvent] = field(default_factory=list)
     _starts: dict[str, SynthesisStart] = field(default_factory=dict)
     _audio: dict[str, list[bytes]] = field(default_factory=dict)
+    _marks: dict[str, list[tuple[Marks, int]]] = field(default_factory=dict)
 
     async def request(self, text: str, *, as_text: bool = False, **fields: Any) -> str:
         """Send a synthesis request (BINARY frame unless ``as_text``); return its request_id."""
@@ -91,10 +95,17 @@ class Conversation:
             self._audio[event.frame.request_id] = []
         elif isinstance(event, AudioReceived):
             self._audio[event.request_id].append(event.pcm)
+        elif isinstance(event, MarksReceived):
+            rid = event.frame.request_id
+            received = sum(map(len, self._audio[rid]))
+            self._marks.setdefault(rid, []).append((event.frame, received))
         elif isinstance(event, SynthesisCompleted):
             rid = event.frame.request_id
             pieces = self._audio.pop(rid)
-            self.answers[rid] = Answer(self._starts.pop(rid), event.frame, b"".join(pieces), len(pieces))
+            marks = self._marks.pop(rid, [])
+            self.answers[rid] = Answer(
+                self._starts.pop(rid), event.frame, b"".join(pieces), len(pieces), marks
+            )
         elif isinstance(event, ErrorReceived):
             self.errors.append(event.frame)
 
