@@ -56,6 +56,13 @@ CAPABILITIES_ANSWER_DESCRIBE = "R4.4-4"
 # §15 utterances
 REFUSAL_NAMES_MESSAGE = "R15.6-1"
 
+# §5.5 marks (version 1.1, OPTIONAL)
+MARKS_PER_SEGMENT = "R5.5-4"
+"""One ``marks`` frame per segment whose audio is sent, numbered from 0, before any later segment's audio."""
+MARKS_SPANS = "R5.5-6"
+MARKS_ASKED = "R5.5-7"
+"""``marks`` only for a request that asked for them, inside its bracket."""
+
 RULES: dict[Rule, str] = {
     Rule.CONTROL_IS_TEXT: CONTROL_IS_TEXT,
     Rule.CONTROL_HAS_TYPE: CONTROL_IS_TEXT,
@@ -76,5 +83,10 @@ RULES: dict[Rule, str] = {
     Rule.REFUSAL_NAMES_MESSAGE: REFUSAL_NAMES_MESSAGE,
     Rule.CAPABILITIES_VALID: FRAME_VALID,
     Rule.CAPABILITIES_ANSWER_DESCRIBE: CAPABILITIES_ANSWER_DESCRIBE,
+    Rule.MARKS_VALID: FRAME_VALID,
+    Rule.MARKS_ASKED: MARKS_ASKED,
+    Rule.MARKS_IN_ORDER: MARKS_PER_SEGMENT,
+    Rule.MARKS_SPANS: MARKS_SPANS,
+    Rule.MARKS_SENT: MARKS_PER_SEGMENT,
 }
 """The requirement of each rule :class:`protocol.reader.StreamReader` checks."""

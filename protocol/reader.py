@@ -90,8 +90,9 @@ class Rule(enum.Enum):
     MARKS_IN_ORDER = (
         "§5.5",
         "MUST",
-        "marks frames count segments from 0, never overlap, and precede the audio of later segments",
+        "marks frames count segments from 0 and precede the audio of later segments",
     )
+    MARKS_SPANS = ("§5.5", "MUST", "a segment's span starts no earlier than the previous segment's ends")
     MARKS_SENT = ("§5.5", "MUST", "a request that asked for marks gets one before its audio is all sent")
 
     @property
@@ -524,7 +525,7 @@ class StreamReader:
             )
         if isinstance(start_s, int | float) and start_s < bracket.marked_to_s:
             out.broke(
-                Rule.MARKS_IN_ORDER,
+                Rule.MARKS_SPANS,
                 f"segment {segment} of {bracket.key!r} starts at {start_s} s, before the previous one ends "
                 f"({bracket.marked_to_s} s)",
             )
