@@ -186,8 +186,15 @@ def _keys(result: dict[str, Any]) -> tuple[list[str], list[int], list[str]]:
     return list(config["replies"]), list(config["sessions"]), list(config["modes"])
 
 
+def _current(result: dict[str, Any]) -> bool:
+    """The result was saved by this version of the benchmark (older ones compared look-ahead settings)."""
+    return "replies" in result.get("config", {})
+
+
 def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
     """Underrun per reply and number of sessions, old beside new; then first audio at one session."""
+    if not _current(result):
+        return []
     figures = result["figures"]
     replies, sessions, modes = _keys(result)
     headers = ["reply", "sessions", *(f"underrun, median ({m})" for m in modes), "stalls (old / new)", "n"]
@@ -216,6 +223,8 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
 
 def notes(result: dict[str, Any]) -> list[str]:
     """What the modes are, and whether synthesis kept up with real time."""
+    if not _current(result):
+        return ["This result was saved by an older version of the benchmark: `make bench` runs it again."]
     figures = result["figures"]
     replies, sessions, modes = _keys(result)
     lines = [
@@ -240,6 +249,9 @@ def notes(result: dict[str, Any]) -> list[str]:
 def plot(result: dict[str, Any], path: Path) -> None:
     """Median underrun per reply and session count, old beside new."""
     from bench.plots import grouped_bars
+
+    if not _current(result):
+        return
 
     figures = result["figures"]
     replies, sessions, modes = _keys(result)

@@ -171,7 +171,8 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
     headers = ["path", "first audio, median", "p95", "over direct", "n"]
     rows = []
     for path in paths:
-        overhead = figures.get(f"{path}_overhead_ms")
+        fallback = figures.get("overhead_ms") if path == "simulator" else None  # results before the legs
+        overhead = figures.get(f"{path}_overhead_ms", fallback)
         rows.append(
             [
                 PATH_NAMES[path],
@@ -187,7 +188,7 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
     for key, name in LEGS:
         cells = [figures[f"{p}_legs_ms"].get(key) for p in leg_paths]
         leg_rows.append([name, *("–" if c is None else f"{c:,.2f} ms" for c in cells)])
-    return [(headers, rows), (leg_headers, leg_rows)]
+    return [(headers, rows), (leg_headers, leg_rows)] if leg_paths else [(headers, rows)]
 
 
 def notes(result: dict[str, Any]) -> list[str]:
