@@ -53,8 +53,9 @@ def set_tcp_nodelay(host: str | None, port: int) -> int:
     ``awscrt.io.SocketOptions`` has no field for it (verified, awscrt 0.32: ``getsockopt`` reads 0 on its
     connected socket). With Nagle on, a small write (a PayloadPart carrying one sentence) is held until
     the client's previous small write (an HTTP/2 SETTINGS ACK or WINDOW_UPDATE) is acknowledged, and a
-    Linux peer delays that ACK by up to 40 ms (REFERENCE.md §8): measured through the simulator as
-    +40 ms on the client → endpoint leg of first audio. Production clients pay it against SageMaker too.
+    Linux peer with nothing to send delays that ACK by up to 40 ms (REFERENCE.md §8: measured through the
+    simulator as +43 ms on the client → endpoint leg of first audio while the simulator's own frames were
+    also held back). Production clients can pay it against SageMaker too.
 
     The sockets are found by their peer address in ``/proc/self/fd`` (Linux; elsewhere nothing is
     changed and 0 is returned) and changed through a duplicate descriptor, so the CRT's own descriptor
