@@ -192,10 +192,19 @@ class _AudioResponse(StreamingResponse):
 
 
 async def _pcm_pieces(
-    runtime: Runtime, request: SynthesisRequest, words: list[Word], record: RequestRecord
+    runtime: Runtime,
+    request: SynthesisRequest,
+    words: list[Word],
+    record: RequestRecord,
+    *,
+    whole: bool = False,
 ) -> AsyncIterator[bytes]:
-    """The request's PCM16LE audio segment by segment; word timings are appended to ``words``."""
-    audio = RequestAudio(runtime, request)
+    """The request's PCM16LE audio segment by segment; word timings are appended to ``words``.
+
+    ``whole``: the answer is sent in one piece, so nobody listens while it is made and no sentence is
+    cut for an early start (PROTOCOL.md §10.1 is about a listener who plays as audio arrives).
+    """
+    audio = RequestAudio(runtime, request, whole=whole)
     try:
         while (piece := await audio.next()) is not None:
             if piece.words:
@@ -298,7 +307,7 @@ async def _binary_whole(runtime: Runtime, parsed: InvocationsRequest, record: Re
     encoder = _Encoder(parsed.format, request.sample_rate)
     parts: list[bytes] = []
     pcm_bytes = 0
-    async for pcm in _pcm_pieces(runtime, request, [], record):
+    async for pcm in _pcm_pieces(runtime, request, [], record, whole=True):
         pcm_bytes += len(pcm)
         parts.append(encoder.encode(pcm))
     parts.append(encoder.flush())

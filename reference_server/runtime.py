@@ -221,6 +221,7 @@ class RequestAudio:
         request: the request to speak.
         listener: the session's listener (one per WebSocket session, shared by its requests, so its
             requests' audio queues up); ``None``: a listener of this request alone (``POST /invocations``).
+        whole: nobody plays the audio while it is made (a whole-file answer): sentences are never cut.
 
     State is only ever touched under a lock, from one thread at a time: a ``close()`` that arrives while a
     worker is inside the backend's generator (``sentence`` segmentation) is handed to a worker, which runs
@@ -233,8 +234,16 @@ class RequestAudio:
     request's text (module docstring); an utterance overrides it to hand out its pieces as they come.
     """
 
-    def __init__(self, runtime: Runtime, request: SynthesisRequest, listener: Listener | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        request: SynthesisRequest,
+        listener: Listener | None = None,
+        *,
+        whole: bool = False,
+    ) -> None:
         self._runtime = runtime
+        self._whole = whole
         self._request = request
         self.listener = listener if listener is not None else Listener()
         self._lock = threading.Lock()
@@ -363,7 +372,9 @@ class RequestAudio:
             self._rest = self._sentences.popleft()
         text = self._rest
         budget_s = runtime.settings.first_audio_target_s if grant.first else grant.budget_s
-        if runtime.speed.measured:
+        if self._whole:
+            max_units = math.inf
+        elif runtime.speed.measured:
             max_units = runtime.speed.max_units(budget_s, self.language, request.speed)
             behind = max_units < self._segmenter.min_units and not grant.first
             if behind and runtime.speed.demand(grant.waiting) >= OVERLOAD:

@@ -452,3 +452,17 @@ def test_a_segment_that_cannot_fit_is_cut_short_unless_the_model_is_overloaded(w
     assert (segment.boundary == "END") is whole
     assert (segment.units == spoken_units(text)) is whole
     runtime.scheduler.close()
+
+
+def test_a_whole_file_answer_is_never_cut():
+    """POST /invocations with stream false: nobody listens while it is made, so sentences stay whole."""
+    clock = FakeClock()
+    runtime, _ = _runtime(clock)
+    _warm(runtime, clock)
+    text = LONG_REPLIES[0][1]
+    request = SynthesisRequest(text=text, voice="af_heart", request_id="w")
+    for whole, cut in ((True, False), (False, True)):
+        audio = RequestAudio(runtime, request, Listener(), whole=whole)
+        run(audio.next())
+        assert (audio.segments[0].boundary != "END") is cut
+    runtime.scheduler.close()
