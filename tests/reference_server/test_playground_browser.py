@@ -127,3 +127,64 @@ def test_cancel_stops_playback_at_once(page):
     assert [r["status"] for r in after["requests"]] == ["cancelled"]
     assert after["samplesScheduled"] == at_cancel["samplesScheduled"]
     assert after["activeSources"] == 0 and after["level"] == 0
+
+
+def test_the_pages_protocol_core_in_the_browser(page):
+    """bidi.js as the browser runs it: classification by content (§3.4), odd bytes carried over, token
+    pieces that rebuild the text, sentences for a server without utterances, word spans from marks."""
+    results = page.evaluate(
+        """async () => {
+        const b = await import('./bidi.js');
+        const bytes = (...xs) => new Uint8Array(xs).buffer;
+        const utf8 = (s) => new TextEncoder().encode(s).buffer;
+        const kind = (d) => b.classify(d).kind;
+        const joiner = new b.PcmJoiner();
+        const split = [...joiner.push(new Uint8Array([0x01, 0x00, 0xff])),
+                       ...joiner.push(new Uint8Array([0x7f, 0x00])),
+                       ...joiner.push(new Uint8Array([0x80])),
+                       ...joiner.push(new Uint8Array([0x05]))];
+        const text = 'Hi — e\\u0301t\\u00e9 🎉 in 2026, “quoted”.  Done!\\n';
+        const spans = b.wordSpans('Say hello there.', {start: 4, end: 16}, {start_s: 1, end_s: 2});
+        return {
+          control: kind(utf8(' {"type":"x"}\\n')),
+          textFrame: kind('{"type":"x"}'),
+          bom: kind(bytes(0xef, 0xbb, 0xbf, 0x7b, 0x7d)),
+          invalidUtf8: kind(bytes(0x7b, 0xff, 0x7d, 0x00)),
+          array: kind(utf8('[1]')),
+          pcm: kind(bytes(0x10, 0x27, 0xf0, 0xd8)),
+          samples: split,
+          pending: joiner.pending,
+          rebuilt: b.tokenize(text).join('') === text,
+          tokens: b.tokenize('Hello there, deployment!'),
+          sentences: b.takeSentences('One. Two! Thr'),
+          located: b.locate('a  b\\nc d', 0, 'b c'),
+          spans: spans.map((s) => [s.start, s.end, +s.start_s.toFixed(3), +s.end_s.toFixed(3), s.estimated]),
+        };
+      }"""
+    )
+    assert results["control"] == results["textFrame"] == "control"
+    assert results["bom"] == results["invalidUtf8"] == results["array"] == results["pcm"] == "audio"
+    # 01 00 | ff 7f | 00 80, cut as 01 00 ff / 7f 00 / 80 / 05; the last byte waits for its partner.
+    assert results["samples"] == [1, 0x7FFF, -0x8000] and results["pending"] is True
+    assert results["rebuilt"] is True
+    assert results["tokens"] == ["Hello", " there", ",", " deploy", "ment", "!"]
+    assert results["sentences"] == {"sentences": ["One. ", "Two! "], "rest": "Thr"}
+    assert results["located"] == {"start": 3, "end": 6}  # "b\nc": any whitespace matches any
+    assert results["spans"] == [[4, 9, 1.0, 1.5, True], [10, 16, 1.5, 2.0, True]]
+
+
+def test_without_utterances_and_marks_it_sends_a_request_per_sentence(page):
+    """The fallback for a version 1 server (§15.1): the page, told the server lacks utterances and marks,
+    sends each sentence as it is written as its own request and highlights from synthesis_complete."""
+    page.evaluate(
+        "() => { const f = window.playground.page.features; f.delete('utterance'); f.delete('marks'); }"
+    )
+    page.fill("#text", "Hello there. Bye now.")
+    page.fill("#pace", "120")
+    page.click("#speak")
+    page.wait_for_function("() => window.playground.stats().state !== 'speaking'", timeout=WAIT_MS)
+    figures = stats(page)
+    assert figures["state"] == "done", json.dumps(figures)
+    assert [r["status"] for r in figures["requests"]] == ["completed", "completed"]
+    assert all(r["segments"] == 0 for r in figures["requests"])  # no marks asked for, none sent
+    assert figures["samplesScheduled"] == sum(r["audio_bytes"] // 2 for r in figures["requests"])
