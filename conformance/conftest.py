@@ -12,7 +12,8 @@ Options (``pytest conformance --help`` lists them under "conformance"):
 ``--cases PATTERN[,PATTERN...]``
     run only the cases whose id matches a pattern (``fnmatch``: ``9.1.*``, ``3.3.?``).
 ``--report DIR``
-    write ``DIR/index.json`` and ``DIR/cases/<id>.json`` (:mod:`conformance.report`).
+    write ``DIR/index.json`` and ``DIR/cases/<id>.json`` (:mod:`conformance.report`), ``DIR/index.html``
+    with a page per case and ``DIR/junit.xml`` (:mod:`conformance.htmlreport`).
 ``--case-timeout SECONDS``
     the longest a case may run, its shared recordings included (default
     :data:`conformance.deadline.DEFAULT_CASE_TIMEOUT_S`); a case that runs out gets a verdict saying what it
@@ -39,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from conformance import deadline, recordings
+from conformance import deadline, htmlreport, recordings
 from conformance.cases import MARKER, Case, Unimplemented, Verdict, verdict_for
 from conformance.loop import LoopThread
 from conformance.observer import Finding
@@ -81,7 +82,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--region", help="live target: its AWS region")
     group.addoption("--agent-runtime-arn", help="live target: a deployed agent (AgentCore runtime ARN)")
     group.addoption("--cases", help="comma-separated fnmatch patterns of case ids to run")
-    group.addoption("--report", type=Path, help="write index.json and cases/<id>.json here")
+    group.addoption(
+        "--report", type=Path, help="write index.json, index.html, junit.xml and cases/<id>.json|html here"
+    )
     group.addoption(
         "--case-timeout",
         type=float,
@@ -297,7 +300,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"container and simulator started in {results.meta['startup_s']:.1f} s")
     directory = config.getoption("report")
     if directory is not None:
-        terminalreporter.write_line(f"report: {directory / 'index.json'}")
+        terminalreporter.write_line(f"report: {directory / 'index.html'} (and index.json, junit.xml)")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -310,6 +313,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     results.meta.setdefault("target", config.getoption("target"))
     results.meta["strict"] = _strict(config)
     results.write(directory)
+    htmlreport.write(directory)
 
 
 # --- fixtures -------------------------------------------------------------------------------------------

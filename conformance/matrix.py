@@ -37,6 +37,7 @@ COMMAND = "python -m conformance.matrix"
 SPEC = "spec/PROTOCOL.md"
 """The spec, relative to the repository root."""
 
+ISOLATION = "conformance/mutants/isolation.json"
 MATRIX_JSON = "conformance/matrix.json"
 MATRIX_MD = "conformance/MATRIX.md"
 
@@ -51,6 +52,8 @@ class MutantInfo:
     breaks: str
     requirements: tuple[str, ...]
     caught_by: tuple[str, ...]
+    row: str = ""
+    """Fingerprint of the mutant's row (:func:`conformance.mutants.teeth.row_fingerprint`)."""
 
 
 def build(
@@ -61,6 +64,8 @@ def build(
     *,
     retired: Mapping[str, str] | None = None,
     titles: Mapping[str, str] | None = None,
+    isolation: Mapping[str, Mapping[str, Any]] | None = None,
+    no_mutant: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The matrix as JSON-ready data (deterministic: equal inputs give equal output).
 
@@ -68,7 +73,12 @@ def build(
     one of them), ``case`` (cases, no such mutant), ``unobservable`` (a reason instead of cases) or
     ``open`` (nothing yet). ``problems`` lists references to unknown ids and mutants not caught by a case
     of the requirement they break; ``gaps`` lists the observable MUST sentences without a case or mutant.
+
+    ``isolation`` (``conformance/mutants/isolation.json``) gives, per mutant, the cases the whole suite
+    reported FAILED; a mutant is *isolated* when they are all cases of the requirements it breaks.
+    ``no_mutant`` gives, per requirement, why no one-defect mutant can break it (not a gap then).
     """
+    no_mutant = no_mutant or {}
     ids = {r.id for r in requirements}
     cases = list(cases)
     mutants = list(mutants)
@@ -115,28 +125,47 @@ def build(
                 "cases": by_requirement[r.id],
                 "mutants": breakers[r.id],
                 "unobservable": reason,
+                "no_mutant": no_mutant.get(r.id) if status == "case" else None,
                 "status": status,
             }
         )
     gaps = [
         f"{row['id']}: {'no case' if row['status'] == 'open' else 'no mutant'}"
         for row in rows
-        if row["level"] == "MUST" and row["status"] in ("open", "case")
+        if row["level"] == "MUST" and row["status"] in ("open", "case") and not row["no_mutant"]
     ]
     return {
         "generated_by": COMMAND,
         "spec": SPEC,
         "counts": _counts(rows),
         "requirements": rows,
-        "mutants": {
-            m.name: {"breaks": m.breaks, "requirements": list(m.requirements), "caught_by": list(m.caught_by)}
-            for m in mutants
-        },
+        "mutants": {m.name: _mutant_row(m, by_requirement, (isolation or {}).get(m.name)) for m in mutants},
         "sections": {s: t for s, t in (titles or {}).items() if "." not in s},
         "retired": dict(sorted((retired or {}).items())),
         "problems": problems,
         "gaps": gaps,
     }
+
+
+def _mutant_row(
+    mutant: MutantInfo, by_requirement: Mapping[str, list[str]], recorded: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "breaks": mutant.breaks,
+        "requirements": list(mutant.requirements),
+        "caught_by": list(mutant.caught_by),
+    }
+    if recorded is None or recorded.get("row") != mutant.row:
+        row["isolation"] = None  # not recorded for this row: python -m conformance.mutants.teeth --isolation
+        return row
+    family = {case for rid in mutant.requirements for case in by_requirement.get(rid, ())}
+    failed = list(recorded["failed"])
+    row["isolation"] = {
+        "failed": len(failed),
+        "isolated": set(failed) <= family and bool(failed),
+        "outside_family": sorted(set(failed) - family),
+    }
+    return row
 
 
 def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -172,7 +201,17 @@ def summary(data: Mapping[str, Any]) -> list[str]:
         f"{total('open')} without case or reason ({levels('open')})",
         f"{len(data['gaps'])} observable MUST sentences without a case or mutant; "
         f"{len(data['problems'])} problems",
+        _isolation_line(data["mutants"]),
     ]
+
+
+def _isolation_line(mutants: Mapping[str, Any]) -> str:
+    recorded = [m["isolation"] for m in mutants.values() if m["isolation"] is not None]
+    isolated = sum(1 for i in recorded if i["isolated"])
+    return (
+        f"{len(mutants)} mutants; under the whole suite {len(recorded)} recorded, {isolated} fail only the "
+        f"cases of the requirements they break ({len(mutants) - len(recorded)} not recorded)"
+    )
 
 
 def _cell(text: str) -> str:
@@ -208,10 +247,36 @@ def markdown(data: Mapping[str, Any]) -> str:
             title = data["sections"].get(top, "")
             lines += ["", f"## §{top} {title}".rstrip(), ""]
             lines += ["| Id | Level | Sentence | Cases | Mutants | Status |", "|---|---|---|---|---|---|"]
-        note = row["status"] if row["status"] != "unobservable" else f"unobservable: {row['unobservable']}"
+        note = row["status"]
+        if row["status"] == "unobservable":
+            note = f"unobservable: {row['unobservable']}"
+        elif row["no_mutant"]:
+            note = f"case; no mutant: {row['no_mutant']}"
         lines.append(
             f"| {row['id']} | {row['level']} | {_cell(row['text'])} | {', '.join(row['cases'])} | "
             f"{', '.join(row['mutants'])} | {_cell(note)} |"
+        )
+    lines += [
+        "",
+        "## Mutants",
+        "",
+        "| Mutant | Breaks | Requirements | Caught by | Whole suite |",
+        "|---|---|---|---|---|",
+    ]
+    for name, m in data["mutants"].items():
+        iso = m["isolation"]
+        if iso is None:
+            whole = "not recorded"
+        elif iso["isolated"]:
+            whole = f"only its cases ({iso['failed']} FAILED)"
+        else:
+            outside = ", ".join(iso["outside_family"][:8]) + (
+                " ..." if len(iso["outside_family"]) > 8 else ""
+            )
+            whole = f"{iso['failed']} FAILED, {len(iso['outside_family'])} outside its cases: {outside}"
+        lines.append(
+            f"| {name} | {_cell(m['breaks'])} | {', '.join(m['requirements'])} | "
+            f"{', '.join(m['caught_by'])} | {_cell(whole)} |"
         )
     if data["retired"]:
         lines += ["", "## Retired ids (never reused)", ""]
@@ -232,12 +297,23 @@ class Generated:
 
 def _mutant_infos() -> list[MutantInfo]:
     from conformance.mutants import MUTANTS
+    from conformance.mutants.teeth import row_fingerprint
 
     return [
-        MutantInfo(m.name, m.breaks, tuple(m.requirements), tuple(m.caught_by))
+        MutantInfo(m.name, m.breaks, tuple(m.requirements), tuple(m.caught_by), row_fingerprint(m))
         for m in MUTANTS.values()
         if m.caught_by
     ]
+
+
+def _isolation(root: Path) -> dict[str, Any]:
+    path = root / ISOLATION
+    if not path.exists():
+        return {}
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")).get("mutants", {}))
+    except ValueError:
+        return {}
 
 
 def generate(root: Path = REPO_ROOT) -> Generated:
@@ -247,7 +323,7 @@ def generate(root: Path = REPO_ROOT) -> Generated:
         ValueError: the spec is still inconsistent after tagging (a tagged sentence without a key word).
     """
     from conformance.cases import catalogue
-    from conformance.unobservable import UNOBSERVABLE
+    from conformance.unobservable import NO_MUTANT, UNOBSERVABLE
 
     previous: dict[str, Any] = {}
     json_path = root / MATRIX_JSON
@@ -270,6 +346,8 @@ def generate(root: Path = REPO_ROOT) -> Generated:
         UNOBSERVABLE,
         retired=retired,
         titles=section_titles(tagged),
+        isolation=_isolation(root),
+        no_mutant=NO_MUTANT,
     )
     return Generated(
         tagged, json.dumps(data, indent=1, ensure_ascii=False) + "\n", markdown(data), assigned, data

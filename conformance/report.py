@@ -9,7 +9,9 @@ Like Autobahn|Testsuite's reports, ``--report DIR`` writes:
 * ``DIR/cases/<id>.json``: the case (requirement, description, expectation, level, section, clauses), its
   verdict, the failure message, its findings (on its own clauses) and notes (findings on other clauses),
   observations the case recorded, the client-side log of its sessions and the simulator's wire log of what
-  crossed it during the case.
+  crossed it during the case;
+* ``DIR/index.html``, ``DIR/cases/<id>.html`` and ``DIR/junit.xml``: the same for people and for CI
+  (:mod:`conformance.htmlreport`).
 
 Nothing here does network I/O; :class:`Results` is filled by the pytest plugin (``conftest.py``).
 """

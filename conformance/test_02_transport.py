@@ -54,6 +54,26 @@ def test_ping_answers_200(conf: Probe) -> None:
 
 
 @case(
+    "2.3.2",
+    "§2.3",
+    Level.MUST,
+    requirements=("R2.3-3",),
+    requirement="No subprotocol is used; a server MUST NOT require `Sec-WebSocket-Protocol`.",
+    description="open a session whose upgrade request carries no Sec-WebSocket-Protocol header (the "
+    "simulator opens the container's WebSocket without one) and send a request",
+    expectation="the session opens and the request completes with audio",
+)
+def test_no_subprotocol_needed(conf: Probe) -> None:
+    async def scenario() -> None:
+        async with conf.session("no-subprotocol") as s:
+            expect.completed(await s.answer(await s.request(SHORT, speed=FAST)))
+            await s.close()
+            await s.drain()
+
+    conf.run(scenario())
+
+
+@case(
     "3.1.1",
     "§3.1",
     Level.MUST,

@@ -10,7 +10,7 @@ Keys are requirement ids (:mod:`conformance.requirements`); values say why, in a
 
 from __future__ import annotations
 
-__all__ = ["CLIENT", "UNOBSERVABLE"]
+__all__ = ["CLIENT", "NO_MUTANT", "UNOBSERVABLE"]
 
 CLIENT = "a requirement on clients: the suite is the client here (its client code meets it, tests/ check it)"
 
@@ -66,3 +66,9 @@ UNOBSERVABLE: dict[str, str] = {
     "point at the words after cuts)",
 }
 """Requirement id -> why no server case can observe it."""
+
+NO_MUTANT: dict[str, str] = {
+    "R2.5-1": "the WebSocket layer of any ASGI server (uvicorn here) reassembles fragments before the "
+    "application sees a message: a one-defect mutant cannot receive fragments differently",
+}
+"""Requirement id -> why no one-defect mutant of the tone server can break it (its cases still run)."""

@@ -12,10 +12,13 @@ Run one as a container: ``python -m conformance.mutants NAME --port P``, for exa
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from conformance.mutants.aws_sample import AwsSampleServer, AwsSampleTextOnly
 from conformance.mutants.base import ToneServer
+from conformance.mutants.defects import DEFECTS, DefectServer
 from conformance.mutants.variants import (
     BlockingSynthesis,
     ClosesAfterFirstRequest,
@@ -39,21 +42,22 @@ class Mutant:
 
     Attributes:
         name: the command-line name.
-        server: the server class.
+        server: makes the server (a :class:`ToneServer` subclass, or a :class:`DefectServer` with its row).
         caught_by: case ids that must be ``FAILED`` (empty for the unbroken control, which must pass them).
         requirements: the ids of the spec sentences it breaks (``"R3.3.1-1"``,
             :mod:`conformance.requirements`).
     """
 
     name: str
-    server: type[ToneServer]
+    server: Callable[[], ToneServer]
     caught_by: tuple[str, ...]
     requirements: tuple[str, ...] = ()
+    description: str | None = None
 
     @property
     def breaks(self) -> str:
-        """The rule it breaks, in words (the server class's docstring)."""
-        return (self.server.__doc__ or "").strip().splitlines()[0]
+        """The rule it breaks, in words (the table's description, else the server class's docstring)."""
+        return self.description or (self.server.__doc__ or "").strip().splitlines()[0]
 
 
 AWS_SAMPLE_DEFECTS = ("3.2.1", "5.1.1", "5.3.1", "7.1.1", "7.1.2", "7.2.1", "9.2.8")
@@ -65,20 +69,26 @@ MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
         Mutant("base", ToneServer, ()),
-        Mutant("text-only", TextOnlyReceive, ("3.1.1", "9.1.1")),
-        Mutant("close-after-first", ClosesAfterFirstRequest, ("7.0.1", "7.1.1")),
-        Mutant("odd-frames", OddAudioFrames, ("3.3.2",)),
-        Mutant("json-frame", JsonObjectAudioFrame, ("3.3.4",)),
-        Mutant("blocking", BlockingSynthesis, ("8.1.1", "2.2.2", "2.3.1")),
-        Mutant("ignores-close", IgnoresClose, ("7.1.1",)),
-        Mutant("no-drain", ClosesWithoutDraining, ("7.1.1",)),
-        Mutant("interleave", InterleavesRequests, ("6.2.1",)),
-        Mutant("close-on-bad", ClosesOnBadMessage, ("9.1.5", "9.1.40")),
-        Mutant("wrong-rate", WrongSampleRate, ("4.1.9",)),
+        Mutant("text-only", TextOnlyReceive, ("3.1.1", "9.1.1"), ("R3.1-1",)),
+        Mutant("close-after-first", ClosesAfterFirstRequest, ("7.0.1", "7.1.1"), ("R7-1",)),
+        Mutant("odd-frames", OddAudioFrames, ("3.3.2",), ("R3.3.1-1",)),
+        Mutant("json-frame", JsonObjectAudioFrame, ("3.3.4",), ("R3.3.2-1", "R3.3.1-2")),
+        Mutant(
+            "blocking", BlockingSynthesis, ("8.1.1", "2.2.2", "2.3.1"), ("R8-1", "R8-2", "R2.2-2", "R2.3-2")
+        ),
+        Mutant("ignores-close", IgnoresClose, ("7.1.1",), ("R7.1-3",)),
+        Mutant("no-drain", ClosesWithoutDraining, ("7.1.1",), ("R7.1-2",)),
+        Mutant("interleave", InterleavesRequests, ("6.2.1",), ("R6.2-3", "R6.2-2")),
+        Mutant("close-on-bad", ClosesOnBadMessage, ("9.1.5", "9.1.40"), ("R6.3-2",)),
+        Mutant("wrong-rate", WrongSampleRate, ("4.1.9",), ("R4.1-6", "R5.1-1")),
         Mutant("no-cancel", WithoutCancel, ()),  # conforming: cancel is OPTIONAL (§1.5)
         Mutant("aws-sample", AwsSampleServer, ("3.2.1", "5.1.1", "5.3.1", "7.1.2", "9.2.8")),
         Mutant(
             "aws-sample-text-only", AwsSampleTextOnly, ("3.1.1", "3.2.1", "5.1.1", "5.3.1", "7.1.2", "9.2.8")
+        ),
+        *(
+            Mutant(d.name, functools.partial(DefectServer, d), d.caught_by, d.requirements, d.breaks)
+            for d in DEFECTS
         ),
     )
 }

@@ -2,18 +2,16 @@
 case, and the reference server (real Kokoro-82M ONNX on the CPU) passes every MUST case.
 
 Each check runs ``python -m pytest conformance`` in a subprocess, exactly as a user certifies a container
-(``--container-cmd``), and reads the verdicts from the run's ``index.json``. The reference run is the
-expensive one (about three minutes on two CPU cores): it runs once and its report serves every assertion
-about it.
+(``--container-cmd``), and reads the verdicts from the run's ``index.json``. The mutants run two at a time,
+each against only its own cases (a few seconds each); whether a mutant fails *only* its cases under the whole
+suite is the slow check ``python -m conformance.mutants.teeth --isolation``, whose record this module checks
+is current. The reference run is the expensive one (about three minutes on two CPU cores): it runs once and
+its report serves every assertion about it.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,47 +19,23 @@ import pytest
 
 from conformance.cases import Level, catalogue
 from conformance.mutants import AWS_SAMPLE_DEFECTS, MUTANTS
+from conformance.mutants.teeth import ISOLATION, certify, certify_many, mutant_cmd, row_fingerprint, verdicts
 
-ROOT = Path(__file__).resolve().parents[2]
-RUN_TIMEOUT_S = 900.0
-"""Guard against a hung run only; the reference run takes minutes, a mutant run seconds."""
+JOBS = 2
+"""Mutant runs at once: each is a pytest process, a mutant server and a simulator (two cores)."""
+
+CAUGHT = [name for name in MUTANTS if MUTANTS[name].caught_by]
 
 
 def run_suite(tmp: Path, container_cmd: str | None, cases: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Run the conformance suite in a subprocess; return its ``index.json`` plus ``returncode``, ``output``
-    and ``report_dir``."""
-    report = tmp / "report"
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "conformance",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--report",
-        str(report),
-    ]
-    if container_cmd is not None:
-        command += ["--container-cmd", container_cmd]
-    if cases:
-        command += ["--cases", ",".join(cases)]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    output = done.stdout[-6000:] + done.stderr[-3000:]
-    index_path = report / "index.json"
-    assert index_path.exists(), f"the run wrote no report (exit {done.returncode}):\n{output}"
-    index = json.loads(index_path.read_text())
-    index["returncode"], index["output"], index["report_dir"] = done.returncode, output, report
-    return index
+    """Run the conformance suite in a subprocess (see :func:`conformance.mutants.teeth.certify`)."""
+    return certify(container_cmd, cases, report=tmp / "report")
 
 
-def mutant_cmd(name: str) -> str:
-    return f"{shlex.quote(sys.executable)} -m conformance.mutants {name} --port {{port}}"
-
-
-def verdicts(index: dict[str, Any]) -> dict[str, str]:
-    return {case_id: entry["verdict"] for case_id, entry in index["cases"].items()}
+@pytest.fixture(scope="module")
+def caught_runs() -> dict[str, dict[str, Any]]:
+    """Every mutant certified against the cases named to catch it, ``JOBS`` at a time (one run each)."""
+    return certify_many(CAUGHT, jobs=JOBS)
 
 
 CANCEL_CASES = ("4.2.1", "4.2.2", "4.2.3", "7.2.1")
@@ -75,16 +49,16 @@ def caught_verdict(case_id: str) -> str:
     return "NON-STRICT" if LEVELS[case_id] is Level.SHOULD else "FAILED"
 
 
-@pytest.mark.parametrize("name", [name for name in MUTANTS if MUTANTS[name].caught_by])
-def test_mutant_is_caught(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize("name", CAUGHT)
+def test_mutant_is_caught(caught_runs: dict[str, dict[str, Any]], name: str) -> None:
     mutant = MUTANTS[name]
-    index = run_suite(tmp_path, mutant_cmd(name), mutant.caught_by)
+    index = caught_runs[name]
     seen = verdicts(index)
     missed = {c: seen.get(c) for c in mutant.caught_by if seen.get(c) != caught_verdict(c)}
     assert not missed, f"{name} ({mutant.breaks}) was not caught: {missed}\n{index['output']}"
     must = any(LEVELS[c] is Level.MUST for c in mutant.caught_by)
     assert index["returncode"] == (1 if must else 0), "a run with FAILED cases must exit with status 1"
-    assert not index["suite_errors"], f"suite errors: {index['suite_errors']}\n{index['output']}"
+    assert not index.get("suite_errors"), f"suite errors: {index.get('suite_errors')}\n{index['output']}"
 
 
 def test_aws_sample_server_fails_only_the_cases_of_the_clauses_it_breaks(tmp_path: Path) -> None:
@@ -105,6 +79,21 @@ def test_aws_sample_server_fails_only_the_cases_of_the_clauses_it_breaks(tmp_pat
     decided = {d["clause"] for d in index["defects"] if d["failed"]}
     assert decided == {"R5-1", "R5.1-1", "R5.3-2", "R7.1-3", "R6.3-3"}, index["defects"]
     assert not index["suite_errors"]
+
+
+def test_isolation_record_is_current() -> None:
+    """Each mutant ``python -m conformance.mutants.teeth --isolation`` recorded is recorded as the table has
+    it now (a changed row must be run again); the matrix lists the mutants not recorded yet."""
+    record = json.loads(ISOLATION.read_text()) if ISOLATION.exists() else {"mutants": {}}
+    stale = [
+        name
+        for name, entry in record["mutants"].items()
+        if name not in MUTANTS or entry.get("row") != row_fingerprint(MUTANTS[name])
+    ]
+    assert not stale, (
+        f"stale isolation records for {stale}: run `python -m conformance.mutants.teeth --isolation "
+        f"{' '.join(n for n in stale if n in MUTANTS)}` then `python -m conformance.matrix`"
+    )
 
 
 def test_control_passes_every_case(tmp_path: Path) -> None:

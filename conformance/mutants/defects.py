@@ -1,0 +1,852 @@
+"""One-defect mutants as a table: the unbroken tone server with one flag set.
+
+Each :class:`Defect` names the requirement ids it breaks (:mod:`conformance.requirements`) and the cases that
+must report it ``FAILED``, and says what is broken with at most four small hooks:
+
+* ``incoming(session, obj)``: sees each client message parsed as JSON (a dict; other messages go straight
+  on). It returns ``None`` to let the session handle the message, a dict to hand the session instead, or
+  :data:`DROP` to swallow the message; it may queue frames of its own with :meth:`DefectSession.send`.
+* ``outgoing(session, frames)``: rewrites the frames about to be sent (``str``: TEXT, ``bytes``: BINARY).
+* ``http(server, request, response)``: rewrites a ``POST /invocations`` answer (status, headers, body).
+* ``server``: attributes of :class:`DefectServer` to change (``ping_delay_busy_s``, ``accept_delay_s``,
+  ``close_code``, ``refuse_query``, ``log_text``, ``max_text``).
+
+The server is :class:`~conformance.mutants.base.ToneServer`: the team's sans-I/O ``ServerSession`` with a
+tone, correct by construction, so each row breaks exactly what its hooks change. ``python -m
+conformance.mutants NAME`` serves any row by name, like the hand-written variants.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.websockets import WebSocket
+
+from conformance.mutants.base import ToneServer, ToneSession
+
+__all__ = ["DEFECTS", "DROP", "Defect", "DefectServer", "DefectSession"]
+
+DROP = object()
+"""Returned by an ``incoming`` hook: the message is swallowed (no answer at all)."""
+
+Frame = bytes | str
+Incoming = Callable[["DefectSession", dict[str, Any]], Any]
+Outgoing = Callable[["DefectSession", list[Frame]], list[Frame]]
+Http = Callable[["DefectServer", dict[str, Any], Response], Response]
+
+
+@dataclass(frozen=True)
+class Defect:
+    """One row of the table (see the module docstring)."""
+
+    name: str
+    breaks: str
+    requirements: tuple[str, ...]
+    caught_by: tuple[str, ...]
+    incoming: Incoming | None = None
+    outgoing: Outgoing | None = None
+    http: Http | None = None
+    server: dict[str, Any] = field(default_factory=dict)
+
+
+def _json(frame: Frame) -> dict[str, Any] | None:
+    if not isinstance(frame, str):
+        return None
+    try:
+        value = json.loads(frame)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _error(code: str, request_id: Any) -> str:
+    rid = request_id if isinstance(request_id, str) and 0 < len(request_id) <= 128 else None
+    return _dump(
+        {"type": "error", "code": code, "message": f"{code}: refused", "request_id": rid, "fatal": False}
+    )
+
+
+def _map_controls(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Outgoing:
+    """An ``outgoing`` hook that rewrites each control frame with ``change`` (``None`` drops the frame)."""
+
+    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+        out: list[Frame] = []
+        for frame in frames:
+            obj = _json(frame)
+            if obj is None:
+                out.append(frame)
+                continue
+            changed = change(obj)
+            if changed is not None:
+                out.append(_dump(changed))
+        return out
+
+    return hook
+
+
+def _refuse(code: str, when: Callable[[dict[str, Any]], bool]) -> Incoming:
+    """An ``incoming`` hook that refuses matching messages with ``code`` instead of handling them."""
+
+    def hook(session: DefectSession, obj: dict[str, Any]) -> Any:
+        if not when(obj):
+            return None
+        session.send(_error(code, obj.get("request_id")))
+        return DROP
+
+    return hook
+
+
+def _twice_if(frame: Frame, kind: str) -> tuple[Frame, ...]:
+    return (frame, frame) if (_json(frame) or {}).get("type") == kind else (frame,)
+
+
+def _is_request(obj: dict[str, Any]) -> bool:
+    return obj.get("type") in (None, "synthesize")
+
+
+def _is_cancel(obj: dict[str, Any]) -> bool:
+    return obj.get("type") == "cancel"
+
+
+_KNOWN = {"type", "text", "voice", "speed", "sample_rate", "request_id", "request_timestamp"}
+
+
+# -- hooks that need a little state ----------------------------------------------------------------------
+
+
+def _extra_text_audio(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    # After each synthesis_start, 8 bytes of silence in a TEXT frame (valid UTF-8, not JSON): audio that
+    # is not a BINARY message (§3.3.1). audio_bytes counts it, so nothing else is wrong.
+    out: list[Frame] = []
+    for frame in frames:
+        obj = _json(frame)
+        if obj is not None and obj.get("type") == "synthesis_complete":
+            obj["audio_bytes"] += 8
+            obj["total_duration_s"] = obj["audio_bytes"] / 2 / session.rates.get(obj["request_id"], 24000)
+            frame = _dump(obj)
+        out.append(frame)
+        if obj is not None and obj.get("type") == "synthesis_start":
+            session.rates[obj["request_id"]] = obj["sample_rate"]
+            out.append("\x00" * 8)
+    return out
+
+
+def _audio_after_complete(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    out: list[Frame] = []
+    for frame in frames:
+        out.append(frame)
+        obj = _json(frame)
+        if obj is not None and obj.get("type") == "synthesis_complete" and obj.get("audio_bytes"):
+            out.append(b"\x10\x00\x10\x00")  # two samples outside any bracket (§6.1)
+    return out
+
+
+def _drop_cancelled_start(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    # The bracket of a request cancelled while queued loses its synthesis_start (§4.2).
+    out: list[Frame] = []
+    for i, frame in enumerate(frames):
+        obj = _json(frame)
+        following = _json(frames[i + 1]) if i + 1 < len(frames) else None
+        if (
+            obj is not None
+            and obj.get("type") == "synthesis_start"
+            and following is not None
+            and following.get("status") == "cancelled"
+        ):
+            continue
+        out.append(frame)
+    return out
+
+
+def _renamed_ids(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    # Server-assigned ids become "req-<N>" instead of r<N> (§4.1).
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        rid = obj.get("request_id")
+        if isinstance(rid, str) and re.fullmatch(r"r\d+", rid) and rid not in session.client_ids:
+            obj["request_id"] = "req-" + rid[1:]
+        return obj
+
+    return _map_controls(change)(session, frames)
+
+
+def _remember_ids(session: DefectSession, obj: dict[str, Any]) -> Any:
+    if isinstance(obj.get("request_id"), str):
+        session.client_ids.add(obj["request_id"])
+    return None
+
+
+def _queue_never_full(session: DefectSession, obj: dict[str, Any]) -> Any:
+    # A request beyond max_queue is swallowed instead of refused with queue_full (§4.1).
+    if _is_request(obj) and len(session.session.pending_ids()) >= session.server.limits.max_queue:
+        return DROP
+    return None
+
+
+def _duplicate_swallowed(session: DefectSession, obj: dict[str, Any]) -> Any:
+    if _is_request(obj) and obj.get("request_id") in session.session.pending_ids():
+        return DROP  # neither refused with duplicate_request_id nor answered (§4.1)
+    return None
+
+
+def _ignores_queued_cancel(session: DefectSession, obj: dict[str, Any]) -> Any:
+    pending = session.session.pending_ids()
+    if _is_cancel(obj) and obj.get("request_id") in pending[1:]:
+        return DROP  # a queued request's cancel is ignored: it is synthesized in full (§4.2)
+    return None
+
+
+def _ignores_active_cancel(session: DefectSession, obj: dict[str, Any]) -> Any:
+    pending = session.session.pending_ids()
+    if _is_cancel(obj) and pending and obj.get("request_id") == pending[0]:
+        return DROP  # the active request's cancel is ignored: it is spoken to the end, status completed
+    return None
+
+
+def _unknown_cancel_swallowed(session: DefectSession, obj: dict[str, Any]) -> Any:
+    rid = obj.get("request_id")
+    if _is_cancel(obj) and (rid is None or rid not in session.session.pending_ids()):
+        return DROP  # no unknown_request (§4.2)
+    return None
+
+
+def _idle_cancel_refused(session: DefectSession, obj: dict[str, Any]) -> Any:
+    if _is_cancel(obj) and obj.get("request_id") is None and not session.session.pending_ids():
+        session.send(_error("unknown_request", None))
+        return DROP
+    return None
+
+
+def _cancel_sticks(session: DefectSession, obj: dict[str, Any]) -> Any:
+    # A cancel-all on an idle session also cancels the next request (§4.2: later requests are unaffected).
+    if _is_cancel(obj) and obj.get("request_id") is None and not session.session.pending_ids():
+        session.sticky_cancel = True
+        return None
+    if _is_request(obj) and session.sticky_cancel and isinstance(obj.get("request_id"), str):
+        session.sticky_cancel = False
+        session.after.append(_dump({"type": "cancel", "request_id": obj["request_id"]}))
+    return None
+
+
+def _answers_after_close(session: DefectSession, obj: dict[str, Any]) -> Any:
+    if session.close_seen:
+        session.send(_error("invalid_json", obj.get("request_id")))
+        return DROP
+    if obj.get("type") == "close":
+        session.close_seen = True
+    return None
+
+
+def _text_checked_first(session: DefectSession, obj: dict[str, Any]) -> Any:
+    # text is checked before request_id (§9.2 checks request_id first): a message with a bad id and an empty
+    # text gets text_required instead of invalid_field.
+    text, rid = obj.get("text"), obj.get("request_id")
+    bad_id = "request_id" in obj and not (isinstance(rid, str) and 0 < len(rid) <= 128)
+    if _is_request(obj) and bad_id and (text is None or (isinstance(text, str) and not text.strip())):
+        session.send(_error("text_required", None))
+        return DROP
+    return None
+
+
+# -- POST /invocations defects ---------------------------------------------------------------------------
+
+
+async def _body(response: Response) -> bytes:
+    if isinstance(response, StreamingResponse):
+        return b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[misc]
+    return bytes(response.body)
+
+
+def _rebuild(response: Response, body: bytes, *, stream: bool, **headers: str) -> Response:
+    kept = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", *headers)}
+    kept.update(headers)
+    if stream:
+
+        async def chunks() -> Any:
+            for i in range(0, len(body), 32768):
+                yield body[i : i + 32768]
+
+        return StreamingResponse(chunks(), status_code=response.status_code, headers=kept)
+    return Response(body, status_code=response.status_code, headers=kept)
+
+
+def _http_rewrite(
+    change: Callable[[dict[str, Any], Response, bytes], tuple[bytes, bool, dict[str, str]] | None],
+) -> Http:
+    """An ``http`` hook: ``change(request, response, body)`` gives ``(body, stream, headers)`` or None."""
+
+    async def hook(server: DefectServer, request: dict[str, Any], response: Response) -> Response:
+        body = await _body(response)
+        changed = change(request, response, body)
+        if changed is None:
+            return _rebuild(response, body, stream=isinstance(response, StreamingResponse))
+        new_body, stream, headers = changed
+        return _rebuild(response, new_body, stream=stream, **headers)
+
+    return hook  # type: ignore[return-value]
+
+
+def _wav(request: dict[str, Any]) -> bool:
+    return request.get("format", "wav") == "wav" and request.get("transport", "binary") == "binary"
+
+
+def _streamed_wav_exact_sizes(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if not (_wav(request) and request.get("stream", True) is True and response.status_code == 200):
+        return None
+    data = len(body) - 44
+    header = body[:4] + (36 + data).to_bytes(4, "little") + body[8:40] + data.to_bytes(4, "little")
+    return header + body[44:], True, {}
+
+
+def _wav_eight_bits(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if not (_wav(request) and response.status_code == 200):
+        return None
+    return body[:34] + (8).to_bytes(2, "little") + body[36:], isinstance(response, StreamingResponse), {}
+
+
+def _whole_wav_unknown_sizes(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if not (_wav(request) and request.get("stream", True) is False and response.status_code == 200):
+        return None
+    unknown = b"\xff\xff\xff\xff"  # the streamed header's sizes in a whole body (§11.2)
+    return body[:4] + unknown + body[8:40] + unknown + body[44:], False, {}
+
+
+def _pcm_as_l16(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if request.get("format") != "pcm" or request.get("transport", "binary") != "binary":
+        return None
+    rate = request.get("sample_rate", 24000)
+    return (
+        body,
+        isinstance(response, StreamingResponse),
+        {"content-type": f"audio/L16;rate={rate};channels=1"},
+    )
+
+
+def _sse_crlf(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if request.get("transport") != "sse" or response.status_code != 200:
+        return None
+    return body.replace(b"\n", b"\r\n"), True, {}
+
+
+def _sse_seq_from_one(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if request.get("transport") != "sse" or response.status_code != 200:
+        return None
+
+    def bump(match: re.Match[bytes]) -> bytes:
+        return b'"seq":' + str(int(match.group(1)) + 1).encode()
+
+    return re.sub(rb'"seq":(\d+)', bump, body), True, {}
+
+
+def _error_body_string(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if response.status_code < 400:
+        return None
+    error = json.loads(body)["error"]
+    return json.dumps({"error": f"{error['code']}: {error['message']}"}).encode(), False, {}
+
+
+# -- the table -------------------------------------------------------------------------------------------
+
+_R = ("R6.3-2", "R6.3-3")
+
+DEFECTS: tuple[Defect, ...] = (
+    Defect(
+        "refuses-unknown-members",
+        "Refuses a request with a member it does not know (invalid_field) (§1.4)",
+        ("R1.4-1",),
+        ("1.4.2",),
+        incoming=_refuse("invalid_field", lambda o: _is_request(o) and bool(set(o) - _KNOWN)),
+    ),
+    Defect(
+        "refuses-null",
+        "Refuses a request whose optional member is null instead of treating it as absent (§1.4)",
+        ("R1.4-2",),
+        ("1.4.1",),
+        incoming=_refuse("invalid_field", lambda o: _is_request(o) and any(v is None for v in o.values())),
+    ),
+    Defect(
+        "refuses-integral-float",
+        "Refuses sample_rate 24000.0 (an integer written with a fraction) (§1.4)",
+        ("R1.4-3",),
+        ("1.4.3",),
+        incoming=_refuse("invalid_sample_rate", lambda o: isinstance(o.get("sample_rate"), float)),
+    ),
+    Defect(
+        "cancel-invalid-field",
+        "Refuses every cancel with invalid_field: neither offers cancel nor says unknown_type (§1.5)",
+        ("R1.5-2",),
+        ("4.2.1", "4.2.2", "4.2.3"),
+        incoming=_refuse("invalid_field", _is_cancel),
+    ),
+    Defect(
+        "refuses-null-type",
+        'Refuses a request whose type is null or absent (only "synthesize" is read as a request) (§4)',
+        ("R4-1",),
+        ("4.1.1",),
+        incoming=_refuse("unknown_type", lambda o: o.get("type") is None and "text" in o),
+    ),
+    Defect(
+        "speed-as-invalid-field",
+        "Refuses a speed out of range with invalid_field instead of invalid_speed (§4.1)",
+        ("R4.1-5",),
+        ("9.1.44", "9.1.45", "9.1.46"),
+        incoming=lambda s, o: (
+            {**o, "speed": "fast"}
+            if isinstance(o.get("speed"), (int, float))
+            and not isinstance(o.get("speed"), bool)
+            and not 0.5 <= o["speed"] <= 2.0
+            else None
+        ),
+    ),
+    Defect(
+        "accepts-stale",
+        "Ignores request_timestamp: stale requests are spoken, not refused with request_stale (§4.1)",
+        ("R4.1-9",),
+        ("9.1.55", "9.1.56"),
+        incoming=lambda s, o: (
+            {k: v for k, v in o.items() if k != "request_timestamp"}
+            if isinstance(o.get("request_timestamp"), (int, float, str))
+            else None
+        ),
+    ),
+    Defect(
+        "refuses-future",
+        "Refuses a request_timestamp in the future with request_stale (§4.1)",
+        ("R4.1-10",),
+        ("4.1.3",),
+        incoming=_refuse(
+            "request_stale",
+            lambda o: (
+                isinstance(o.get("request_timestamp"), (int, float))
+                and o["request_timestamp"] > __import__("time").time() + 60
+            ),
+        ),
+    ),
+    Defect(
+        "duplicate-swallowed",
+        "Neither refuses nor answers a request whose id is already queued or active (§4.1)",
+        ("R4.1-7",),
+        ("4.1.5",),
+        incoming=_duplicate_swallowed,
+    ),
+    Defect(
+        "queue-never-full",
+        "Swallows requests beyond max_queue instead of refusing them with queue_full (§4.1)",
+        ("R4.1-11",),
+        ("4.1.6",),
+        incoming=_queue_never_full,
+    ),
+    Defect(
+        "assigned-ids-renamed",
+        "Assigns ids of the form req-<N> instead of r<N> to requests without one (§4.1)",
+        ("R4.1-8",),
+        ("4.1.2",),
+        incoming=_remember_ids,
+        outgoing=_renamed_ids,
+    ),
+    Defect(
+        "refuses-long-text",
+        "Refuses texts over 500 characters with text_too_long although max_text_chars is 10,000 (§4.1)",
+        ("R4.1-1",),
+        ("4.1.10",),
+        incoming=_refuse("text_too_long", lambda o: isinstance(o.get("text"), str) and len(o["text"]) > 500),
+    ),
+    Defect(
+        "idle-cancel-refused",
+        "Answers a cancel-all on an idle session with unknown_request (§4.2)",
+        ("R4.2-4",),
+        ("4.2.3",),
+        incoming=_idle_cancel_refused,
+    ),
+    Defect(
+        "cancel-sticks",
+        "A cancel-all on an idle session also cancels the next request (§4.2)",
+        ("R4.2-8",),
+        ("4.2.3",),
+        incoming=_cancel_sticks,
+    ),
+    Defect(
+        "active-cancel-ignored",
+        "Ignores the cancel of the active request and speaks it to the end (§4.2)",
+        ("R4.2-6",),
+        ("4.2.1",),
+        incoming=_ignores_active_cancel,
+    ),
+    Defect(
+        "queued-cancel-ignored",
+        "Ignores the cancel of a queued request and speaks it in full (§4.2)",
+        ("R4.2-7", "R4.2-1"),
+        ("4.2.2",),
+        incoming=_ignores_queued_cancel,
+    ),
+    Defect(
+        "cancelled-without-start",
+        "A request cancelled while queued gets its synthesis_complete without a synthesis_start (§4.2)",
+        ("R4.2-5",),
+        ("4.2.2",),
+        outgoing=_drop_cancelled_start,
+    ),
+    Defect(
+        "unknown-cancel-swallowed",
+        "Swallows a cancel naming no queued or active request instead of refusing it (§4.2)",
+        ("R4.2-2",),
+        ("9.1.58",),
+        incoming=_unknown_cancel_swallowed,
+    ),
+    Defect(
+        "control-as-binary",
+        "Sends control frames as BINARY messages (§3.2)",
+        ("R3.2-4",),
+        ("3.2.1",),
+        outgoing=lambda s, frames: [f.encode() if isinstance(f, str) else f for f in frames],
+    ),
+    Defect(
+        "start-not-schema-valid",
+        'Sends synthesis_start with "channels": "mono", which its schema forbids (§3.2, §5)',
+        ("R3.2-1", "R5-1"),
+        ("3.2.1",),
+        outgoing=_map_controls(
+            lambda o: {**o, "channels": "mono"} if o.get("type") == "synthesis_start" else o
+        ),
+    ),
+    Defect(
+        "huge-control",
+        "Pads synthesis_complete past 1 MiB with an unknown member (§3.2)",
+        ("R3.2-2",),
+        ("3.2.2",),
+        outgoing=_map_controls(
+            lambda o: {**o, "padding": "x" * 1_100_000} if o.get("type") == "synthesis_complete" else o
+        ),
+    ),
+    Defect(
+        "audio-in-text",
+        "Sends a little audio (8 bytes of silence) in a TEXT frame in every bracket (§3.3.1)",
+        ("R3.3.1-5",),
+        ("3.3.1",),
+        outgoing=_extra_text_audio,
+    ),
+    Defect(
+        "wrong-voice",
+        'Reports "af_heart" in synthesis_start whatever voice was asked for (§5.1)',
+        ("R5.1-1",),
+        ("4.1.7",),
+        outgoing=_map_controls(
+            lambda o: {**o, "voice": "af_heart"} if o.get("type") == "synthesis_start" else o
+        ),
+    ),
+    Defect(
+        "wrong-audio-bytes",
+        "Reports audio_bytes 2 bytes more than it sent (§5.3)",
+        ("R5.3-2",),
+        ("5.3.1",),
+        outgoing=_map_controls(
+            lambda o: (
+                {**o, "audio_bytes": o["audio_bytes"] + 2} if o.get("type") == "synthesis_complete" else o
+            )
+        ),
+    ),
+    Defect(
+        "complete-twice",
+        "Sends every synthesis_complete twice (§6.1)",
+        ("R6.1-1",),
+        ("6.1.1",),
+        outgoing=lambda s, frames: [
+            g
+            for f in frames
+            for g in ((f, f) if (_json(f) or {}).get("type") == "synthesis_complete" else (f,))
+        ],
+    ),
+    Defect(
+        "audio-after-complete",
+        "Sends two samples of audio after each synthesis_complete, outside any bracket (§6.1)",
+        ("R6.1-2",),
+        ("6.1.2",),
+        outgoing=_audio_after_complete,
+    ),
+    Defect(
+        "error-twice",
+        "Sends every error frame twice (§6.3)",
+        ("R6.3-2",),
+        ("9.1.5", "9.1.31", "9.1.40"),
+        outgoing=lambda s, frames: [g for f in frames for g in _twice_if(f, "error")],
+    ),
+    Defect(
+        "error-without-id",
+        "Leaves request_id null in every error frame, even when the message had a valid one (§6.3)",
+        ("R6.3-3",),
+        ("9.1.31", "9.1.40", "9.1.44"),
+        outgoing=_map_controls(lambda o: {**o, "request_id": None} if o.get("type") == "error" else o),
+    ),
+    Defect(
+        "answers-after-close",
+        "Refuses messages that arrive after close instead of ignoring them (§7.1)",
+        ("R7.1-1",),
+        ("7.1.3",),
+        incoming=_answers_after_close,
+    ),
+    Defect(
+        "close-1001",
+        "Closes a drained session with 1001 instead of 1000 (§7.1)",
+        ("R7.1-3",),
+        ("7.1.2",),
+        server={"close_code": 1001},
+    ),
+    Defect(
+        "checks-text-first",
+        "Checks text before request_id, so a message with both wrong gets text_required (§9.2)",
+        ("R9.2-1",),
+        ("9.2.1",),
+        incoming=_text_checked_first,
+    ),
+    Defect(
+        "accepts-bom",
+        "Strips a UTF-8 byte order mark instead of refusing the message with invalid_json (§3.1)",
+        ("R3.1-3",),
+        ("9.1.9",),
+        server={"strip_bom": True},
+    ),
+    Defect(
+        "ping-flaps",
+        "Answers GET /ping 200 once (enough to be started), then 503 (§2.2)",
+        ("R2.2-1",),
+        ("2.2.1",),
+        server={"ping_ok_times": 1},
+    ),
+    Defect(
+        "requires-subprotocol",
+        "Refuses the WebSocket upgrade unless the client asks for a subprotocol (§2.3)",
+        ("R2.3-3",),
+        ("2.3.2",),
+        server={"require_subprotocol": True},
+    ),
+    Defect(
+        "refuses-query",
+        "Refuses the WebSocket upgrade when the URL has a query string (§2.1)",
+        ("R2.1-2",),
+        ("2.1.1",),
+        server={"refuse_query": True},
+    ),
+    Defect(
+        "slow-ping-busy",
+        "Answers GET /ping only after 3 s while a synthesis runs (§2.2)",
+        ("R2.2-2",),
+        ("2.2.2",),
+        server={"ping_delay_busy_s": 3.0},
+    ),
+    Defect(
+        "slow-handshake",
+        "Waits 0.6 s before completing the WebSocket handshake (§2.3)",
+        ("R2.3-1", "R2.3-2"),
+        ("2.3.1",),
+        server={"accept_delay_s": 0.6},
+    ),
+    Defect(
+        "logs-text",
+        "Prints every request's text to its output (§13)",
+        ("R13-3",),
+        ("13.0.1",),
+        server={"log_text": True},
+    ),
+    Defect(
+        "streamed-wav-exact",
+        "Writes exact sizes into a streamed WAV header instead of 0xFFFFFFFF (§11.2)",
+        ("R11.2-2",),
+        ("11.2.1",),
+        http=_http_rewrite(_streamed_wav_exact_sizes),
+    ),
+    Defect(
+        "wav-8-bit-header",
+        "Declares 8 bits per sample in the WAV header of 16-bit audio (§11.2)",
+        ("R11.2-1",),
+        ("11.2.1", "11.2.2"),
+        http=_http_rewrite(_wav_eight_bits),
+    ),
+    Defect(
+        "whole-wav-unknown-sizes",
+        "Sends a stream: false WAV with the streamed header's 0xFFFFFFFF sizes instead of exact ones (§11.2)",
+        ("R11.2-3",),
+        ("11.2.2",),
+        http=_http_rewrite(_whole_wav_unknown_sizes),
+    ),
+    Defect(
+        "pcm-as-l16",
+        "Labels raw PCM audio/L16 (big-endian by RFC 2586) instead of audio/pcm (§11.3)",
+        ("R11.3-1",),
+        ("11.3.1",),
+        http=_http_rewrite(_pcm_as_l16),
+    ),
+    Defect(
+        "sse-crlf",
+        "Ends SSE lines with CRLF (§11.4)",
+        ("R11.4-5",),
+        ("11.4.1",),
+        http=_http_rewrite(_sse_crlf),
+    ),
+    Defect(
+        "sse-seq-from-1",
+        "Numbers SSE audio_chunk events from 1 (§11.4)",
+        ("R11.4-6",),
+        ("11.4.1",),
+        http=_http_rewrite(_sse_seq_from_one),
+    ),
+    Defect(
+        "http-error-string",
+        'Answers HTTP refusals with {"error": "<code>: <message>"} (the AWS sample\'s shape) (§11.6)',
+        ("R11.6-2",),
+        ("11.6.1", "11.6.2"),
+        http=_http_rewrite(_error_body_string),
+    ),
+    Defect(
+        "requires-json-type",
+        "Refuses POST /invocations unless Content-Type is application/json (415) (§11.1)",
+        ("R11.1-1",),
+        ("11.1.1",),
+        server={"require_json": True},
+    ),
+)
+"""Every one-defect mutant of the table, in spec order."""
+
+
+class DefectSession(ToneSession):
+    """A :class:`ToneSession` that applies its server's :class:`Defect`."""
+
+    def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
+        super().__init__(server, websocket)
+        self.defect: Defect = server.defect  # type: ignore[attr-defined]
+        self.extra: list[Frame] = []
+        self.after: list[str] = []
+        self.rates: dict[str, int] = {}
+        self.client_ids: set[str] = set()
+        self.sticky_cancel = False
+        self.close_seen = False
+
+    def send(self, frame: Frame) -> None:
+        """Queue a frame of the defect's own (sent before the session's next frames)."""
+        self.extra.append(frame)
+        self.kick()
+
+    async def receive(self) -> bytes | str | None:
+        while True:
+            data = await super().receive()
+            if data is None:
+                return None
+            server: DefectServer = self.server  # type: ignore[assignment]
+            raw = data.encode() if isinstance(data, str) else data
+            if server.strip_bom and raw.startswith(b"\xef\xbb\xbf"):
+                data = raw[3:]
+            if server.log_text:
+                try:
+                    print("request text:", json.loads(data).get("text"), flush=True)
+                except (ValueError, AttributeError):
+                    pass
+            if self.defect.incoming is None:
+                return data
+            try:
+                obj = json.loads(data)
+            except (ValueError, UnicodeDecodeError):
+                return data
+            if not isinstance(obj, dict):
+                return data
+            verdict = self.defect.incoming(self, obj)
+            if verdict is DROP:
+                continue
+            if isinstance(verdict, dict):
+                return _dump(verdict)
+            return data
+
+    async def synthesize(self, request: Any) -> Any:
+        server: DefectServer = self.server  # type: ignore[assignment]
+        server.busy += 1
+        try:
+            async for pcm in super().synthesize(request):
+                yield pcm
+        finally:
+            server.busy -= 1
+
+    def on_accepted(self, request: Any) -> None:
+        super().on_accepted(request)
+        for message in self.after:
+            self.session.receive_frame(message)
+        self.after.clear()
+
+    def outgoing(self, frames: list[Frame]) -> list[Frame]:
+        extra, self.extra = self.extra, []
+        frames = extra + frames
+        if self.defect.outgoing is not None:
+            frames = self.defect.outgoing(self, frames)
+        return frames
+
+    def close_code(self) -> int:
+        code = getattr(self.server, "close_code_override", None)
+        return code or super().close_code()
+
+
+class DefectServer(ToneServer):
+    """:class:`ToneServer` with one :class:`Defect` (see the module docstring)."""
+
+    session_class = DefectSession
+    ping_delay_busy_s = 0.0
+    accept_delay_s = 0.0
+    close_code_override: int | None = None
+    refuse_query = False
+    strip_bom = False
+    log_text = False
+    require_json = False
+    ping_ok_times: int | None = None
+    require_subprotocol = False
+
+    def __init__(self, defect: Defect) -> None:
+        super().__init__()
+        self.defect = defect
+        self.name = defect.name
+        self.busy = 0
+        for key, value in defect.server.items():
+            setattr(self, "close_code_override" if key == "close_code" else key, value)
+
+    async def ping(self, request: Request) -> Response:
+        if self.ping_delay_busy_s and self.busy:
+            await asyncio.sleep(self.ping_delay_busy_s)
+        if self.ping_ok_times is not None:
+            self.ping_ok_times -= 1
+            if self.ping_ok_times < 0:
+                return Response(b'{"status":"Unhealthy"}', 503, media_type="application/json")
+        return await super().ping(request)
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        if self.require_subprotocol and not websocket.headers.get("sec-websocket-protocol"):
+            await websocket.close(1002)
+            return
+        if self.refuse_query and websocket.url.query:
+            await websocket.close(1008)
+            return
+        if self.accept_delay_s:
+            await asyncio.sleep(self.accept_delay_s)
+        await super().websocket(websocket)
+
+    async def invocations(self, request: Request) -> Response:
+        if self.require_json and request.headers.get("content-type", "").split(";")[0] != "application/json":
+            return Response(b'{"error": {"code": "invalid_field", "message": "send application/json"}}', 415)
+        body = await request.body()
+        if self.log_text:
+            try:
+                print("request text:", json.loads(body).get("text"), flush=True)
+            except (ValueError, AttributeError):
+                pass
+        response = await super().invocations(request)
+        if self.defect.http is None:
+            return response
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = {}
+        return await self.defect.http(self, parsed if isinstance(parsed, dict) else {}, response)  # type: ignore[misc]
