@@ -66,8 +66,10 @@ lint: $(STAMP)
 test: $(ASSETS) $(CHROMIUM_STAMP) lint
 	HF_HUB_OFFLINE=1 $(PY) -m pytest tests
 
-conformance: $(ASSETS)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest conformance --target simulator --report conformance-report
+# The report (index.html, junit.xml, index.json) and its screenshot are written even when cases fail.
+conformance: $(ASSETS) $(CHROMIUM_STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest conformance --target simulator --report conformance-report; \
+	status=$$?; $(PY) -m conformance.screenshot conformance-report || true; exit $$status
 
 bench: $(ASSETS)
 	HF_HUB_OFFLINE=1 $(PY) -m bench

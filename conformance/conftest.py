@@ -7,6 +7,8 @@ Options (``pytest conformance --help`` lists them under "conformance"):
     (``--container-cmd``, default the reference server on Kokoro ONNX) or reaches (``--container-url``).
     ``live``: a deployed endpoint (``--endpoint-name``, ``--region``) through the official clients and the
     default AWS credential chain; every case is skipped, with the reason, when one of the three is missing.
+    ``--endpoint-url``, ``--runtime-endpoint-url`` and ``--ca-file`` point the clients at another endpoint
+    (a private one, or the simulator: that is how ``tests/`` keeps the live path tested).
 ``--strict``
     pytest's own option; here it also turns failed SHOULD cases from NON-STRICT into FAILED.
 ``--cases PATTERN[,PATTERN...]``
@@ -80,6 +82,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--endpoint-name", help="live target: the SageMaker endpoint")
     group.addoption("--region", help="live target: its AWS region")
+    group.addoption(
+        "--endpoint-url",
+        help="live target: the bidirectional-streaming endpoint URL (default: the region's; e.g. the "
+        "simulator's https://127.0.0.1:PORT)",
+    )
+    group.addoption(
+        "--runtime-endpoint-url",
+        help="live target: the sagemaker-runtime endpoint URL for InvokeEndpoint[WithResponseStream] "
+        "(default: the region's)",
+    )
+    group.addoption("--ca-file", help="live target: a CA certificate to trust (a private endpoint's)")
     group.addoption("--agent-runtime-arn", help="live target: a deployed agent (AgentCore runtime ARN)")
     group.addoption("--cases", help="comma-separated fnmatch patterns of case ids to run")
     group.addoption(
@@ -334,8 +347,12 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     meta = config.stash[_RESULTS].meta
     if config.getoption("target") == "live":
         endpoint, region = config.getoption("endpoint_name"), config.getoption("region")
-        meta.update(endpoint_name=endpoint, region=region)
-        yield LiveTarget(endpoint, region)
+        urls = {
+            "endpoint_url": config.getoption("endpoint_url"),
+            "runtime_endpoint_url": config.getoption("runtime_endpoint_url"),
+        }
+        meta.update(endpoint_name=endpoint, region=region, **{k: v for k, v in urls.items() if v})
+        yield LiveTarget(endpoint, region, ca_file=config.getoption("ca_file"), **urls)
         return
     started = time.monotonic()
     url = config.getoption("container_url")

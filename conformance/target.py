@@ -319,17 +319,64 @@ class LiveTarget(Target):
     Args:
         endpoint_name: the endpoint's name.
         region: its region.
+        endpoint_url: the bidirectional-streaming endpoint URL; None = the region's (or the client's own
+            ``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME_HTTP2``).
+        runtime_endpoint_url: the ``sagemaker-runtime`` URL for boto3; None = the region's (or
+            ``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME``).
+        ca_file: a CA certificate the bidirectional client trusts (a private endpoint's, the simulator's).
+
+    Credentials always come from the default chain, also with an endpoint URL: the live path is exercised as
+    a caller would run it.
     """
 
     name = "live"
 
-    def __init__(self, endpoint_name: str, region: str) -> None:
+    def __init__(
+        self,
+        endpoint_name: str,
+        region: str,
+        *,
+        endpoint_url: str | None = None,
+        runtime_endpoint_url: str | None = None,
+        ca_file: str | None = None,
+    ) -> None:
         self.endpoint_name = endpoint_name
         self.region = region
+        self.endpoint_url = endpoint_url
+        self.runtime_endpoint_url = runtime_endpoint_url
+        self.ca_file = ca_file
 
     def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
         options.setdefault("timeout", deadline.bound(BIDI_TIMEOUT_S))
+        if self.endpoint_url is not None:
+            options.setdefault("endpoint_url", self.endpoint_url)
+            options.setdefault("credentials", _chain_credentials())
+        if self.ca_file is not None:
+            options.setdefault("ca_file", self.ca_file)
         return open_bidi_session(self.endpoint_name, region=self.region, **options)
 
     def runtime(self, read_timeout: float = 70.0) -> Any:
-        return runtime_client(region=self.region, max_attempts=1, read_timeout=read_timeout)
+        if self.runtime_endpoint_url is None:
+            return runtime_client(region=self.region, max_attempts=1, read_timeout=read_timeout)
+        return runtime_client(
+            self.runtime_endpoint_url,
+            region=self.region,
+            credentials=_chain_credentials(),
+            max_attempts=1,
+            read_timeout=read_timeout,
+        )
+
+
+def _chain_credentials() -> tuple[str, str]:
+    """The default chain's access key and secret (the simulator's helpers would otherwise use local ones).
+
+    Raises:
+        RuntimeError: the chain has none.
+    """
+    import botocore.session
+
+    found = botocore.session.Session().get_credentials()
+    if found is None:
+        raise RuntimeError("no AWS credentials in the default chain")
+    frozen = found.get_frozen_credentials()
+    return frozen.access_key, frozen.secret_key

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_DIR", "SCHEMA_SUFFIX", "load", "names", "path", "validate", "validator"]
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "spec" / "schemas"
-"""Where the schema files live: ``<project root>/spec/schemas``."""
+"""Where the schema files live: ``<project root>/spec/schemas``, their one home. An installed wheel carries
+``spec/`` as a data-only package beside ``protocol/`` (pyproject's package data), so the same path works."""
 
 SCHEMA_SUFFIX = ".schema.json"
 
