@@ -7,8 +7,9 @@ spec/PROTOCOL.md that the server breaks (its id, level and sentence, the cases t
 wire excerpt); then every case, by section, with its verdict, linked to ``cases/<id>.html`` (requirement,
 expectation, failure message, observations, the client's log and the simulator's wire log).
 
-What makes a defect: when the run's ``index.json`` carries ``defects`` (a list of ``{"clause", "cases",
-...}``) or its cases carry ``findings`` (``{"clause", "message", ...}``), those clauses; otherwise each
+What makes a defect: when the run's ``index.json`` carries ``defects`` (a list of ``{"clause", "failed",
+"cases", "message", "excerpt", ...}``: the lenient observer's findings grouped by clause) or its cases carry
+``findings`` (``{"clause", "message", ...}``), those clauses; otherwise each
 ``FAILED`` case counts against the first requirement id it declares (``Case.requirements``; its section
 when it declares none), so cases that fail for one broken rule are listed once.
 """
@@ -115,11 +116,14 @@ def defects(
     if isinstance(listed, list) and listed:
         for item in listed:
             clause = str(item.get("clause") or item.get("id") or "?")
-            for case_id in item.get("cases", []):
+            # "failed": the cases whose verdict the defect decided; "cases": every case that saw it.
+            for case_id in item.get("failed") or item.get("cases", []):
                 case = cases.get(case_id, {})
                 add(clause, case_id, case.get("level", "MUST"), str(item.get("message", "")), excerpt(case))
-            if "excerpt" in item and clause in found:
-                found[clause].excerpt = [str(line) for line in item["excerpt"]]
+            given = item.get("excerpt")
+            if given and clause in found:
+                lines = given.splitlines() if isinstance(given, str) else [str(x) for x in given]
+                found[clause].excerpt = lines
     else:
         entries = index.get("cases", {})
         chosen = _explain(entries, cases)
