@@ -90,13 +90,21 @@ def verdicts(index: dict[str, Any]) -> dict[str, str]:
 
 
 def certify_many(names: list[str], *, jobs: int = 2, whole_suite: bool = False) -> dict[str, dict[str, Any]]:
-    """Certify each mutant (its ``caught_by`` cases, or the whole suite), ``jobs`` runs at a time."""
+    """Certify each mutant (its ``caught_by`` cases, or the whole suite), ``jobs`` runs at a time.
+
+    A run that crashes before writing its report gives that mutant an index with no cases, ``returncode``
+    None and the crash in ``output``.
+    """
     from conformance.mutants import MUTANTS
 
     def one(name: str) -> dict[str, Any]:
         cases = () if whole_suite else MUTANTS[name].caught_by
         with tempfile.TemporaryDirectory(prefix=f"teeth-{name}-") as tmp:
-            index = certify(mutant_cmd(name), cases, report=Path(tmp) / "report")
+            try:
+                index = certify(mutant_cmd(name), cases, report=Path(tmp) / "report")
+            except (AssertionError, subprocess.SubprocessError) as exc:
+                # One run's crash is that mutant's result, not every mutant's.
+                return {"cases": {}, "returncode": None, "output": str(exc)}
             index.pop("report_dir")
             return index
 
