@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,11 +222,22 @@ a { color: #175cd3; text-decoration: none; } a:hover { text-decoration: underlin
 .reqs { font-family: ui-monospace, Menlo, monospace; font-size: 12px; color: var(--muted); }
 dl { display: grid; grid-template-columns: 150px 1fr; gap: 6px 16px; } dt { color: var(--muted); }
 dd { margin: 0; }
+code { font: 13px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f2f4f7; border-radius: 4px;
+  padding: 0 3px; }
 """
 
 
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
+
+
+_CODE = re.compile(r"`([^`]+)`")
+_STRONG = re.compile(r"\*\*([^*]+)\*\*")
+
+
+def _md(text: str) -> str:
+    """A spec sentence as HTML: escaped, its code spans and bold kept (the only inline Markdown it uses)."""
+    return _STRONG.sub(r"<strong>\1</strong>", _CODE.sub(r"<code>\1</code>", _e(text)))
 
 
 def _page(title: str, body: str) -> str:
@@ -278,7 +290,7 @@ def render_index(
         parts.append('<h2 id="defects">Defects</h2>')
         for d in found:
             links = ", ".join(f'<a href="cases/{_e(c)}.html">{_e(c)}</a>' for c in d.cases)
-            sentence = f'<p class="sentence">{_e(d.sentence)}</p>' if d.sentence else ""
+            sentence = f'<p class="sentence">{_md(d.sentence)}</p>' if d.sentence else ""
             wire = f"<pre>{_e(chr(10).join(d.excerpt))}</pre>" if d.excerpt else ""
             first = d.message.strip().splitlines()[0][:400] if d.message.strip() else ""
             message = f'<div class="msg">{_e(first)}</div>' if first else ""
@@ -342,7 +354,7 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
     """``cases/<id>.html``: one case with its verdict, message, observations and logs."""
     case_id = case.get("id", "?")
     requirements = "".join(
-        f'<li><span class="clause">{_e(r)}</span> {_e(matrix.get(r, {}).get("text", ""))}</li>'
+        f'<li><span class="clause">{_e(r)}</span> {_md(matrix.get(r, {}).get("text", ""))}</li>'
         for r in case.get("requirements", [])
     )
     findings = "".join(
