@@ -584,7 +584,7 @@ DEFECTS: tuple[Defect, ...] = (
         "error-without-id",
         "Leaves request_id null in every error frame, even when the message had a valid one (§6.3)",
         ("R6.3-3",),
-        ("9.1.31", "9.1.40", "9.1.44"),
+        ("9.2.8",),
         outgoing=_map_controls(lambda o: {**o, "request_id": None} if o.get("type") == "error" else o),
     ),
     Defect(
