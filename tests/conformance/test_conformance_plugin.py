@@ -21,11 +21,11 @@ import pytest
 from conformance.cases import Case, Level, Unimplemented, case, param
 from conformance.observer import Finding
 
-C = ("§1/c",)
+C = ("R1-901",)
 
 
 def _case(id, level, what):
-    return Case(id, "§1", level, "requirement", what, "expectation", clauses=C)
+    return Case(id, "§1", level, "requirement", what, "expectation", requirements=C)
 
 
 class Seen:
@@ -41,27 +41,27 @@ def conf(request):
     return Seen([Finding(clause, "seen " + clause, "s", 3, "<2 bytes: 01 02>") for clause in request.param])
 
 
-@case("1.0.1", "§1", Level.MUST, requirement="r", description="passes", expectation="e", clauses=C)
+@case("1.0.1", "§1", Level.MUST, requirement="r", description="passes", expectation="e", requirements=C)
 def test_ok():
     pass
 
 
-@case("1.0.2", "§1", Level.MUST, requirement="r", description="fails", expectation="e", clauses=C)
+@case("1.0.2", "§1", Level.MUST, requirement="r", description="fails", expectation="e", requirements=C)
 def test_must_fails():
     assert False, "broken rule"
 
 
-@case("1.0.3", "§1", Level.SHOULD, requirement="r", description="fails", expectation="e", clauses=C)
+@case("1.0.3", "§1", Level.SHOULD, requirement="r", description="fails", expectation="e", requirements=C)
 def test_should_fails():
     assert False, "not recommended"
 
 
-@case("1.0.4", "§1", Level.MAY, requirement="r", description="fails", expectation="e", clauses=C)
+@case("1.0.4", "§1", Level.MAY, requirement="r", description="fails", expectation="e", requirements=C)
 def test_may_fails():
     assert False
 
 
-@case("1.0.5", "§1", Level.MAY, requirement="r", description="optional", expectation="e", clauses=C)
+@case("1.0.5", "§1", Level.MAY, requirement="r", description="optional", expectation="e", requirements=C)
 def test_unimplemented():
     raise Unimplemented("no MP3 here")
 
@@ -74,19 +74,19 @@ def test_rows(n):
     assert n == 1
 
 
-@pytest.mark.parametrize("conf", [("§1/c", "§2/other")], indirect=True)
-@case("1.2.1", "§1", Level.MUST, requirement="r", description="own finding", expectation="e", clauses=C)
+@pytest.mark.parametrize("conf", [("R1-901", "R2-902")], indirect=True)
+@case("1.2.1", "§1", Level.MUST, requirement="r", description="own finding", expectation="e", requirements=C)
 def test_own_finding_fails(conf):
     pass
 
 
-@pytest.mark.parametrize("conf", [("§2/other",)], indirect=True)
-@case("1.2.2", "§1", Level.MUST, requirement="r", description="a note", expectation="e", clauses=C)
+@pytest.mark.parametrize("conf", [("R2-902",)], indirect=True)
+@case("1.2.2", "§1", Level.MUST, requirement="r", description="a note", expectation="e", requirements=C)
 def test_note_does_not_fail(conf):
     pass
 
 
-@case("1.2.3", "§1", Level.MUST, requirement="r", description="suite bug", expectation="e", clauses=C)
+@case("1.2.3", "§1", Level.MUST, requirement="r", description="suite bug", expectation="e", requirements=C)
 def test_suite_error():
     {}["missing"]
 """
@@ -144,16 +144,16 @@ def test_findings_on_own_clauses_fail_a_case_and_others_are_notes(tmp_path: Path
     _, _, index = run(tmp_path)
     assert index is not None
     own = json.loads((tmp_path / "report" / "cases" / "1.2.1.json").read_text())
-    assert [f["clause"] for f in own["findings"]] == ["§1/c"] and [n["clause"] for n in own["notes"]] == [
-        "§2/other"
+    assert [f["clause"] for f in own["findings"]] == ["R1-901"] and [n["clause"] for n in own["notes"]] == [
+        "R2-902"
     ]
-    assert "seen §1/c" in own["message"] and "<2 bytes: 01 02>" in own["message"]
+    assert "seen R1-901" in own["message"] and "<2 bytes: 01 02>" in own["message"]
     note = json.loads((tmp_path / "report" / "cases" / "1.2.2.json").read_text())
-    assert note["verdict"] == "OK" and [n["clause"] for n in note["notes"]] == ["§2/other"]
+    assert note["verdict"] == "OK" and [n["clause"] for n in note["notes"]] == ["R2-902"]
     defects = {d["clause"]: d for d in index["defects"]}
-    assert defects["§1/c"]["failed"] == ["1.0.2", "1.0.3", "1.0.4", "1.1.2", "1.2.1"]
-    assert defects["§2/other"]["cases"] == ["1.2.1", "1.2.2"] and defects["§2/other"]["failed"] == []
-    assert defects["§2/other"]["excerpt"] == "<2 bytes: 01 02>" and index["defect_count"] == len(defects)
+    assert defects["R1-901"]["failed"] == ["1.0.2", "1.0.3", "1.0.4", "1.1.2", "1.2.1"]
+    assert defects["R2-902"]["cases"] == ["1.2.1", "1.2.2"] and defects["R2-902"]["failed"] == []
+    assert defects["R2-902"]["excerpt"] == "<2 bytes: 01 02>" and index["defect_count"] == len(defects)
     suite = json.loads((tmp_path / "report" / "cases" / "1.2.3.json").read_text())
     assert suite["suite_error"] and "KeyError" in suite["message"]
 
