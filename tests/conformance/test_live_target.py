@@ -69,7 +69,7 @@ def test_live_target_through_the_official_clients(
     endpoint: tuple[str, SimulatorTarget], tmp_path: Path
 ) -> None:
     name, simulator = endpoint
-    cases = LIVE_CASES if name == "base" else ("9.1.31",)
+    cases = LIVE_CASES if name == "base" else ("9.2.8",)
     index = run_live(simulator, cases, tmp_path / "report", cwd=tmp_path)
     verdicts = {case_id: entry["verdict"] for case_id, entry in index["cases"].items()}
     assert index["target"] == "live" and index["endpoint_name"] == "my-endpoint", index["output"]
@@ -77,6 +77,6 @@ def test_live_target_through_the_official_clients(
         assert verdicts == dict.fromkeys(cases, "OK"), index["output"]
         assert index["returncode"] == 0
     else:
-        assert verdicts == {"9.1.31": "FAILED"}, index["output"]
+        assert verdicts == {"9.2.8": "FAILED"}, index["output"]
         assert index["returncode"] == 1
     assert (tmp_path / "report" / "index.html").exists() and (tmp_path / "report" / "junit.xml").exists()
