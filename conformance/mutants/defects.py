@@ -703,7 +703,7 @@ DEFECTS: tuple[Defect, ...] = (
         "http-error-string",
         'Answers HTTP refusals with {"error": "<code>: <message>"} (the AWS sample\'s shape) (§11.6)',
         ("R11.6-2",),
-        ("11.6.1", "11.6.2"),
+        ("11.6.11",),
         http=_http_rewrite(_error_body_string),
     ),
     Defect(
