@@ -496,6 +496,29 @@ _MEMBER_ROWS: list[tuple[str, dict[str, object], str, ErrorCode, bool, str, str]
         "§4.2",
         "`cancel` names no queued or active request that is not already cancelled (§4.2)",
     ),
+    # Strict timestamps (§4.1): an RFC 3339 date-time with an offset, a real calendar date and time, else
+    # invalid_field (checked before staleness, §9.2: each of these would also be stale if read leniently).
+    *(
+        (
+            f"request_timestamp {stamp!r} ({why})",
+            {"text": "Hi.", "request_timestamp": stamp},
+            data_type,
+            ErrorCode.INVALID_FIELD,
+            True,
+            "§4.1",
+            _TYPES["request_timestamp"],
+        )
+        for stamp, why, data_type in (
+            ("2026-01-01T00:00:00", "no offset", "BINARY"),
+            ("2026-01-01 00:00:00Z", "a space for T", "UTF8"),
+            ("2026-02-30T00:00:00Z", "February 30", "BINARY"),
+            ("2026-13-01T00:00:00Z", "month 13", "UTF8"),
+            ("2026-01-01T24:00:00Z", "hour 24", "BINARY"),
+            ("2026-01-01T00:00:00+24:00", "offset hour 24", "UTF8"),
+            ("2026-01-01T00:00Z", "no seconds", "BINARY"),
+            ("1767225600", "epoch seconds as a string", "UTF8"),
+        )
+    ),
 ]
 
 # Order of checks (§9.2): several rules broken at once, the first in the order wins.

@@ -414,6 +414,12 @@ def variations(target: Target, client_loop: LoopThread) -> Recording:
 
 
 @pytest.fixture(scope="session")
+def long_segment(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.long_segment`, recorded once per run."""
+    return recordings.long_segment(target, client_loop)
+
+
+@pytest.fixture(scope="session")
 def refusals(target: Target, client_loop: LoopThread) -> Recording:
     """:func:`conformance.recordings.refusals`, recorded once per run."""
     return recordings.refusals(target, client_loop)

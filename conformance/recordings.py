@@ -3,6 +3,9 @@
 * :func:`pipelined`: the three REFERENCE.md §3 sentences sent back to back, then ``close``: framing
   (§3.2, §3.3), frame contents (§5), ordering (§6) and draining on close (§7.1).
 * :func:`variations`: one sentence with each of voice, speed and sample_rate changed (§4.1, §5.1).
+* :func:`long_segment`: :data:`conformance.texts.LONG_SENTENCE` and :data:`conformance.texts.LOUD` at
+  speed 1, then ``close``: audio frame sizes for the longest segment a server makes (§3.3.1) and clipping
+  of loud audio (§3.3.1).
 * :func:`refusals`: five messages the server must refuse, four carrying :data:`MARKER_TEXT`, then
   ``close``: error frames (§5.4), their content (§9.3) and the ids they name (§9.2).
 * :func:`long_text`: :data:`conformance.texts.LONG` at speed 2 while the simulator pings the container
@@ -24,15 +27,17 @@ from conformance.loop import LoopThread
 from conformance.probe import Recording, record
 from conformance.session import Session
 from conformance.target import Target
-from conformance.texts import FAST, LONG, SENTENCES, SHORT
+from conformance.texts import FAST, LONG, LONG_SENTENCE, LOUD, SENTENCES, SHORT
 from protocol.messages import SynthesisRequest
 
 __all__ = [
     "KEEPALIVE_SETTINGS",
+    "LONG_SEGMENT",
     "MARKER_TEXT",
     "PIPELINED",
     "REFUSED",
     "VARIATIONS",
+    "long_segment",
     "long_text",
     "pipelined",
     "refusals",
@@ -101,6 +106,24 @@ def variations(target: Target, loop: LoopThread) -> Recording:
         await session.drain_after_close(recording.expect)
 
     return record(target, loop, "variations", scenario)
+
+
+LONG_SEGMENT = (
+    SynthesisRequest(LONG_SENTENCE, request_id="seg-1"),
+    SynthesisRequest(LOUD, request_id="loud-1"),
+)
+"""The long-segment session's requests: both at speed 1, 24 kHz (the largest frames a server makes)."""
+
+
+def long_segment(target: Target, loop: LoopThread) -> Recording:
+    """:data:`LONG_SEGMENT` sent at once, then ``close``."""
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        await _send_all(session, recording, LONG_SEGMENT)
+        await session.close()
+        await session.drain_after_close(recording.expect)
+
+    return record(target, loop, "long-segment", scenario)
 
 
 def refusals(target: Target, loop: LoopThread) -> Recording:

@@ -26,6 +26,7 @@ from typing import Any
 
 from conformance import clauses
 from conformance.observer import Answer, Message, Observer, describe_frame, excerpt, observe
+from protocol.errors import ErrorCode
 from protocol.messages import Cancel, Close, SynthesisRequest
 from simulator.client import BidiSession
 
@@ -261,8 +262,28 @@ class Session:
             self.waiting_for = None
 
     async def answer(self, request_id: str) -> Answer:
-        """Read until the request's ``synthesis_complete``; return its :class:`Answer`."""
-        await self.wait(lambda: self.observer.completed(request_id), f"{request_id!r} was completed")
+        """Read until the request's ``synthesis_complete``; return its :class:`Answer`.
+
+        Raises:
+            SessionEnded: the stream ended first.
+            AssertionError: an error frame refused the request (it will get no bracket).
+        """
+
+        def refusal() -> Any:
+            return next(
+                (e for _, e in self.observer.errors if e.request_id == request_id and e.code in _REFUSING),
+                None,
+            )
+
+        def done() -> bool:
+            return self.observer.completed(request_id) or (
+                request_id not in self.observer.answers and refusal() is not None
+            )
+
+        await self.wait(done, f"{request_id!r} was completed")
+        if not self.observer.completed(request_id):
+            error = refusal()
+            raise AssertionError(f"{request_id!r} was refused: {error.code}: {error.message[:200]}")
         return self.observer.answers[request_id]
 
     async def completions(self, count: int) -> list[Answer]:
@@ -314,6 +335,15 @@ class Session:
     def answers(self) -> dict[str, Answer]:
         """Answers so far, by request id, in the order their brackets opened."""
         return self.observer.answers
+
+
+_REFUSING = frozenset(ErrorCode) - {
+    ErrorCode.DUPLICATE_REQUEST_ID,  # refuses a later copy; the first is still answered
+    ErrorCode.UNKNOWN_REQUEST,
+    ErrorCode.INTERNAL_ERROR,  # a failed bracket follows
+    ErrorCode.UTTERANCE_TIMEOUT,
+}
+"""Codes whose error frame means the request it names gets no bracket (§6.3)."""
 
 
 def _is_close(data: bytes) -> bool:

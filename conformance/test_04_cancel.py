@@ -6,9 +6,9 @@ from typing import Any
 
 from conformance import clauses, expect
 from conformance.cases import Level, Unimplemented, case
-from conformance.probe import Probe
+from conformance.probe import Probe, Recording
 from conformance.session import Answer, Session
-from conformance.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
+from conformance.texts import FAST, LONG, SENTENCES, SHORT, TWO_SENTENCES
 
 
 def _streaming(session: Session, request_id: str) -> bool:
@@ -180,3 +180,55 @@ def test_cancel_then_close_aborts(conf: Probe) -> None:
             bool(outcomes) and outcomes[0] == "container-closed: code 1000",
             f"the session ended as: {outcomes}",
         )
+
+
+@case(
+    "4.2.4",
+    "§4.2",
+    Level.MUST,
+    requirements=("R4.2-6", "R4.2-1", "R1.5-2"),
+    requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
+    "has already produced for the current chunk (in practice no more than one synthesis segment, about one "
+    "sentence)",
+    description=f"send the {LONG.count('. ') + 1}-sentence long text of 4.1.10 at speed 2; at its first "
+    "audio frame send cancel naming it; compare with the same request uncancelled (the 4.1.10 recording)",
+    expectation="the request ends cancelled with at most half the audio of the uncancelled one (about one "
+    "segment): a server that acknowledges the cancel but streams the whole request fails",
+)
+def test_cancel_stops_synthesis(conf: Probe, long_text: Recording) -> None:
+    conf.use(long_text)
+    whole = long_text.replay().answers.get("long-1")
+    assert whole is not None and whole.complete is not None and whole.audio, (
+        f"the uncancelled long request was not answered ({long_text.error or 'no error'}): no reference"
+    )
+    sent_at: list[int] = []
+
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("cancel-stops") as s:
+            await s.request(LONG, request_id="stop-1", speed=FAST)
+            await s.wait(lambda: _streaming(s, "stop-1"), "stop-1's audio began")
+            sent_at.append(len(s.answers["stop-1"].audio))
+            await s.cancel("stop-1")
+            answer = await s.answer("stop-1")
+            await s.close()
+            await s.drain()
+            return answer, s.observer.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    _require_cancel(errors)
+    received, uncancelled = len(answer.audio), len(whole.audio)
+    conf.observe(
+        audio_before_cancel=sent_at[0],
+        audio_bytes=received,
+        uncancelled_audio_bytes=uncancelled,
+        share=round(received / uncancelled, 3),
+    )
+    assert received <= 0.5 * uncancelled, (
+        f"cancelled at its first audio, the request still carried {received} audio bytes, "
+        f"{100 * received / uncancelled:.0f}% of the {uncancelled} bytes of the same request uncancelled "
+        f"({received - sent_at[0]} after the cancel): synthesis did not stop"
+    )
+    status = answer.complete.status if answer.complete else None
+    assert answer.complete is not None and status in ("cancelled", None), (
+        f"stop-1 ended with status {status!r}, expected cancelled"
+    )

@@ -7,11 +7,14 @@ import datetime
 import json
 import re
 import time
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from conformance import expect
 from conformance.audio import check_speech
-from conformance.cases import Level, case
+from conformance.cases import Case, Level, case, param
 from conformance.probe import Probe, Recording
 from conformance.recordings import VARIATIONS
 from conformance.session import Answer, Session
@@ -370,3 +373,163 @@ def test_sample_rate_is_honoured(conf: Probe, variations: Recording) -> None:
             f"{seconds:.3f} s at {rate} Hz against {base.duration_s:.3f} s at 24000 Hz: the audio is not at "
             "the declared rate"
         )
+
+
+async def _completions_or_error(s: Session, count: int) -> list[Answer]:
+    """Read until ``count`` brackets closed; fail at once when an error frame arrives instead."""
+    await s.wait(lambda: s.observer.completions() >= count or bool(s.observer.errors), f"{count} completions")
+    refused = [(e.code, e.request_id, e.message) for e in s.observer.errors_since(0)]
+    assert not refused, f"error frames where none was due: {refused}"
+    return list(s.observer.history)
+
+
+@case(
+    "4.1.11",
+    "§4.1",
+    Level.MUST,
+    requirements=("R4.1-8",),
+    requirement="When `request_id` is absent the server MUST assign `r<N>` (N = 1, 2, …, skipping ids in "
+    "use) and report it in `synthesis_start`.",
+    description="on a fresh session send a request without id, then one with the client's id 'r2' (two "
+    "sentences, so it is still in use), then another without id; after all three, a fourth without id",
+    expectation="the requests without id get exactly r1, r3 (r2 is in use) and r4, reported in their "
+    "synthesis_start",
+)
+def test_server_assigned_ids_exactly(conf: Probe) -> None:
+    async def send_without_id(s: Session) -> None:
+        body = {"text": SHORT, "speed": FAST}
+        s.expect(None, body)
+        await s.send(json.dumps(body).encode())
+
+    async def scenario() -> list[Answer]:
+        async with conf.session("assigned-exactly") as s:
+            await send_without_id(s)
+            await s.request(TWO_SENTENCES, request_id="r2", speed=FAST)
+            await send_without_id(s)
+            await _completions_or_error(s, 3)
+            await send_without_id(s)
+            answers = await _completions_or_error(s, 4)
+            await s.close()
+            await s.drain()
+            return answers
+
+    answers = conf.run(scenario())
+    assigned = [a.start.request_id for a in answers if a.request_id != "r2"]
+    conf.observe(assigned_ids=assigned)
+    assert assigned == ["r1", "r3", "r4"], f"the requests without id were assigned {assigned}"
+
+
+@case(
+    "4.1.12",
+    "§4.1",
+    Level.MUST,
+    requirements=("R4.1-3", "R4.1-7"),
+    requirement="An id MAY be reused once its `synthesis_complete` was sent.",
+    description="send a request with id 'again'; once its synthesis_complete arrived, send another request "
+    "with the same id",
+    expectation="both complete with plausible speech and no error frame (duplicate_request_id is only for "
+    "ids queued or active)",
+)
+def test_request_id_reused_after_completion(conf: Probe) -> None:
+    async def scenario() -> tuple[list[Answer], list[Any]]:
+        async with conf.session("reuse") as s:
+            await s.answer(await s.request(SHORT, request_id="again", speed=FAST))
+            await s.request(SENTENCES[1], request_id="again", speed=FAST)
+            answers = await _completions_or_error(s, 2)
+            await s.close()
+            await s.drain()
+            return answers, s.observer.errors_since(0)
+
+    answers, errors = conf.run(scenario())
+    assert not errors, f"reusing a completed id was refused: {[(e.code, e.message) for e in errors]}"
+    expect.spoken(answers[0], SHORT, speed=FAST)
+    expect.spoken(answers[1], SENTENCES[1], speed=FAST)
+
+
+# --- accepted at the edge of every rule (§4.1, §9.2) ------------------------------------------------------
+
+
+def _leap_second() -> str:
+    """A leap-second stamp (`:60`) a minute or two ahead: valid RFC 3339, and the future is accepted."""
+    ahead = datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=1)
+    return ahead.strftime("%Y-%m-%dT%H:%M:60Z")
+
+
+def _now_in(offset_hours: int, fmt: str = "%Y-%m-%dT%H:%M:%S%z") -> str:
+    moment = datetime.datetime.now(datetime.timezone(datetime.timedelta(hours=offset_hours)))
+    text = moment.strftime(fmt)
+    return text[:-2] + ":" + text[-2:] if fmt.endswith("%z") else text
+
+
+def _padded_to(size: int) -> dict[str, Any]:
+    """A request of exactly ``size`` bytes as :func:`test_accepted_at_the_edge` sends it."""
+    head = {"text": SHORT, "speed": FAST, "request_id": "edge-1", "padding": ""}
+    head["padding"] = "x" * (size - len(json.dumps(head).encode()))
+    return head
+
+
+ACCEPTED: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
+    ("a leap second (:60) in request_timestamp", lambda: {"request_timestamp": _leap_second()}, "R4.1-5"),
+    (
+        "lower-case 't' and 'z' in request_timestamp (RFC 3339 §5.6 allows them)",
+        lambda: {"request_timestamp": _now_in(0, "%Y-%m-%dt%H:%M:%Sz")},
+        "R4.1-5",
+    ),
+    ("a -05:00 offset in request_timestamp", lambda: {"request_timestamp": _now_in(-5)}, "R4.1-5"),
+    (
+        "nine fractional digits in request_timestamp",
+        lambda: {"request_timestamp": _now_in(0, "%Y-%m-%dT%H:%M:%S.123456789Z")},
+        "R4.1-5",
+    ),
+    ("speed 0.5, the slowest allowed", lambda: {"speed": 0.5}, "R4.1-5"),
+    ("a request_id of 128 characters", lambda: {"request_id": "i" * 128}, "R4.1-5"),
+    ("a message of exactly max_message_bytes (65,536 bytes)", lambda: _padded_to(65_536), "R4.1-5"),
+]
+"""Messages at the edge of a rule that must be accepted: (what, extra members, requirement)."""
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        param(
+            row,
+            Case(
+                f"4.1.13.{n}",
+                "§4.1",
+                Level.MUST,
+                "a server MUST refuse a request whose member breaks the member's rule with the code its last "
+                "column gives",
+                f"send a request with {row[0]}",
+                "no error frame; the request completes with plausible speech",
+                requirements=(row[2],),
+            ),
+        )
+        for n, row in enumerate(ACCEPTED, 1)
+    ],
+)
+def test_accepted_at_the_edge(conf: Probe, row: tuple[str, Callable[[], dict[str, Any]], str]) -> None:
+    what, members, _ = row
+    message = {"text": SHORT, "speed": FAST, "request_id": "edge-1", **members()}
+    conf.observe(
+        message={k: (v if len(str(v)) < 80 else f"<{len(str(v))} characters>") for k, v in message.items()}
+    )
+
+    data = json.dumps(message).encode()
+    conf.observe(bytes=len(data))
+
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("edge") as s:
+            s.expect(message["request_id"], message)
+            await s.send(data)
+            request_id = message["request_id"]
+            await s.wait(lambda: s.observer.completed(request_id) or bool(s.observer.errors), "an answer")
+            refused = [(e.code, e.message) for e in s.observer.errors_since(0)]
+            assert not refused, f"a request with {what} was refused: {refused}"
+            answer = await s.answer(message["request_id"])
+            await s.close()
+            await s.drain()
+            return answer, s.observer.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    assert not errors, f"a request with {what} was refused: {[(e.code, e.message) for e in errors]}"
+    expect.spoken(answer, SHORT, speed=message["speed"])

@@ -12,7 +12,7 @@ from aws_sdk_sagemaker_runtime_http2.models import ModelStreamError
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from conformance import expect
+from conformance import deadline, expect
 from conformance.bodies import decode_sse
 from conformance.cases import Case, Level, case, param
 from conformance.probe import Probe, Recording
@@ -65,7 +65,9 @@ def test_bidi_output_under_split_policy(conf: Probe, policy: str) -> None:
             conf.observe(messages=len(s.messages), parts=sum(m.parts for m in s.messages))
             return answer
 
-    with conf.configure(split=SplitPolicy.parse(policy), seed=7):
+    # The session ends with the case's deadline: a server that answers megabytes must not keep the simulator
+    # splitting them byte by byte after the case is over.
+    with conf.configure(split=SplitPolicy.parse(policy), seed=7, max_session_s=deadline.remaining() + 1.0):
         expect.spoken(conf.run(scenario()), SHORT, speed=FAST)
 
 

@@ -7,7 +7,17 @@ audio and so the decoder's work. Cases about the audio itself use the REFERENCE.
 
 from __future__ import annotations
 
-__all__ = ["FAST", "LONG", "LONG_SECONDS_PER_CHAR_MIN", "SENTENCES", "SHORT", "TWO_SENTENCES"]
+__all__ = [
+    "FAST",
+    "LONG",
+    "LONG_SECONDS_PER_CHAR_MIN",
+    "LONG_SENTENCE",
+    "LOUD",
+    "SENTENCES",
+    "SHORT",
+    "STREAMED",
+    "TWO_SENTENCES",
+]
 
 SHORT = "Hi."
 """The cheapest text to speak."""
@@ -38,3 +48,24 @@ tokens (REFERENCE.md §4), so a server must cut it to speak it all. At speed 2 a
 LONG_SECONDS_PER_CHAR_MIN = 0.045
 """Least audio per character (at speed 1) accepted as :data:`LONG` spoken to its end: Kokoro speaks it at
 0.0615 s per character, and a server that kept only the first 510 tokens would give about 0.037."""
+
+STREAMED = (
+    LONG + " The harbour master said that the old keeper knew the sea better than any chart in the office, "
+    "and the captains agreed. On clear nights the beam reached the far islands, and fishermen steered home "
+    "by it without a second thought."
+)
+"""About 1,000 characters, first sentence :data:`LONG`'s: a request long enough that a server which waits
+for its whole text before the first byte is plainly slower to start than with the first sentence alone."""
+
+LONG_SENTENCE = (
+    "The keeper of the old stone lighthouse on the northern cape walked up the narrow spiral staircase every "
+    "single evening just before the sun went down over the dark grey water and checked the great brass lamp "
+    "and the heavy glass lenses and the clockwork that turned them while the wind pushed against the thick "
+    "windows and the gulls circled slowly above the wet black rocks far below him"
+)
+"""One sentence of about 400 characters without a comma: the longest segment a server is likely to make, about
+25 s of speech at speed 1, so that a server sending one audio frame per segment sends one over 1 MiB."""
+
+LOUD = "Stop! Watch out! Get back right now!"
+"""Shouted text: the loudest a synthesizer gets, where float audio beyond full scale must be clipped, not
+wrapped around."""

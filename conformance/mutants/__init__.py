@@ -16,9 +16,11 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from conformance.mutants.admission import AssignsWithoutSkipping, LenientTimestamps, NoIdReuse, RefusesSlowest
 from conformance.mutants.aws_sample import AwsSampleServer, AwsSampleTextOnly
 from conformance.mutants.base import ToneServer
 from conformance.mutants.defects import DEFECTS, DefectServer
+from conformance.mutants.synthesis import BigFrames, LateCancel, SegmentFrames, WholeTextFirst, WrapsAround
 from conformance.mutants.variants import (
     BlockingSynthesis,
     ClosesAfterFirstRequest,
@@ -65,6 +67,8 @@ AWS_SAMPLE_DEFECTS = ("3.2.1", "5.1.1", "5.3.1", "7.1.1", "7.1.2", "7.2.1", "9.2
 (R5-1), synthesis_start describing the request (R5.1-1), audio_bytes (R5.3-2), close with 1000 once drained
 (R7.1-3), error frames naming the request (R6.3-3). Exactly these are FAILED, every other case is OK."""
 
+AWS_SAMPLE_BREAKS = ("R5-1", "R5.1-1", "R5.3-2", "R7.1-3", "R6.3-3")
+
 MUTANTS: dict[str, Mutant] = {
     m.name: m
     for m in (
@@ -82,10 +86,22 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("close-on-bad", ClosesOnBadMessage, ("9.1.5", "9.1.40"), ("R6.3-2",)),
         Mutant("wrong-rate", WrongSampleRate, ("4.1.9",), ("R4.1-6", "R5.1-1")),
         Mutant("no-cancel", WithoutCancel, ()),  # conforming: cancel is OPTIONAL (§1.5)
-        Mutant("aws-sample", AwsSampleServer, ("3.2.1", "5.1.1", "5.3.1", "7.1.2", "9.2.8")),
+        Mutant("aws-sample", AwsSampleServer, AWS_SAMPLE_DEFECTS, AWS_SAMPLE_BREAKS),
         Mutant(
-            "aws-sample-text-only", AwsSampleTextOnly, ("3.1.1", "3.2.1", "5.1.1", "5.3.1", "7.1.2", "9.2.8")
+            "aws-sample-text-only",
+            AwsSampleTextOnly,
+            ("3.1.1", *AWS_SAMPLE_DEFECTS),
+            ("R3.1-1", *AWS_SAMPLE_BREAKS),
         ),
+        Mutant("late-cancel", LateCancel, ("4.2.4",), ("R4.2-6",)),
+        Mutant("whole-text", WholeTextFirst, ("10.1.1",), ("R10.1-8",)),
+        Mutant("segment-frames", SegmentFrames, ("3.3.6", "3.3.7"), ("R3.3.1-6",)),
+        Mutant("big-frames", BigFrames, ("3.3.7",), ("R3.3.1-6",)),
+        Mutant("wrap", WrapsAround, ("3.3.8",), ("R3.3.1-7",)),
+        Mutant("ids-no-skip", AssignsWithoutSkipping, ("4.1.11",), ("R4.1-8",)),
+        Mutant("no-id-reuse", NoIdReuse, ("4.1.12",), ("R4.1-3",)),
+        Mutant("lenient-timestamps", LenientTimestamps, ("4.1.13.1", "9.1.59", "9.1.60"), ("R4.1-5",)),
+        Mutant("refuses-slowest", RefusesSlowest, ("4.1.13.5",), ("R4.1-5",)),
         *(
             Mutant(d.name, functools.partial(DefectServer, d), d.caught_by, d.requirements, d.breaks)
             for d in DEFECTS

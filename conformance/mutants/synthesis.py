@@ -1,0 +1,132 @@
+"""Mutants that break how audio is produced and sent: each a defect real servers have shipped.
+
+Each is :class:`~conformance.mutants.base.ToneServer` with one behaviour broken (issue 12, item 4);
+:data:`conformance.mutants.MUTANTS` names the cases that must catch each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import AsyncIterator
+
+import numpy as np
+
+from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from protocol.limits import Limits
+from protocol.messages import SynthesisRequest
+
+__all__ = ["BigFrames", "LateCancel", "SegmentFrames", "WholeTextFirst", "WrapsAround"]
+
+
+class _LateCancelSession(ToneSession):
+    """Holds a cancel until the active request's audio is all queued, then lets the session see it."""
+
+    held: list[bytes | str]
+
+    async def receive(self) -> bytes | str | None:
+        while True:
+            data = await super().receive()
+            if data is not None and _is_cancel(data) and self.session.pending_ids:
+                self.held = [*getattr(self, "held", []), data]
+                continue
+            return data
+
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+        async for pcm in super().synthesize(request):
+            yield pcm
+        # The whole request was synthesized and streamed; only now is the cancel acted on, so the request
+        # still ends "cancelled", with audio_bytes counting every frame sent.
+        for data in getattr(self, "held", []):
+            self.act(self.session.receive_frame(data))
+        self.held = []
+
+
+def _is_cancel(data: bytes | str) -> bool:
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "cancel"
+
+
+class LateCancel(ToneServer):
+    """Acknowledges a cancel of the active request (status cancelled, correct audio_bytes) but synthesizes
+    and streams the whole request anyway (§4.2)."""
+
+    name = "late-cancel"
+    session_class = _LateCancelSession
+
+
+class _WholeTextFirstSession(ToneSession):
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+        synth = self.server.synth
+        segments = [
+            synth.render(s, request.voice, request.speed, request.sample_rate)
+            for s in synth.segments(request.text)
+        ]
+        # Every segment is synthesized before the first byte leaves.
+        await asyncio.sleep(sum(synth.work_s(p, request.sample_rate) for p in segments))
+        for pcm in segments:
+            yield pcm
+
+
+class WholeTextFirst(ToneServer):
+    """Synthesizes a request's whole text before sending its first audio frame (§10.1)."""
+
+    name = "whole-text"
+    session_class = _WholeTextFirstSession
+
+
+class _SegmentFramesSession(ToneSession):
+    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
+        out: list[bytes | str] = []
+        for frame in frames:
+            if isinstance(frame, bytes) and out and isinstance(out[-1], bytes):
+                out[-1] += frame  # the segment's frames joined again: one frame per segment
+            else:
+                out.append(frame)
+        return out
+
+
+class SegmentFrames(ToneServer):
+    """Sends each synthesized segment as one audio frame, whatever its length: over 1 MiB for a long
+    segment at speed 1 (§3.3.1), as the AWS sample does."""
+
+    name = "segment-frames"
+    session_class = _SegmentFramesSession
+
+
+class BigFrames(ToneServer):
+    """Cuts audio into 64 KiB frames, twice the recommended max_audio_frame_bytes (§3.3.1, §10)."""
+
+    name = "big-frames"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.limits = Limits(max_audio_frame_bytes=65_536)
+
+
+class _LoudWrappingSynthesizer(ToneSynthesizer):
+    def render(self, segment: str, voice: str, speed: float, sample_rate: int) -> bytes:
+        if "!" not in segment:
+            return super().render(segment, voice, speed, sample_rate)
+        seconds = (self.padding_s + self.seconds_per_char * len(segment)) / speed
+        n = max(2, round(seconds * sample_rate))
+        t = np.arange(n) / sample_rate
+        envelope = np.minimum(1.0, np.minimum(t, t[::-1]) * 40.0)
+        wave = 1.3 * np.sin(2 * math.pi * 220.0 * t) * envelope  # shouting: beyond full scale
+        # float -> int16 by scaling and casting, without clipping: 1.3 * 32768 wraps to a negative sample.
+        return (wave * 32768).astype(np.int64).astype("<i2").tobytes()
+
+
+class WrapsAround(ToneServer):
+    """Converts loud float audio to int16 without clipping, so samples beyond full scale wrap around
+    (§3.3.1)."""
+
+    name = "wrap"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.synth = _LoudWrappingSynthesizer()
