@@ -135,7 +135,7 @@ def test_control_frames_are_compact(conf: Probe, pipelined: Recording) -> None:
     "§3.3.1",
     Level.MUST,
     requirements=("R3.3.1-5",),
-    requirement="An audio frame MUST be a **BINARY** message of raw PCM",
+    requirement="An audio frame MUST be a **BINARY** message of raw audio",
     description="look at the frame type of every audio message of the pipelined session (behind the "
     "simulator, DataType shows the container's frame type)",
     expectation="every message that is not a control frame arrived in a BINARY frame",
@@ -154,8 +154,8 @@ def test_audio_frames_are_binary(conf: Probe, pipelined: Recording) -> None:
     "§3.3.1",
     Level.MUST,
     requirements=("R3.3.1-1",),
-    requirement="has an **even** length of at least 2 bytes (whole samples only; empty frames MUST NOT be "
-    "sent)",
+    requirement="so an **even** length of at least 2 bytes for `pcm_s16le` and any length of at least 1 byte "
+    "for the G.711 encodings (empty frames MUST NOT be sent)",
     description="measure every audio frame of the pipelined session",
     expectation="every audio frame's length is even and at least 2",
 )
@@ -256,7 +256,8 @@ def test_synthesis_start_describes_the_request(conf: Probe, pipelined: Recording
     "§5.3",
     Level.MUST,
     requirements=("R5.3-2",),
-    requirement="the sum of the lengths of this request's audio frames (even; padding included, §3.3.4)",
+    requirement="the sum of the lengths of this request's audio frames (whole samples of its encoding: even "
+    "for `pcm_s16le`; padding included, §3.3.4)",
     description="add up each request's audio frames in the pipelined session and compare with its "
     "synthesis_complete",
     expectation="each synthesis_complete has audio_bytes, equal to the bytes received; total_duration_s "

@@ -81,6 +81,9 @@ class ErrorCode(enum.StrEnum):
     """The server already holds ``max_sessions`` sessions; fatal, close 1013."""
     UNSUPPORTED_FORMAT = "unsupported_format"
     """``POST /invocations`` only: ``format`` is not one this server can produce (§11.5)."""
+    UNSUPPORTED_ENCODING = "unsupported_encoding"
+    """``encoding`` is a string naming no audio frame encoding this server offers (§3.3.1, §4.1), or,
+    on ``POST /invocations``, a G.711 encoding with a format other than ``pcm`` (§11.3)."""
 
     @property
     def fatal(self) -> bool:
@@ -145,6 +148,7 @@ REGISTRY: dict[ErrorCode, RegistryEntry] = {
         always_fatal=True, close_code=CLOSE_TRY_AGAIN_LATER, http_status=None
     ),
     ErrorCode.UNSUPPORTED_FORMAT: _PER_MESSAGE_400,
+    ErrorCode.UNSUPPORTED_ENCODING: _PER_MESSAGE_400,
 }
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "AUDIO_FRAME_HARD_LIMIT",
     "DEFAULT_MAX_AUDIO_FRAME_BYTES",
     "PAD_SAMPLE",
+    "SAMPLE_WIDTHS",
     "Audio",
     "AudioCut",
     "Control",
@@ -40,6 +41,9 @@ DEFAULT_MAX_AUDIO_FRAME_BYTES = Limits().max_audio_frame_bytes
 
 #: The one sample a server may add (PROTOCOL.md §3.3 padding rule): digital silence, 1/sample_rate long.
 PAD_SAMPLE = b"\x00\x00"
+
+#: Bytes per sample of the audio frame encodings (PROTOCOL.md §3.3.1): 2 for PCM16LE, 1 for G.711.
+SAMPLE_WIDTHS = (1, 2)
 
 _OPEN = 0x7B  # "{"
 _CLOSE = 0x7D  # "}"
@@ -61,7 +65,8 @@ class Control:
 
 @dataclass(frozen=True, slots=True)
 class Audio:
-    """A message classified as audio (PROTOCOL.md §3.4): ``data``, raw PCM16LE, maybe split mid-sample."""
+    """A message classified as audio (PROTOCOL.md §3.4): ``data``, raw audio in the bracket's encoding
+    (PCM16LE unless ``synthesis_start`` says otherwise, §3.3.1), maybe split mid-sample."""
 
     data: bytes
 
@@ -209,23 +214,25 @@ def looks_like_control(chunk: bytes | bytearray | memoryview) -> bool:
     return bool(data) and _unsafe_from(data, 0, len(data)) != 0
 
 
-def _largest_safe_end(data: bytes, start: int, end: int, dead: set[int]) -> int | None:
-    """The largest even ``b`` in ``(start, end]`` not in ``dead`` with ``data[start:b]`` safe, or None."""
+def _largest_safe_end(data: bytes, start: int, end: int, dead: set[int], width: int) -> int | None:
+    """The largest ``b`` in ``(start, end]``, whole ``width``-byte samples from ``start``, not in ``dead``,
+    with ``data[start:b]`` safe; or None. ``end - start`` is a multiple of ``width``."""
     b = end
     while b > start:
         if b in dead:
-            b -= 2
+            b -= width
             continue
         unsafe = _unsafe_from(data, start, b)
         if not unsafe:
             return b
-        # Every end in [unsafe, b] is unsafe too; the next candidate is the largest even end below it.
-        b = min(b - 2, (unsafe - 1) & ~1)
+        # Every end in [unsafe, b] is unsafe too; the next candidate is the largest sample end below it.
+        b = min(b - width, start + (unsafe - 1 - start) // width * width)
     return None
 
 
-def _exact_cut(data: bytes, max_frame_bytes: int) -> list[int] | None:
-    """Frame end offsets of a cut of ``data`` into safe frames, or None when no such cut exists.
+def _exact_cut(data: bytes, max_frame_bytes: int, width: int) -> list[int] | None:
+    """Frame end offsets of a cut of ``data`` into safe frames of whole ``width``-byte samples, or None
+    when no such cut exists.
 
     Depth-first search that tries the longest frame first, so ordinary audio is cut greedily into
     ``max_frame_bytes`` frames with one cheap check each. A start offset from which the rest cannot be
@@ -238,14 +245,14 @@ def _exact_cut(data: bytes, max_frame_bytes: int) -> list[int] | None:
     start = 0
     limit = min(n, max_frame_bytes)
     while start < n:
-        b = _largest_safe_end(data, start, limit, dead)
+        b = _largest_safe_end(data, start, limit, dead, width)
         if b is None:
             dead.add(start)
             if not ends:
                 return None
             previous_end = ends.pop()
             start = ends[-1] if ends else 0
-            limit = previous_end - 2
+            limit = previous_end - width
             continue
         ends.append(b)
         start = b
@@ -271,46 +278,61 @@ class AudioCut:
         return len(PAD_SAMPLE) * len(self.padded_frames)
 
 
-def _check_cut_arguments(pcm: bytes, max_frame_bytes: int) -> None:
+def _check_cut_arguments(pcm: bytes, max_frame_bytes: int, sample_width: int) -> None:
     if isinstance(max_frame_bytes, bool) or not isinstance(max_frame_bytes, int):
         raise TypeError(f"max_frame_bytes must be an int, not {type(max_frame_bytes).__name__}")
     if max_frame_bytes < 4 or max_frame_bytes % 2 or max_frame_bytes > AUDIO_FRAME_HARD_LIMIT:
         raise ValueError(
             f"max_frame_bytes must be even and between 4 and {AUDIO_FRAME_HARD_LIMIT}, got {max_frame_bytes}"
         )
-    if len(pcm) % 2:
-        raise ValueError(f"PCM16 audio must be whole 2-byte samples, got {len(pcm)} bytes")
+    if sample_width not in SAMPLE_WIDTHS or isinstance(sample_width, bool):
+        raise ValueError(f"sample_width must be one of {SAMPLE_WIDTHS} bytes, got {sample_width!r}")
+    if len(pcm) % sample_width:
+        raise ValueError(
+            f"audio must be whole {sample_width}-byte samples, got {len(pcm)} bytes "
+            f"({'PCM16' if sample_width == 2 else 'G.711'})"
+        )
 
 
 def cut_audio(
-    pcm: bytes | bytearray | memoryview, max_frame_bytes: int = DEFAULT_MAX_AUDIO_FRAME_BYTES
+    pcm: bytes | bytearray | memoryview,
+    max_frame_bytes: int = DEFAULT_MAX_AUDIO_FRAME_BYTES,
+    *,
+    sample_width: int = 2,
 ) -> AudioCut:
-    """Cut PCM16LE audio into frames that are safe to send (PROTOCOL.md §3.3).
+    """Cut audio into frames that are safe to send (PROTOCOL.md §3.3).
 
-    Every frame has an even length between 2 and ``max_frame_bytes`` and is never
-    :func:`looks_like_control` (hence never :func:`is_json_object`). Frames are as long as possible:
-    ordinary audio becomes ``max_frame_bytes`` frames and a shorter last one. Where a frame would be a
-    JSON object, its end moves by whole samples (shorter, or longer within the limit).
+    ``pcm`` is audio in the request's encoding (§3.3.1): PCM16LE (``sample_width=2``, the default) or
+    G.711 μ-law/A-law (``sample_width=1``, :mod:`protocol.encodings`). Every frame is whole samples, at
+    least one, at most ``max_frame_bytes`` bytes, and is never :func:`looks_like_control` (hence never
+    :func:`is_json_object`). Frames are as long as possible: ordinary audio becomes ``max_frame_bytes``
+    frames and a shorter last one. Where a frame would be a JSON object, its end moves by whole samples
+    (shorter, or longer within the limit).
 
-    Padding rule (PROTOCOL.md §3.3), used only when no cut of ``pcm`` itself exists, e.g. ``pcm`` is the
-    single sample ``b"{}"``: one zero sample is appended to the last frame, i.e. the frames are a cut of
-    ``pcm + PAD_SAMPLE``. Where even that has no cut (a ``b"{}"`` sample followed by more JSON
-    whitespace than one frame holds, or a 4-byte limit with whitespace around ``b"{}"``), a zero sample
-    is appended to each ``b"{}"`` sample that cannot start a safe frame. ``AudioCut.padded_frames`` tells
-    which frames carry one; a zero sample is 1/sample_rate of silence.
+    Padding rule (PROTOCOL.md §3.3.4), PCM16 only, used only when no cut of ``pcm`` itself exists, e.g.
+    ``pcm`` is the single sample ``b"{}"``: one zero sample is appended to the last frame, i.e. the
+    frames are a cut of ``pcm + PAD_SAMPLE``. Where even that has no cut (a ``b"{}"`` sample followed by
+    more JSON whitespace than one frame holds, or a 4-byte limit with whitespace around ``b"{}"``), a
+    zero sample is appended to each ``b"{}"`` sample that cannot start a safe frame.
+    ``AudioCut.padded_frames`` tells which frames carry one; a zero sample is 1/sample_rate of silence.
+    One-byte samples never need padding: a single byte is never a JSON object (the shortest is ``{}``),
+    so a cut always exists, at worst into one-byte frames.
 
-    Raises ValueError when ``pcm`` has an odd length or ``max_frame_bytes`` is odd, below 4 or above
-    :data:`AUDIO_FRAME_HARD_LIMIT`. Empty ``pcm`` gives no frames.
+    Raises ValueError when ``pcm`` is not whole samples, ``sample_width`` is not 1 or 2, or
+    ``max_frame_bytes`` is odd, below 4 or above :data:`AUDIO_FRAME_HARD_LIMIT`. Empty ``pcm`` gives no
+    frames.
     """
-    _check_cut_arguments(pcm, max_frame_bytes)
+    _check_cut_arguments(pcm, max_frame_bytes, sample_width)
     data = bytes(pcm)
     if not data:
         return AudioCut(())
-    ends = _exact_cut(data, max_frame_bytes)
+    ends = _exact_cut(data, max_frame_bytes, sample_width)
     if ends is not None:
         return AudioCut(tuple(data[a:b] for a, b in pairwise([0, *ends])))
+    # Unreachable for 1-byte samples (see the docstring); the padding below is PCM16's (§3.3.4).
+    assert sample_width == 2, "a 1-byte-sample stream always has a cut"
     padded = data + PAD_SAMPLE
-    ends = _exact_cut(padded, max_frame_bytes)
+    ends = _exact_cut(padded, max_frame_bytes, sample_width)
     if ends is not None:
         # The last frame holds the pad and at least one input sample: a lone pad frame would mean the
         # input had a cut of its own.
@@ -320,14 +342,14 @@ def cut_audio(
 
 
 def _cut_with_inserted_padding(data: bytes, max_frame_bytes: int) -> AudioCut:
-    """Greedy cut that pads each ``{}`` sample that cannot start a safe frame (last resort)."""
+    """Greedy cut that pads each ``{}`` sample that cannot start a safe frame (last resort, PCM16)."""
     frames: list[bytes] = []
     padded: list[int] = []
     n = len(data)
     start = 0
     no_dead: set[int] = set()
     while start < n:
-        b = _largest_safe_end(data, start, min(n, start + max_frame_bytes), no_dead)
+        b = _largest_safe_end(data, start, min(n, start + max_frame_bytes), no_dead, 2)
         if b is None:
             # Only the sample b"{}" is unsafe on its own; b"{}\0\0" is never a JSON object in any of the
             # decodings looks_like_control considers (it ends with a NUL character).
@@ -341,12 +363,15 @@ def _cut_with_inserted_padding(data: bytes, max_frame_bytes: int) -> AudioCut:
 
 
 def cut_audio_frames(
-    pcm: bytes | bytearray | memoryview, max_frame_bytes: int = DEFAULT_MAX_AUDIO_FRAME_BYTES
+    pcm: bytes | bytearray | memoryview,
+    max_frame_bytes: int = DEFAULT_MAX_AUDIO_FRAME_BYTES,
+    *,
+    sample_width: int = 2,
 ) -> list[bytes]:
     """The frames of :func:`cut_audio` as a list (PROTOCOL.md §3.3).
 
-    ``b"".join(frames) == pcm`` unless the padding rule applied; then the total is longer than ``pcm``
-    by two bytes per added zero sample (usually exactly one, at the end). Callers that count audio bytes
-    (``synthesis_complete.audio_bytes``) must count the frames they send, not the input.
+    ``b"".join(frames) == pcm`` unless the padding rule applied (PCM16 only); then the total is longer
+    than ``pcm`` by two bytes per added zero sample (usually exactly one, at the end). Callers that count
+    audio bytes (``synthesis_complete.audio_bytes``) must count the frames they send, not the input.
     """
-    return list(cut_audio(pcm, max_frame_bytes).frames)
+    return list(cut_audio(pcm, max_frame_bytes, sample_width=sample_width).frames)

@@ -27,6 +27,7 @@ from itertools import accumulate
 from typing import Any, Literal
 
 from protocol import schemas
+from protocol.encodings import DEFAULT_ENCODING, ENCODINGS
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.limits import Limits
 from protocol.voices import DEFAULT_VOICE, LANGUAGES, VOICE_LANGUAGE, voice_gender
@@ -94,8 +95,9 @@ SPEED_MIN = 0.5
 SPEED_MAX = 2.0
 DEFAULT_SPEED = 1.0
 REQUEST_ID_MAX_CHARS = 128
-ENCODING = "pcm_s16le"
-"""Audio frames are signed 16-bit little-endian PCM (§3.3)."""
+ENCODING = DEFAULT_ENCODING
+"""The default audio frame encoding: signed 16-bit little-endian PCM (§3.3.1); the only one of version 1.
+:data:`protocol.encodings.ENCODINGS` lists every encoding a request may ask for (§4.1)."""
 CHANNELS = 1
 STATUSES: tuple[str, ...] = ("completed", "cancelled", "failed")
 """Values of ``synthesis_complete.status`` (§5.3)."""
@@ -153,6 +155,7 @@ class SynthesisRequest:
         request_timestamp: when the client issued the request, Unix epoch seconds (RFC 3339 strings
             are converted on parsing), or ``None``.
         marks: ask for a ``marks`` frame before each segment's audio (§5.5, version 1.1).
+        encoding: the audio frame encoding (§3.3.1, :data:`protocol.encodings.ENCODINGS`).
     """
 
     text: str
@@ -162,15 +165,19 @@ class SynthesisRequest:
     request_id: str | None = None
     request_timestamp: float | None = None
     marks: bool = False
+    encoding: str = DEFAULT_ENCODING
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of §4.1, without ``type`` (as the AWS sample's clients send it)."""
+        """The JSON object of §4.1, without ``type`` (as the AWS sample's clients send it); ``encoding``
+        only when it is not the default, so a default request is a version 1 request."""
         obj: dict[str, Any] = {
             "text": self.text,
             "voice": self.voice,
             "speed": self.speed,
             "sample_rate": self.sample_rate,
         }
+        if self.encoding != DEFAULT_ENCODING:
+            obj["encoding"] = self.encoding
         if self.request_id is not None:
             obj["request_id"] = self.request_id
         if self.request_timestamp is not None:
@@ -225,6 +232,7 @@ class Utterance:
         request_id: the utterance's id (required: every utterance message names it).
         text: the first fragment, or ``None``. May end with a high surrogate half (§15.2).
         voice, speed, sample_rate, request_timestamp, marks: as in :class:`SynthesisRequest`.
+        voice, speed, sample_rate, request_timestamp, encoding: as in :class:`SynthesisRequest`.
     """
 
     request_id: str
@@ -234,6 +242,7 @@ class Utterance:
     sample_rate: int = DEFAULT_SAMPLE_RATE
     request_timestamp: float | None = None
     marks: bool = False
+    encoding: str = DEFAULT_ENCODING
 
     def to_request(self) -> SynthesisRequest:
         """The request this utterance is answered as (§15.4), with the text sent so far."""
@@ -245,6 +254,7 @@ class Utterance:
             request_id=self.request_id,
             request_timestamp=self.request_timestamp,
             marks=self.marks,
+            encoding=self.encoding,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -263,6 +273,8 @@ class Utterance:
             obj["request_timestamp"] = self.request_timestamp
         if self.marks:
             obj["marks"] = True
+        if self.encoding != DEFAULT_ENCODING:
+            obj["encoding"] = self.encoding
         return obj
 
     def to_json(self) -> str:
@@ -413,6 +425,8 @@ class Word:
 class SynthesisStart:
     """``synthesis_start``: opens a request's bracket and describes its audio (PROTOCOL.md §5.1).
 
+    ``encoding`` is the request's (§3.3.1): every audio frame of the bracket is whole samples of it.
+
     Raises:
         ValueError: a field is out of its range (so :meth:`to_json` always validates).
     """
@@ -432,8 +446,12 @@ class SynthesisStart:
             raise ValueError("voice must be a non-empty string")
         if not _is_number(self.speed) or not SPEED_MIN <= self.speed <= SPEED_MAX:
             raise ValueError(f"speed must be a number from {SPEED_MIN} to {SPEED_MAX}, not {self.speed!r}")
-        if self.encoding != ENCODING or self.channels != CHANNELS or isinstance(self.channels, bool):
-            raise ValueError(f"audio frames are always {ENCODING}, {CHANNELS} channel (§3.3)")
+        if self.encoding not in ENCODINGS:
+            raise ValueError(
+                f"encoding must be one of {', '.join(ENCODINGS)}, not {self.encoding!r} (§3.3.1)"
+            )
+        if self.channels != CHANNELS or isinstance(self.channels, bool):
+            raise ValueError(f"audio frames are always {CHANNELS} channel (§3.3.1)")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of §5.1."""
@@ -459,8 +477,10 @@ class SynthesisComplete:
     Attributes:
         request_id: the request.
         status: ``"completed"``, ``"cancelled"`` or ``"failed"``.
-        audio_bytes: sum of the lengths of this request's audio frames (even).
-        total_duration_s: ``audio_bytes / 2 / sample_rate``.
+        audio_bytes: sum of the lengths of this request's audio frames (whole samples of its encoding:
+            even for PCM16).
+        total_duration_s: ``audio_bytes / sample_width / sample_rate`` (2 bytes per sample for PCM16,
+            1 for G.711).
         elapsed_s: wall seconds from the request's acceptance to this frame.
         words: word timings, or ``None`` when the server has none (a list is stored as a tuple).
 
@@ -481,8 +501,8 @@ class SynthesisComplete:
             raise ValueError(f"status must be one of {STATUSES}, not {self.status!r}")
         if isinstance(self.audio_bytes, bool) or not isinstance(self.audio_bytes, int):
             raise ValueError("audio_bytes must be an integer")
-        if self.audio_bytes < 0 or self.audio_bytes % 2:
-            raise ValueError(f"audio_bytes must be even and >= 0, not {self.audio_bytes}")
+        if self.audio_bytes < 0:
+            raise ValueError(f"audio_bytes must be >= 0, not {self.audio_bytes}")
         _check_seconds("total_duration_s", self.total_duration_s)
         _check_seconds("elapsed_s", self.elapsed_s)
         if self.words is not None:
@@ -764,7 +784,9 @@ class Capabilities:
         languages: every language of :attr:`voices`, with whether word timings are sent for it.
         protocol: the protocol version the server implements (``"1.1"``).
         sample_rates: the ``sample_rate`` values accepted (Hz).
-        encodings: audio frame encodings (``"pcm_s16le"``, §3.3).
+        encodings: audio frame encodings a request may ask for (``"pcm_s16le"``, ``"pcm_mulaw"``,
+            ``"pcm_alaw"``, §3.3.1, §4.1); a request naming another is refused with
+            ``unsupported_encoding``.
         formats: ``POST /invocations`` formats offered (§11.1; ``mp3`` only with an encoder, §11.5).
         features: optional features offered (:data:`FEATURES`; later versions add more).
         limits: the server's limits of §10, name → value (numbers).
@@ -1048,6 +1070,7 @@ _EXPECTED = {
     "voice": "a string",
     "speed": "a number",
     "sample_rate": "an integer",
+    "encoding": "a string",
     "request_timestamp": "Unix epoch seconds (a number) or an RFC 3339 date-time string",
     "format": "a string",
     "transport": '"binary" or "sse"',
@@ -1056,7 +1079,16 @@ _EXPECTED = {
 }
 
 # §9.2: members are checked in this order and the first failure is the answer.
-_REQUEST_ORDER = ("request_id", "text", "voice", "speed", "sample_rate", "request_timestamp", "marks")
+_REQUEST_ORDER = (
+    "request_id",
+    "text",
+    "voice",
+    "speed",
+    "sample_rate",
+    "encoding",
+    "request_timestamp",
+    "marks",
+)
 _FRAGMENT_ORDER = ("request_id", "text")  # append, flush, end (§15.6)
 _INVOCATIONS_ORDER = (
     "request_id",
@@ -1064,6 +1096,7 @@ _INVOCATIONS_ORDER = (
     "voice",
     "speed",
     "sample_rate",
+    "encoding",
     "format",
     "transport",
     "stream",
@@ -1149,10 +1182,12 @@ def _check_fields(
     known_voices: Collection[str] | None,
     mp3_available: bool = True,
     fragment: bool = False,
+    encodings: Collection[str] | None = None,
 ) -> None:
     """Apply schema ``schema`` and the rules it cannot express, member by member in ``order`` (§9.2).
 
     ``fragment``: ``text`` is a fragment of an utterance (§15.2), which may be empty or whitespace.
+    ``encodings``: the encodings the server offers (§4.1); ``None``: every one of this version.
     """
     refused: dict[str, Any] = {}
     for error in schemas.validator(schema).iter_errors(obj):
@@ -1194,6 +1229,14 @@ def _check_fields(
                 raise ProtocolError(
                     ErrorCode.INVALID_VOICE,
                     f'unknown voice {_show(value)}; send {{"type":"describe"}} for the voice list',
+                    request_id,
+                )
+        elif member == "encoding":
+            offered = ENCODINGS if encodings is None else encodings
+            if value not in offered:
+                raise ProtocolError(
+                    ErrorCode.UNSUPPORTED_ENCODING,
+                    f"encoding must be one of {', '.join(offered)}, not {_show(value)}",
                     request_id,
                 )
         elif member == "format":
@@ -1242,6 +1285,7 @@ def _request_from(obj: dict[str, Any]) -> SynthesisRequest:
         request_id=obj.get("request_id"),
         request_timestamp=None if stamp is None else _timestamp(stamp),
         marks=obj.get("marks") is True,
+        encoding=given("encoding", DEFAULT_ENCODING),
     )
 
 
@@ -1253,6 +1297,7 @@ def parse_client_message(
     known_voices: Collection[str] | None = None,
     utterances: bool = True,
     marks: bool = True,
+    encodings: Collection[str] | None = None,
 ) -> ClientMessage:
     """Parse and validate one client WebSocket message (PROTOCOL.md §3.1, §4, §9.2, §15).
 
@@ -1266,6 +1311,9 @@ def parse_client_message(
             the feature must: their types are ``unknown_type`` (§15.1).
         marks: read the ``marks`` member of requests and utterances (§5.5). ``False`` ignores it, as a
             server without the feature does with every unknown member (§1.4).
+        encodings: the audio frame encodings the server offers (§3.3.1, §4.1); a request or utterance
+            naming another is refused with ``unsupported_encoding``. ``None``: all of
+            :data:`protocol.encodings.ENCODINGS`.
 
     Returns:
         A :class:`SynthesisRequest` (``request_id`` ``None`` when the client sent none; the session
@@ -1289,7 +1337,7 @@ def parse_client_message(
         isinstance(kind, str) and kind in _CLIENT_TYPES and (utterances or kind not in UTTERANCE_TYPES)
     )
     try:
-        return _client_message(obj, kind, limits, now, known_voices, utterances)
+        return _client_message(obj, kind, limits, now, known_voices, utterances, encodings)
     except ProtocolError as exc:
         if known:
             exc.message_type = "synthesize" if kind is None else kind
@@ -1306,6 +1354,7 @@ def _client_message(
     now: float | None,
     known_voices: Collection[str] | None,
     utterances: bool,
+    encodings: Collection[str] | None,
 ) -> ClientMessage:
     if kind is None or kind == "synthesize":
         _check_fields(
@@ -1315,6 +1364,7 @@ def _client_message(
             limits=limits,
             now=now,
             known_voices=known_voices,
+            encodings=encodings,
         )
         return _request_from(obj)
     if kind == "cancel":
@@ -1326,19 +1376,31 @@ def _client_message(
     if kind == "describe":
         return _describe_from(obj, limits)
     if utterances and kind in UTTERANCE_TYPES:
-        return _utterance_message(obj, kind, limits, now, known_voices)
+        return _utterance_message(obj, kind, limits, now, known_voices, encodings)
     if isinstance(kind, str):
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown message type {_show(kind)}", _valid_id(obj))
     raise ProtocolError(ErrorCode.INVALID_FIELD, f"type must be {_EXPECTED['type']}", _valid_id(obj))
 
 
 def _utterance_message(
-    obj: dict[str, Any], kind: str, limits: Limits, now: float | None, known_voices: Collection[str] | None
+    obj: dict[str, Any],
+    kind: str,
+    limits: Limits,
+    now: float | None,
+    known_voices: Collection[str] | None,
+    encodings: Collection[str] | None = None,
 ) -> UtteranceMessage:
     """Check and build one of the four utterance messages (§15.1, §15.6)."""
     order = _REQUEST_ORDER if kind == "utterance" else _FRAGMENT_ORDER
     _check_fields(
-        obj, schema=kind, order=order, limits=limits, now=now, known_voices=known_voices, fragment=True
+        obj,
+        schema=kind,
+        order=order,
+        limits=limits,
+        now=now,
+        known_voices=known_voices,
+        fragment=True,
+        encodings=encodings,
     )
     request_id: str = obj["request_id"]
     text = obj.get("text")
@@ -1352,6 +1414,7 @@ def _utterance_message(
             sample_rate=request.sample_rate,
             request_timestamp=request.request_timestamp,
             marks=request.marks,
+            encoding=request.encoding,
         )
     if kind == "append":
         return Append(request_id=request_id, text=text)
@@ -1379,6 +1442,7 @@ def parse_invocations_request(
     now: float | None = None,
     known_voices: Collection[str] | None = None,
     mp3_available: bool = True,
+    encodings: Collection[str] | None = None,
 ) -> InvocationsRequest:
     """Parse and validate a ``POST /invocations`` body (PROTOCOL.md §11.1).
 
@@ -1393,13 +1457,15 @@ def parse_invocations_request(
         known_voices: the voices the server has; ``None`` accepts any name of the §4.1 shape.
         mp3_available: whether the server can encode MP3 (§11.5); if not, ``format: "mp3"`` is refused
             with ``unsupported_format``.
+        encodings: the encodings offered (§4.1); ``None``: all. An encoding other than ``pcm_s16le``
+            applies to ``format: "pcm"`` only (§11.3); with another format it is ``unsupported_encoding``.
 
     Raises:
         ProtocolError: the body is refused (first failure in the order of §9.2).
     """
     limits = limits or Limits()
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
-    return _invocations_from(obj, limits, now, known_voices, mp3_available)
+    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings)
 
 
 def parse_invocations_body(
@@ -1409,6 +1475,7 @@ def parse_invocations_body(
     now: float | None = None,
     known_voices: Collection[str] | None = None,
     mp3_available: bool = True,
+    encodings: Collection[str] | None = None,
 ) -> InvocationsRequest | Describe:
     """Parse a ``POST /invocations`` body that is either a synthesis request or ``describe`` (§11.1, §4.4).
 
@@ -1423,7 +1490,7 @@ def parse_invocations_body(
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
     if obj.get("type") == "describe":
         return _describe_from(obj, limits)
-    return _invocations_from(obj, limits, now, known_voices, mp3_available)
+    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings)
 
 
 def _invocations_from(
@@ -1432,6 +1499,7 @@ def _invocations_from(
     now: float | None,
     known_voices: Collection[str] | None,
     mp3_available: bool,
+    encodings: Collection[str] | None = None,
 ) -> InvocationsRequest:
     _check_fields(
         obj,
@@ -1441,9 +1509,19 @@ def _invocations_from(
         now=now,
         known_voices=known_voices,
         mp3_available=mp3_available,
+        encodings=encodings,
     )
+    request = _request_from(obj)
+    fmt = obj.get("format") or "wav"
+    if request.encoding != DEFAULT_ENCODING and fmt != "pcm":
+        # G.711 is carried raw (§11.3); the containers of the other formats hold PCM16 or compress.
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_ENCODING,
+            f'encoding {request.encoding} applies to format "pcm" only, not {_show(fmt)}',
+            request.request_id,
+        )
     return InvocationsRequest(
-        request=_request_from(obj),
+        request=request,
         format=obj.get("format") or "wav",
         transport=obj.get("transport") or "binary",
         stream=True if obj.get("stream") is None else obj["stream"],
@@ -1537,6 +1615,7 @@ def _typed(name: str, obj: dict[str, Any]) -> ServerControl:
             sample_rate=int(obj["sample_rate"]),
             voice=obj["voice"],
             speed=float(obj["speed"]),
+            encoding=obj["encoding"],
         )
     if name == "synthesis_complete":
         words = obj.get("words")

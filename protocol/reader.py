@@ -26,6 +26,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field, replace
 
+from protocol.encodings import ENCODINGS
 from protocol.errors import ErrorCode
 from protocol.frames import Audio, classify
 from protocol.limits import AUDIO_FRAME_HARD_LIMIT
@@ -66,7 +67,11 @@ class Rule(enum.Enum):
     CONTROL_HAS_TYPE = ("§3.2", "MUST", "every server control frame has a string member type")
     CONTROL_CEILING = ("§3.2", "MUST", "a control frame is at most 1 MiB")
     AUDIO_IS_BINARY = ("§3.3.1", "MUST", "an audio frame is a BINARY message")
-    AUDIO_WHOLE_SAMPLES = ("§3.3.1", "MUST", "an audio frame has an even length of at least 2 bytes")
+    AUDIO_WHOLE_SAMPLES = (
+        "§3.3.1",
+        "MUST",
+        "an audio frame is whole samples, at least one (an even length for pcm_s16le)",
+    )
     AUDIO_CEILING = ("§3.3.1", "MUST", "an audio frame is never longer than 1 MiB")
     AUDIO_NOT_JSON = ("§3.3.2", "MUST", "no audio frame is a JSON object")
     START_VALID = ("§5.1", "MUST", "synthesis_start validates against its schema")
@@ -220,6 +225,8 @@ _REJECTING = frozenset(ErrorCode) - {
     ErrorCode.UNKNOWN_REQUEST,
     ErrorCode.UTTERANCE_TIMEOUT,
 }
+_SAMPLE_WIDTHS = {name: kind.sample_width for name, kind in ENCODINGS.items()}
+
 # A refusal of one of these leaves the utterance it names as it was (§15.6).
 _FRAGMENT_MESSAGES = frozenset({"append", "flush", "end"})
 
@@ -248,6 +255,8 @@ class _Bracket:
     wire_id: str | None
     received: int = 0
     aligner: SampleAligner = field(default_factory=SampleAligner)
+    sample_width: int = 2
+    """Bytes per sample of the bracket's encoding (§3.3.1); 2 when ``synthesis_start`` names none known."""
     ambiguous: bool = False
     """Another bracket overlapped this one: which audio belonged to it is unknown."""
     sample_rate: int | None = None
@@ -440,9 +449,12 @@ class StreamReader:
                 self._expected.popleft()
         if key in self._open:  # the same id answered again while its first bracket is open
             key = self._fresh(key, key)
+        width = _SAMPLE_WIDTHS.get(reading.string("encoding") or "", 2)
         bracket = _Bracket(
             key,
             wire_id,
+            aligner=SampleAligner(width),
+            sample_width=width,
             ambiguous=overlapped is not None,
             sample_rate=reading.integer("sample_rate"),
             asked_marks=key in self._marked,
@@ -452,14 +464,16 @@ class StreamReader:
         out.events.append(Opened(key, reading))
 
     def _audio(self, data: bytes, out: Outcome, *, checked: bool = True) -> None:
+        bracket = self._open.get(self._active) if self._active is not None else None
         if self.check_frames and checked:
-            if len(data) < 2 or len(data) % 2:
+            width = bracket.sample_width if bracket is not None else 2
+            if not data or len(data) % width:
                 out.broke(
-                    Rule.AUDIO_WHOLE_SAMPLES, f"an audio frame of {len(data)} bytes is not whole samples"
+                    Rule.AUDIO_WHOLE_SAMPLES,
+                    f"an audio frame of {len(data)} bytes is not whole samples ({width} bytes each)",
                 )
             if len(data) > AUDIO_FRAME_HARD_LIMIT:
                 out.broke(Rule.AUDIO_CEILING, f"an audio frame of {len(data)} bytes exceeds 1 MiB")
-        bracket = self._open.get(self._active) if self._active is not None else None
         if bracket is None:
             out.broke(Rule.AUDIO_IN_BRACKET, f"{len(data)} audio bytes outside any synthesis bracket")
             out.events.append(AudioSeen(None, data, b""))
@@ -531,7 +545,7 @@ class StreamReader:
             )
         if isinstance(end_s, int | float) and not isinstance(end_s, bool):
             if bracket.sample_rate:
-                received_s = bracket.received / 2 / bracket.sample_rate
+                received_s = bracket.received / bracket.sample_width / bracket.sample_rate
                 if received_s > end_s + MARKS_TOLERANCE_S and not bracket.ambiguous:
                     out.broke(
                         Rule.MARKS_IN_ORDER,

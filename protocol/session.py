@@ -50,6 +50,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 
+from protocol.encodings import ENCODINGS, encode_pcm16, encoding
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.frames import cut_audio_frames
 from protocol.limits import Limits
@@ -263,6 +264,9 @@ class ServerSession:
         marks: offer marks (§5.5): a request's ``marks`` member is read (a non-boolean is
             ``invalid_field``) and :meth:`marks` sends them to the requests that asked. Off by default:
             the member is ignored as an unknown one, as a server without the feature does (§1.4).
+            ``"utterance"`` exactly when ``utterances`` is on (§15.1), whatever the caller passed.
+            Its ``encodings`` are the ones a request may ask for (§4.1); without capabilities, every
+            encoding of :data:`protocol.encodings.ENCODINGS` (the session encodes the audio itself).
     """
 
     def __init__(
@@ -289,6 +293,7 @@ class ServerSession:
             if features != capabilities.features:
                 capabilities = replace(capabilities, features=features)
         self.capabilities = capabilities
+        self.encodings: tuple[str, ...] = tuple(capabilities.encodings if capabilities else ENCODINGS)
         self._clock = clock
         self._wallclock = wallclock
         self._on_reject = on_reject
@@ -319,6 +324,7 @@ class ServerSession:
                 known_voices=self.known_voices,
                 utterances=self.utterances,
                 marks=self.offers_marks,
+                encodings=self.encodings,
             )
         except ProtocolError as exc:
             self._reject(exc)
@@ -577,7 +583,11 @@ class ServerSession:
         if sample_rate is not None and sample_rate != request.sample_rate:
             pending.request = request = replace(request, sample_rate=sample_rate)
         start = SynthesisStart(
-            request_id=request_id, sample_rate=request.sample_rate, voice=request.voice, speed=request.speed
+            request_id=request_id,
+            sample_rate=request.sample_rate,
+            voice=request.voice,
+            speed=request.speed,
+            encoding=request.encoding,
         )
         self._outgoing.append(start.to_json())
         return True
@@ -585,8 +595,9 @@ class ServerSession:
     def audio(self, request_id: str, pcm: bytes) -> bool:
         """Queue PCM16LE mono audio for the started head request (§3.3, §5.2).
 
-        The bytes are cut into frames that are whole samples, at most ``limits.max_audio_frame_bytes``
-        long, and never parse as a JSON object.
+        The audio is converted to the request's encoding (§3.3.1: G.711 μ-law or A-law when the request
+        asked for it, :func:`protocol.encodings.encode_pcm16`), then cut into frames that are whole
+        samples of it, at most ``limits.max_audio_frame_bytes`` long, and never parse as a JSON object.
 
         Returns:
             ``False`` if the request was cancelled: nothing is queued and the caller should stop
@@ -603,7 +614,10 @@ class ServerSession:
             raise SessionStateError(f"audio for {request_id!r} before its synthesis_start")
         if pending.cancelled:
             return False
-        for frame in cut_audio_frames(pcm, self.limits.max_audio_frame_bytes):
+        name = pending.request.encoding
+        data = encode_pcm16(pcm, name)
+        width = encoding(name).sample_width
+        for frame in cut_audio_frames(data, self.limits.max_audio_frame_bytes, sample_width=width):
             pending.audio_bytes += len(frame)
             self._outgoing.append(frame)
         return True
@@ -699,7 +713,7 @@ class ServerSession:
             request_id=request_id,
             status=status,
             audio_bytes=pending.audio_bytes,
-            total_duration_s=pending.audio_bytes / 2 / request.sample_rate,
+            total_duration_s=encoding(request.encoding).duration_s(pending.audio_bytes, request.sample_rate),
             elapsed_s=round(max(0.0, self._clock() - pending.accepted_at), 3),  # milliseconds (§5.3)
             words=tuple(words) if words is not None else None,
         )
@@ -863,6 +877,8 @@ class ClientSession:
             request_id: chosen by the caller, or ``c<N>`` when omitted.
             **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``request_timestamp``,
                 ``marks``).
+            **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``encoding``,
+                ``request_timestamp``).
 
         Returns:
             ``(request_id, frame)`` where ``frame`` is the UTF-8 JSON object to send (BINARY or TEXT).
@@ -881,6 +897,7 @@ class ClientSession:
             request_id: chosen by the caller, or ``c<N>`` when omitted (the protocol requires one).
             text: the first fragment, if any.
             **fields: ``voice``, ``speed``, ``sample_rate``, ``request_timestamp``, ``marks``.
+            **fields: ``voice``, ``speed``, ``sample_rate``, ``encoding``, ``request_timestamp``.
 
         Returns:
             ``(request_id, frame)``; send ``frame`` as one message.

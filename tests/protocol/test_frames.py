@@ -376,3 +376,64 @@ def test_silence_and_tiny_samples_are_cheap(monkeypatch: pytest.MonkeyPatch) -> 
     cut = cut_audio(bytes(1 << 20))
     assert calls == []
     assert len(cut.frames) == 32
+
+
+# --- one-byte samples: G.711 μ-law and A-law (§3.3.1) ---------------------------------------------------
+
+byte_streams = st.lists(
+    st.one_of(
+        st.binary(max_size=24),
+        encoded_json(),
+        whitespace.map(str.encode),
+        st.sampled_from([b"{", b"}", b"{}", b" ", b"\xff", b"\xd5", b"\x00"]),
+    ),
+    max_size=6,
+).map(b"".join)
+
+
+def check_byte_cut(data: bytes, max_frame_bytes: int, cut: AudioCut) -> None:
+    assert cut.padded_frames == ()  # a single byte is never a JSON object: no padding is ever needed
+    assert b"".join(cut.frames) == data
+    for frame in cut.frames:
+        assert 1 <= len(frame) <= max_frame_bytes
+        assert not oracle_unsafe(frame), frame
+
+
+@PROPERTY
+@given(byte_streams, max_sizes)
+@example(b"{}", 4)
+@example(b'{"a":1}', 8)  # a G.711 stream whose first byte is 0x7B and whose first 7 samples are JSON
+@example(b"{\x00}\x00", 4)
+@example(b" {} ", 4)
+def test_one_byte_samples_cut_invariants(data: bytes, max_frame_bytes: int) -> None:
+    check_byte_cut(data, max_frame_bytes, cut_audio(data, max_frame_bytes, sample_width=1))
+
+
+@PROPERTY
+@given(byte_streams, st.sampled_from([4, 6, 8, 12]))
+def test_one_byte_frames_are_the_longest_safe_frames(data: bytes, max_frame_bytes: int) -> None:
+    """With 1-byte samples every rest can be cut, so each frame is simply the longest safe one."""
+    cut = cut_audio(data, max_frame_bytes, sample_width=1)
+    check_byte_cut(data, max_frame_bytes, cut)
+    offset = 0
+    for frame in cut.frames:
+        for longer in range(len(frame) + 1, min(max_frame_bytes, len(data) - offset) + 1):
+            assert oracle_unsafe(data[offset : offset + longer])
+        offset += len(frame)
+
+
+def test_a_g711_stream_that_spells_json_is_cut_without_padding() -> None:
+    data = b'{"a":1}' + b"\xff" * 3  # μ-law samples that start with 0x7B
+    assert is_json_object(data[:7])
+    cut = cut_audio(data, 8, sample_width=1)
+    check_byte_cut(data, 8, cut)
+    assert cut.frames == (b'{"a":1}\xff', b"\xff\xff")  # longer within the limit: no longer JSON
+    assert cut_audio(b"{}", 4, sample_width=1).frames == (b"{", b"}")
+    assert cut_audio_frames(b"{}", 4, sample_width=1) == [b"{", b"}"]
+
+
+def test_sample_width_argument() -> None:
+    assert cut_audio(b"abc", 4, sample_width=1).frames == (b"abc",)
+    for bad in (0, 3, 4, True):
+        with pytest.raises(ValueError, match="sample_width"):
+            cut_audio(b"abcd", 4, sample_width=bad)

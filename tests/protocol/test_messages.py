@@ -693,7 +693,6 @@ def test_error_frame_from_protocol_error():
         lambda: SynthesisStart(request_id="a", sample_rate=24000, voice="v", speed=1.0, channels=2),
         lambda: SynthesisStart(request_id="a", sample_rate=24000, voice="v", speed=1.0, encoding="f32"),
         lambda: SynthesisComplete("a", "done", 0, 0.0, 0.0),  # type: ignore[arg-type]
-        lambda: SynthesisComplete("a", "completed", 3, 0.0, 0.0),
         lambda: SynthesisComplete("a", "completed", -2, 0.0, 0.0),
         lambda: SynthesisComplete("a", "completed", True, 0.0, 0.0),
         lambda: SynthesisComplete("a", "completed", 2, math.nan, 0.0),
@@ -723,8 +722,13 @@ def test_parse_server_control_refusals():
         parse_server_control({"type": "synthesis_start", "request_id": "a1"})  # the AWS sample's start
     with pytest.raises(InvalidServerFrame):
         parse_server_control(
-            {"type": "synthesis_complete", "request_id": "a", "status": "completed", "audio_bytes": 3}
+            {"type": "synthesis_complete", "request_id": "a", "status": "completed", "audio_bytes": -2}
             | {"total_duration_s": 0, "elapsed_s": 0}
+        )
+    with pytest.raises(InvalidServerFrame):  # an encoding this version does not define
+        parse_server_control(
+            {"type": "synthesis_start", "request_id": "a", "sample_rate": 8000, "encoding": "opus"}
+            | {"channels": 1, "voice": "af_heart", "speed": 1.0}
         )
     with pytest.raises(InvalidServerFrame):  # a word that ends before it starts: only the code sees it
         parse_server_control(
@@ -1045,3 +1049,73 @@ def test_server_frames_validate_and_round_trip(frame):
     assert parse_server_control(obj) == frame
     if isinstance(frame, ErrorFrame):
         assert obj["message"] == frame.message  # as given: never rewritten (§9.3)
+
+
+# --- encodings (§3.3.1, §4.1, §9.2) ----------------------------------------------------------------------
+
+
+def test_encoding_defaults_to_pcm16_and_round_trips():
+    assert parse_client_message('{"text": "Hi."}').encoding == "pcm_s16le"
+    assert parse_client_message('{"text": "Hi.", "encoding": null}').encoding == "pcm_s16le"
+    request = parse_client_message('{"text": "Hi.", "encoding": "pcm_mulaw", "sample_rate": 8000}')
+    assert (request.encoding, request.sample_rate) == ("pcm_mulaw", 8000)
+    assert parse_client_message(request.to_json()) == request
+    assert "encoding" not in SynthesisRequest("Hi.").to_dict()  # a default request is a version 1 request
+    opened = parse_client_message('{"type": "utterance", "request_id": "u", "encoding": "pcm_alaw"}')
+    assert opened.encoding == "pcm_alaw" and opened.to_request().encoding == "pcm_alaw"
+
+
+@pytest.mark.parametrize(
+    ("member", "code"),
+    [
+        ('"encoding": "mulaw"', "unsupported_encoding"),
+        ('"encoding": "PCM_MULAW"', "unsupported_encoding"),
+        ('"encoding": ""', "unsupported_encoding"),
+        ('"encoding": 7', "invalid_field"),
+        ('"encoding": ["pcm_mulaw"]', "invalid_field"),
+    ],
+)
+def test_unknown_encodings_are_refused_not_ignored(member, code):
+    with pytest.raises(ProtocolError) as info:
+        parse_client_message(f'{{"text": "Hi.", "request_id": "e1", {member}}}')
+    assert (info.value.code, info.value.request_id) == (code, "e1")
+    with pytest.raises(ProtocolError) as info:
+        parse_client_message(f'{{"type": "utterance", "request_id": "u1", {member}}}')
+    assert (info.value.code, info.value.message_type) == (code, "utterance")
+
+
+def test_encoding_is_checked_after_sample_rate_and_before_the_timestamp():
+    with pytest.raises(ProtocolError, match="sample_rate") as info:
+        parse_client_message('{"text": "Hi.", "sample_rate": 44100, "encoding": "mulaw"}')
+    assert info.value.code == "invalid_sample_rate"
+    with pytest.raises(ProtocolError) as info:
+        parse_client_message('{"text": "Hi.", "encoding": "mulaw", "request_timestamp": 1.0}')
+    assert info.value.code == "unsupported_encoding"
+
+
+def test_a_server_refuses_encodings_it_does_not_offer():
+    only_pcm = ("pcm_s16le",)
+    with pytest.raises(ProtocolError) as info:
+        parse_client_message('{"text": "Hi.", "encoding": "pcm_alaw"}', encodings=only_pcm)
+    assert info.value.code == "unsupported_encoding" and "pcm_s16le" in info.value.message
+    assert parse_client_message('{"text": "Hi."}', encodings=only_pcm).encoding == "pcm_s16le"
+
+
+def test_invocations_take_g711_with_format_pcm_only():
+    parsed = parse_invocations_request('{"text": "Hi.", "format": "pcm", "encoding": "pcm_mulaw"}')
+    assert parsed.request.encoding == "pcm_mulaw"
+    for fmt in ("wav", "mp3"):
+        with pytest.raises(ProtocolError) as info:
+            parse_invocations_request(f'{{"text": "Hi.", "format": "{fmt}", "encoding": "pcm_alaw"}}')
+        assert info.value.code == "unsupported_encoding" and info.value.code.http_status == 400
+    assert parse_invocations_request('{"text": "Hi.", "encoding": "pcm_s16le"}').format == "wav"
+
+
+def test_synthesis_start_states_the_encoding():
+    start = SynthesisStart(
+        request_id="a", sample_rate=8000, voice="af_heart", speed=1.0, encoding="pcm_mulaw"
+    )
+    assert json.loads(start.to_json())["encoding"] == "pcm_mulaw"
+    assert parse_server_control(json.loads(start.to_json())) == start
+    # A G.711 bracket of three samples has an odd audio_bytes.
+    assert SynthesisComplete("a", "completed", 3, 3 / 8000, 0.1).audio_bytes == 3

@@ -597,3 +597,85 @@ TestSessionMachine = SessionMachine.TestCase
 TestSessionMachine.settings = settings(
     max_examples=150, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
+
+
+# --- encodings (§3.3.1) -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["pcm_mulaw", "pcm_alaw"])
+def test_a_g711_request_gets_one_byte_samples(name: str) -> None:
+    from protocol.encodings import decode_to_pcm16, encode_pcm16
+
+    server = ServerSession(limits=Limits(max_audio_frame_bytes=64))
+    client = ClientSession()
+    rid, frame = client.request("Hello there.", encoding=name, sample_rate=8000)
+    server.receive_frame(frame)
+    pcm = PCM + PCM[:2]  # 513 samples: an odd number of G.711 bytes
+    server.start(rid)
+    server.audio(rid, pcm)
+    server.complete(rid)
+    frames = server.data_to_send()
+    start, complete = json.loads(frames[0]), json.loads(frames[-1])
+    assert start["encoding"] == name
+    audio = b"".join(f for f in frames if isinstance(f, bytes))
+    assert audio == encode_pcm16(pcm, name) and len(audio) == 513
+    assert complete["audio_bytes"] == 513 and complete["total_duration_s"] == 513 / 8000
+    assert max(len(f) for f in frames if isinstance(f, bytes)) <= 64
+    events = [e for f in frames for e in client.receive_message(f)]  # the strict client accepts it all
+    received = b"".join(e.pcm for e in events if isinstance(e, AudioReceived))
+    assert received == audio
+    assert len(decode_to_pcm16(received, name)) == len(pcm)
+
+
+def test_a_mulaw_stream_that_spells_json_never_leaves_as_a_json_frame() -> None:
+    """μ-law bytes 7B 22 61 22 3A 31 7D are the JSON object {"a":1}: the cut moves the frame's end."""
+    from protocol.encodings import decode_to_pcm16
+
+    codes = b'{"a":1}'
+    pcm = decode_to_pcm16(codes, "pcm_mulaw")  # the PCM16 whose μ-law is exactly those bytes
+    server = ServerSession()
+    client = ClientSession()
+    rid, frame = client.request("x", encoding="pcm_mulaw")
+    server.receive_frame(frame)
+    server.start(rid)
+    server.audio(rid, pcm)
+    server.complete(rid)
+    audio_frames = [f for f in server.data_to_send() if isinstance(f, bytes)]
+    assert b"".join(audio_frames) == codes
+    assert all(not isinstance(json_or_none(f), dict) for f in audio_frames)
+    assert len(audio_frames) == 2
+
+
+def json_or_none(data: bytes):
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def test_unsupported_encoding_is_refused_and_the_session_goes_on() -> None:
+    only_pcm = Capabilities(server=ServerInfo("t", "1"), voices=(), languages=(), encodings=("pcm_s16le",))
+    server = ServerSession(capabilities=only_pcm)
+    assert server.encodings == ("pcm_s16le",)
+    assert server.receive_frame(request(encoding="pcm_mulaw", request_id="m1")) == []
+    (error,) = controls(server.data_to_send())
+    assert (error["code"], error["request_id"], error["fatal"]) == ("unsupported_encoding", "m1", False)
+    assert len(server.receive_frame(request(request_id="p1"))) == 1
+    assert ServerSession().encodings == ("pcm_s16le", "pcm_mulaw", "pcm_alaw")
+
+
+def test_client_flags_a_g711_frame_only_when_empty() -> None:
+    client = ClientSession()
+    rid, _ = client.request("a", encoding="pcm_alaw")
+    start = {"type": "synthesis_start", "request_id": rid, "sample_rate": 8000, "encoding": "pcm_alaw"}
+    client.receive_message(json.dumps(start | {"channels": 1, "voice": "af_heart", "speed": 1.0}))
+    client.receive_message(b"\xd5\xd5\xd5")  # three samples: fine
+    with pytest.raises(ProtocolViolation, match="whole samples"):
+        client.receive_message(b"")
+    (done,) = client.receive_message(
+        json.dumps(
+            {"type": "synthesis_complete", "request_id": rid, "status": "completed"}
+            | {"audio_bytes": 3, "total_duration_s": 3 / 8000, "elapsed_s": 0.1}
+        )
+    )
+    assert isinstance(done, SynthesisCompleted) and done.frame.audio_bytes == 3
