@@ -2,8 +2,9 @@
 
 Everything in it is known before the model loads: the backend's voices (each voice's language and
 gender come from its name, §4.1), the languages for which the backend gives word timings (§14.1),
-the protocol's sample rates and encodings, the formats this install can encode (MP3 only with
-``lameenc``, §11.5), the optional features the session implements, and the limits of §10.
+the protocol's sample rates and encodings (PCM16 and G.711 μ-law and A-law, §3.3.1), the formats this
+install can encode (MP3 only with ``lameenc``, §11.5), the optional features the session implements,
+and the limits of §10.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any
 
+from protocol.encodings import ENCODINGS
 from protocol.limits import Limits
 from protocol.messages import FORMATS, Capabilities, LanguageInfo, ServerInfo, VoiceInfo
 from protocol.voices import LANGUAGES
@@ -58,5 +60,6 @@ def server_capabilities(backend: Any, limits: Limits, *, mp3: bool) -> Capabilit
         server=ServerInfo(SERVER_NAME, server_version(), getattr(backend, "name", None)),
         voices=voices,
         languages=languages,
+        encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
         formats=tuple(f for f in FORMATS if mp3 or f != "mp3"),
     )

@@ -620,3 +620,47 @@ def test_events_are_checked_by_the_client_session(serve):
             assert conv.client.outstanding == [] and rid in conv.answers
 
     run(scenario())
+
+
+@pytest.mark.parametrize("name", ["pcm_mulaw", "pcm_alaw"])
+def test_g711_at_8khz_decodes_to_the_same_requests_pcm16_within_g711_error(serve, name):
+    """PROTOCOL.md §3.3.1, §4.1: the G.711 stream is the PCM16 answer, companded; decoding it gives that
+    answer back within half a quantization step per sample (the tone backend is deterministic)."""
+    from protocol.encodings import decode_to_pcm16
+
+    server = serve(ToneBackend())
+    text = "One two three. Four five six."
+
+    async def scenario():
+        async with open_session(server.ws_url) as conv:
+            capabilities = await conv.describe()
+            assert set(capabilities.encodings) == {"pcm_s16le", "pcm_mulaw", "pcm_alaw"}
+            linear = await conv.until_complete(await conv.request(text, sample_rate=8000))
+            g711 = await conv.until_complete(await conv.request(text, sample_rate=8000, encoding=name))
+            return linear, g711
+
+    linear, g711 = run(scenario())
+    assert (linear.start.encoding, g711.start.encoding) == ("pcm_s16le", name)
+    assert len(g711.pcm) == len(linear.pcm) // 2 == g711.complete.audio_bytes
+    assert g711.complete.total_duration_s == linear.complete.total_duration_s
+    x = np.frombuffer(linear.pcm, "<i2").astype(np.int64)
+    y = np.frombuffer(decode_to_pcm16(g711.pcm, name), "<i2").astype(np.int64)
+    bound = (np.abs(x) + 132) / 32 + 4 if name == "pcm_mulaw" else np.maximum(np.abs(x) / 32, 8) + 8
+    assert np.all(np.abs(y - x) <= bound)
+    snr_db = 10 * np.log10(np.sum(x * x) / np.sum((y - x) ** 2))
+    assert snr_db > 30  # G.711 keeps about 38 dB on a loud signal
+
+
+def test_an_unsupported_encoding_is_refused_and_the_session_lives_on(serve):
+    server = serve(ToneBackend())
+
+    async def scenario():
+        async with open_session(server.ws_url) as conv:
+            await conv.send({"text": "Hi.", "encoding": "opus", "request_id": "x1"})
+            error = await conv.until_error()
+            answer = await conv.until_complete(await conv.request("Hi."))
+            return error, answer
+
+    error, answer = run(scenario())
+    assert (error.code, error.request_id, error.fatal) == ("unsupported_encoding", "x1", False)
+    assert answer.start.encoding == "pcm_s16le" and answer.pcm
