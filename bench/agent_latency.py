@@ -67,34 +67,16 @@ SMOKE = Config(trials=1, reply="Hello there. It is me.", first_sentence_s=0.3, w
 
 
 def seed_timing(reply: str, first_sentence_s: float, whole_reply_s: float) -> tuple[float, float]:
-    """The scripted model's ``(first_token_s, tokens_per_s)`` that release the first sentence to the TTS
-    after ``first_sentence_s`` and the last piece after ``whole_reply_s``.
-
-    :class:`reference_agent.scripted.ScriptedModel` streams word pieces, the first after
-    ``first_token_s`` and one every ``1 / tokens_per_s`` after; the bidi chunker releases a sentence
-    when the first character after it arrives, so the first sentence leaves at the arrival of piece
-    ``k`` (the next sentence's first word).
+    """The scripted model's ``(first_token_s, tokens_per_s)`` for the seed's rhythm: the first sentence
+    released to the TTS after ``first_sentence_s``, the last piece after ``whole_reply_s``
+    (:func:`reference_agent.scripted.rhythm`, which this names for the benchmark).
 
     Raises:
-        ValueError: the reply has a single sentence, or its first sentence is too long to arrive that
-            soon at a steady rate (the time to first token would be negative).
+        ValueError: see :func:`reference_agent.scripted.rhythm`.
     """
-    from protocol.chunker import IncrementalSentenceChunker
-    from reference_agent.scripted import tokenize
+    from reference_agent.scripted import rhythm
 
-    pieces = tokenize(reply)
-    chunker = IncrementalSentenceChunker()
-    release = next((index for index, piece in enumerate(pieces) if chunker.feed(piece)), None)
-    if release is None:
-        raise ValueError("the reply must have more than one sentence")
-    last = len(pieces) - 1
-    if last <= release or whole_reply_s <= first_sentence_s:
-        raise ValueError("the whole reply must end after the first sentence")
-    tokens_per_s = (last - release) / (whole_reply_s - first_sentence_s)
-    first_token_s = first_sentence_s - release / tokens_per_s
-    if first_token_s < 0:
-        raise ValueError(f"the first sentence ({release} pieces) cannot arrive within {first_sentence_s} s")
-    return round(first_token_s, 4), round(tokens_per_s, 4)
+    return rhythm(reply, first_sentence_s, whole_reply_s)
 
 
 def _playback(events: list[dict[str, Any]]) -> tuple[float | None, int | None]:

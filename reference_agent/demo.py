@@ -15,7 +15,9 @@ are shown only with ``-v``.
 Targets:
 
 * no ``--endpoint-url``: starts the local stack itself (:class:`reference_agent.local.LocalStack`:
-  simulator + reference server + agent on the scripted model) and stops it afterwards;
+  simulator + reference server + agent on the scripted model, writing with the AWS sample's rhythm:
+  first sentence after 0.6 s, whole reply after 5 s; ``--first-sentence-s``, ``--reply-s``) and stops
+  it afterwards;
 * ``--endpoint-url http://host:port``: an agent serving ``POST /invocations`` (``python -m reference_agent``,
   the local stack, a container);
 * ``--endpoint-url arn:aws:bedrock-agentcore:REGION:ACCOUNT:runtime/ID``: a deployed AgentCore Runtime,
@@ -299,6 +301,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trials", type=int, default=3, help="invocations per mode (default 3)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed invocations first (default 1)")
     parser.add_argument(
+        "--first-sentence-s",
+        type=float,
+        default=0.6,
+        help="local stack: the scripted model finishes its first sentence after this many seconds "
+        "(default 0.6, the AWS sample's rhythm)",
+    )
+    parser.add_argument(
+        "--reply-s",
+        type=float,
+        default=5.0,
+        help="local stack: ... and its whole reply after this many (default 5.0)",
+    )
+    parser.add_argument(
         "--plot",
         default=DEFAULT_PLOT,
         help=f"where to draw the timeline plot, a PNG (default {DEFAULT_PLOT}; '' for none)",
@@ -326,8 +341,18 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
             file=out,
             flush=True,
         )
-        async with LocalStack() as stack:
-            print(f"agent: {stack.agent_url} (local, scripted model)\nprompt: {args.prompt!r}\n", file=out)
+        from reference_agent.app import AgentSettings
+        from reference_agent.scripted import DEFAULT_REPLY, rhythm
+
+        first_token_s, tokens_per_s = rhythm(DEFAULT_REPLY, args.first_sentence_s, args.reply_s)
+        settings = AgentSettings(first_token_s=first_token_s, tokens_per_s=tokens_per_s)
+        async with LocalStack(settings=settings) as stack:
+            print(
+                f"agent: {stack.agent_url} (local, scripted model: first sentence written after "
+                f"{args.first_sentence_s:g} s, the whole reply after {args.reply_s:g} s)\n"
+                f"prompt: {args.prompt!r}\n",
+                file=out,
+            )
             results = await run_trials(
                 http_invoker(stack.agent_url),
                 prompt=args.prompt,

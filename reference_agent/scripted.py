@@ -19,7 +19,7 @@ from typing import Any
 
 from strands.models import Model
 
-__all__ = ["DEFAULT_REPLY", "ScriptedModel", "tokenize"]
+__all__ = ["DEFAULT_REPLY", "ScriptedModel", "rhythm", "tokenize"]
 
 DEFAULT_REPLY = (
     "Good question. "
@@ -49,6 +49,37 @@ def tokenize(text: str) -> list[str]:
     The pieces concatenate back to ``text`` exactly.
     """
     return _TOKEN.findall(text)
+
+
+def rhythm(reply: str, first_sentence_s: float, whole_reply_s: float) -> tuple[float, float]:
+    """The ``(first_token_s, tokens_per_s)`` that release ``reply``'s first sentence to the TTS after
+    ``first_sentence_s`` and its last piece after ``whole_reply_s`` (the AWS sample's benchmark rhythm is
+    0.6 s and 5 s, REFERENCE.md §3).
+
+    :class:`ScriptedModel` streams word pieces (:func:`tokenize`), the first after ``first_token_s`` and
+    one every ``1 / tokens_per_s`` after; the bidi chunker releases a sentence when the first character
+    after it arrives, so the first sentence leaves at the arrival of piece ``k`` (the next sentence's
+    first word).
+
+    Raises:
+        ValueError: the reply has a single sentence, or its first sentence is too long to arrive that
+            soon at a steady rate (the time to first token would be negative).
+    """
+    from protocol.chunker import IncrementalSentenceChunker
+
+    pieces = tokenize(reply)
+    chunker = IncrementalSentenceChunker()
+    release = next((index for index, piece in enumerate(pieces) if chunker.feed(piece)), None)
+    if release is None:
+        raise ValueError("the reply must have more than one sentence")
+    last = len(pieces) - 1
+    if last <= release or whole_reply_s <= first_sentence_s:
+        raise ValueError("the whole reply must end after the first sentence")
+    tokens_per_s = (last - release) / (whole_reply_s - first_sentence_s)
+    first_token_s = first_sentence_s - release / tokens_per_s
+    if first_token_s < 0:
+        raise ValueError(f"the first sentence ({release} pieces) cannot arrive within {first_sentence_s} s")
+    return round(first_token_s, 4), round(tokens_per_s, 4)
 
 
 class ScriptedModel(Model):
