@@ -6,7 +6,10 @@ backend, in this process:
 * unsegmented: each sentence in one pass (``backend.synthesize``), as the server did before §10.1;
 * segmented: each sentence as a request of one session, through the server's own runtime
   (:class:`reference_server.runtime.RequestAudio`, deadline segmentation, the session's listener and
-  model-speed estimate), so the cuts are the ones the server makes on this machine at this speed.
+  model-speed estimate), so the cuts are the ones the server makes. The runtime runs on a paced clock
+  (:class:`_Paced`): every pass advances it by the time the model would take at ``Config.xrt`` times real
+  time, so the cuts are those of a machine of that speed, however busy this one is (the playback benchmark
+  measures the real thing; this one measures what cuts do to the audio).
 
 Figures: the segments chosen (words and spoken units each, and the boundary each ends at), the duration of
 each sentence both ways, and, when the backend reports word timings (torch), how far each word moved: the
@@ -39,6 +42,9 @@ class Config:
     backend: str = "auto"
     voice: str = "af_heart"
     warmup: tuple[tuple[str, ...], ...] = (LONG_REPLIES["refund"],)
+    xrt: float = 3.45
+    """The model speed the cuts are chosen for: the int8 ONNX on the two AMD EPYC cores of the first
+    benchmark run (bench §4)."""
 
 
 SMOKE = Config(
@@ -46,8 +52,38 @@ SMOKE = Config(
         "short": ("Hello there.", "It is me, the reference server, with a sentence long enough to cut.")
     },
     backend="onnx",
-    warmup=(("Hello there.", "This is a deployment check."),),
+    warmup=(("Hello there.", "This is a deployment check.", "It has three sentences."),),
 )
+
+
+class _Clock:
+    """Monotonic seconds that move only when a pass is "synthesized" (thread-safe enough: one worker)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Paced:
+    """A backend whose passes take, on :class:`_Clock`, the time they would take at ``xrt`` times real
+    time: the real audio and word timings of ``inner``, the timing of a machine of known speed."""
+
+    def __init__(self, inner: Any, clock: _Clock, xrt: float) -> None:
+        self.inner, self.clock, self.xrt = inner, clock, xrt
+        self.name, self.sample_rate, self.voices = inner.name, inner.sample_rate, inner.voices
+
+    def load(self) -> None:
+        pass
+
+    def warm_up(self) -> None:
+        pass
+
+    def synthesize(self, text: str, voice: str, speed: float = 1.0) -> Any:
+        for segment in self.inner.synthesize(text, voice, speed):
+            self.clock.now += len(segment.audio) / self.sample_rate / self.xrt
+            yield segment
 
 
 def _backend(name: str) -> Any:
@@ -110,15 +146,14 @@ async def run(context: Any, config: Config = Config()) -> Result:
     from reference_server.settings import Settings
 
     backend = await asyncio.to_thread(_backend, config.backend)
-    runtime = Runtime(
-        Settings(backend=backend.name if backend.name in ("onnx", "torch") else "onnx"), backend
-    )
+    clock = _Clock()
+    runtime = Runtime(Settings(backend=backend.name), _Paced(backend, clock, config.xrt), clock=clock)
     result = Result(NAME, TITLE, config={**asdict(config), "backend_used": backend.name})
     try:
         for sentences in config.warmup:
             await _segmented(runtime, sentences, config.voice)
         context.log(
-            f"  {backend.name} backend warmed up; model speed {runtime.speed.snapshot()['xrt']}x real time"
+            f"  {backend.name} backend ready; cuts chosen at {runtime.speed.snapshot()['xrt']}x real time"
         )
         for reply, sentences in config.replies.items():
             segmented = await _segmented(runtime, sentences, config.voice)
@@ -250,9 +285,10 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
 def notes(result: dict[str, Any]) -> list[str]:
     """What the segments are and where the extra silence comes from."""
     return [
-        f"Backend: {result['config'].get('backend_used')}; the cuts are the server's own on this machine "
-        "(deadline segmentation, one session's listener, the sentences sent at once after a warm-up), so a "
-        "faster machine cuts less.",
+        f"Backend: {result['config'].get('backend_used')}; the cuts are the server's own (deadline "
+        "segmentation, one session's listener, the sentences sent at once after a warm-up) for a model "
+        f"running {result['config'].get('xrt', '?')}x real time: a faster machine cuts less, a slower one "
+        "more.",
         "A unit is a letter or digit (a kana 2, a CJK ideograph 3): about 60 ms of English speech. Where a "
         "sentence is cut the server trims the 0.3-0.5 s of silence Kokoro puts at the start and end of every "
         "pass and keeps a pause that suits the boundary (reference_server.runtime.PAUSE_S), so a segmented "
