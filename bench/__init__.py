@@ -21,7 +21,9 @@ then one module per benchmark, in the order of the issue:
 7. :mod:`bench.chunker_cost`: the sentence chunker fed one character at a time;
 8. :mod:`bench.segmentation_quality`: the cuts the server makes, and duration and word timings of the
    segmented audio against the unsegmented;
-9. :mod:`bench.gpu` (run by ``bench/gpu.sh`` on a GPU machine): the torch backend on CUDA.
+9. :mod:`bench.gpu` (run by ``bench/gpu.sh`` on a GPU machine): the torch backend on CUDA;
+10. :mod:`bench.capacity_model`: the runtime on a Kokoro stand-in of known speed (:mod:`bench.paced`):
+    how many real-time listeners stay fed, old vs new.
 
 :mod:`bench.runner` runs them in one event loop (``python -m bench``), :mod:`bench.plots` draws the
 charts and :mod:`bench.report` writes RESULTS.md.

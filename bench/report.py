@@ -25,6 +25,10 @@ _GPU_MISSING = (
 )
 
 
+_ORDER = tuple(sorted((*BENCHMARKS, "gpu"), key=lambda name: int(benchmark_module(name).TITLE.split(".")[0])))
+"""Sections in the order of their numbers (the GPU benchmark, run apart, keeps its place)."""
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub-flavoured Markdown table (``|`` in cells escaped)."""
 
@@ -88,7 +92,7 @@ def render(
         _machine(results),
         "",
     ]
-    for name in (*BENCHMARKS, "gpu"):
+    for name in _ORDER:
         module = benchmark_module(name)
         parts += [f"## {module.TITLE}", ""]
         parts += [_summary(module.__doc__ or ""), ""]

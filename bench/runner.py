@@ -42,6 +42,7 @@ BENCHMARKS = (
     "playback",
     "chunker_cost",
     "segmentation_quality",
+    "capacity_model",
 )
 """The CPU benchmarks in the issue's order (the GPU one runs from ``bench/gpu.sh``)."""
 

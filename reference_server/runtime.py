@@ -61,7 +61,9 @@ if TYPE_CHECKING:
     from reference_server.settings import Settings
 
 __all__ = [
+    "FIRST_OVERLOAD",
     "LEAD_S",
+    "OVERLOAD",
     "PAUSE_S",
     "WAIT_FOR_TEXT",
     "AudioPiece",
@@ -98,7 +100,13 @@ OVERLOAD = 0.8
 """Share of the model the waiting listeners need (``ModelSpeed.demand``) from which a segment that cannot
 fit is no longer cut short: under overload every cut adds a pass of Kokoro's lead-in and trailing
 silence (about 0.8 s of audio to compute) and the listener waits longer in all (simulated with
-tests/reference_server/paced_backend.py: 3 listeners at 2x real time wait 9.4 s cutting short, 8.3 s not)."""
+bench/paced.py: 3 listeners at 2x real time wait 9.4 s cutting short, 8.3 s not)."""
+
+FIRST_OVERLOAD = 1.2
+"""The same for a listener with nothing queued (a speech's first segment, or a listener that ran dry): a
+short first segment buys the segments after it time, so it is given up only when the model plainly
+cannot keep up (simulated: 3 listeners at 2x real time wait 6.8 s instead of 8.8 s; at 3.45x, where a
+short first segment still pays, 1.4 s instead of 2.3 s)."""
 
 _SILENCE_RATIO = 0.02
 """A sample is sound when its magnitude is above this share of the segment's peak (-34 dB)."""
@@ -376,8 +384,8 @@ class RequestAudio:
             max_units = math.inf
         elif runtime.speed.measured:
             max_units = runtime.speed.max_units(budget_s, self.language, request.speed)
-            behind = max_units < self._segmenter.min_units and not grant.first
-            if behind and runtime.speed.demand(grant.waiting) >= OVERLOAD:
+            overload = FIRST_OVERLOAD if grant.first else OVERLOAD
+            if max_units < self._segmenter.min_units and runtime.speed.demand(grant.waiting) >= overload:
                 # No segment fits and the listeners waiting need more than the model has: a gap is
                 # coming whatever is cut, and every cut costs another pass of Kokoro's silence, so
                 # the rest of the sentence is spoken whole.

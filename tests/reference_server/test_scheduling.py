@@ -3,7 +3,7 @@
 * :class:`ModelSpeed` is fed samples of a known speed and must find it, follow a change, and invert it;
 * :func:`choose` and :class:`DeadlineScheduler` order steps by their listeners' deadlines (a gate holds
   the single worker while steps queue up, so the order is decided by the queue alone);
-* the runtime, on :class:`paced_backend.PacedBackend` and a fake clock, speaks replies whose audio and
+* the runtime, on :class:`bench.paced.PacedBackend` and a fake clock, speaks replies whose audio and
   synthesis times are known exactly: with deadline segmentation the modelled listener never waits, with
   the old one it does; word timings still point at the words after the cuts and trims.
 """
@@ -16,8 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from paced_backend import SAMPLE_RATE, FakeClock, PacedBackend
 
+from bench.paced import SAMPLE_RATE, FakeClock, PacedBackend
 from protocol.messages import SynthesisRequest
 from protocol.segmenter import DEFAULT_FIRST_UNITS, Boundary, spoken_units
 from reference_server.runtime import LEAD_S, PAUSE_S, RequestAudio, Runtime

@@ -1,4 +1,5 @@
-"""TEST DOUBLE: a stand-in for Kokoro whose audio and speed are known exactly, on a fake clock.
+"""A stand-in for Kokoro whose audio and speed are known exactly, on a fake clock (the capacity model of
+bench §10, and a test double of tests/reference_server/test_scheduling.py).
 
 :class:`PacedBackend` speaks like Kokoro in the ways that matter to segmentation and scheduling
 (PROTOCOL.md §10.1, §10.2), and nothing else:
