@@ -32,6 +32,7 @@ UNOBSERVABLE: dict[str, str] = {
     "R11.4-4": CLIENT,
     "R12.3-1": CLIENT,
     "R12.3-2": CLIENT,
+    "R15.4-1": CLIENT,
     # Requirements on deployment, documentation or the inside of a server.
     "R6.3-4": "needs a synthesis failure: a client cannot make a conforming server's synthesizer fail "
     "(tests/reference_server and tests/protocol cover the reference's internal_error path)",
