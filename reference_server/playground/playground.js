@@ -294,7 +294,7 @@ function wrote(run, chars) {
 // Write the text token by token at run.pace tokens per second, on the clock rather than per timer tick
 // (a late timer sends what is due), as a model's output arrives.
 function write(run) {
-  if (run.cancelled || page.run !== run) return;
+  if (run.cancelled || run.finished || page.run !== run) return;
   const due = Math.min(run.tokens.length, Math.floor((now(run) * run.pace) / 1000) + 1);
   while (run.next < due) {
     const token = run.tokens[run.next++];
