@@ -179,7 +179,7 @@ def test_without_utterances_and_marks_it_sends_a_request_per_sentence(page):
     page.evaluate(
         "() => { const f = window.playground.page.features; f.delete('utterance'); f.delete('marks'); }"
     )
-    page.fill("#text", "Hello there. Bye now.")
+    page.fill("#text", "Hi. Bye.")
     page.fill("#pace", "120")
     page.click("#speak")
     page.wait_for_function("() => window.playground.stats().state !== 'speaking'", timeout=WAIT_MS)
