@@ -101,8 +101,9 @@ ENCODING = DEFAULT_ENCODING
 CHANNELS = 1
 STATUSES: tuple[str, ...] = ("completed", "cancelled", "failed")
 """Values of ``synthesis_complete.status`` (§5.3)."""
-FORMATS: tuple[str, ...] = ("wav", "pcm", "mp3")
-"""Values of ``format`` for ``POST /invocations`` (§11.1)."""
+FORMATS: tuple[str, ...] = ("wav", "pcm", "mp3", "opus", "flac", "aac")
+"""Values of ``format`` for ``POST /invocations`` (§11.1); all but ``wav`` and ``pcm`` are OPTIONAL
+(§11.5, §11.7): a server offers those ``capabilities.formats`` lists."""
 TRANSPORTS: tuple[str, ...] = ("binary", "sse")
 """Values of ``transport`` for ``POST /invocations`` (§11.1)."""
 UTTERANCE_TYPES: tuple[str, ...] = ("utterance", "append", "flush", "end")
@@ -370,13 +371,13 @@ class InvocationsRequest:
 
     Attributes:
         request: the synthesis fields, validated as for the WebSocket (§4.1).
-        format: ``"wav"``, ``"pcm"`` or ``"mp3"``.
+        format: one of :data:`FORMATS`.
         transport: ``"binary"`` or ``"sse"``.
         stream: binary transport only: stream the body (``True``) or send it whole with exact sizes.
     """
 
     request: SynthesisRequest
-    format: Literal["wav", "pcm", "mp3"] = "wav"
+    format: Literal["wav", "pcm", "mp3", "opus", "flac", "aac"] = "wav"
     transport: Literal["binary", "sse"] = "binary"
     stream: bool = True
 
@@ -1183,6 +1184,7 @@ def _check_fields(
     mp3_available: bool = True,
     fragment: bool = False,
     encodings: Collection[str] | None = None,
+    formats: Collection[str] | None = None,
 ) -> None:
     """Apply schema ``schema`` and the rules it cannot express, member by member in ``order`` (§9.2).
 
@@ -1243,6 +1245,12 @@ def _check_fields(
             if value == "mp3" and not mp3_available:
                 raise ProtocolError(
                     ErrorCode.UNSUPPORTED_FORMAT, "this server cannot produce mp3", request_id
+                )
+            if formats is not None and value not in formats:
+                raise ProtocolError(
+                    ErrorCode.UNSUPPORTED_FORMAT,
+                    f"this server produces {', '.join(formats)}, not {_show(value)}",
+                    request_id,
                 )
         elif member == "request_timestamp":
             stamp = _timestamp(value)
@@ -1443,6 +1451,7 @@ def parse_invocations_request(
     known_voices: Collection[str] | None = None,
     mp3_available: bool = True,
     encodings: Collection[str] | None = None,
+    formats: Collection[str] | None = None,
 ) -> InvocationsRequest:
     """Parse and validate a ``POST /invocations`` body (PROTOCOL.md §11.1).
 
@@ -1459,13 +1468,15 @@ def parse_invocations_request(
             with ``unsupported_format``.
         encodings: the encodings offered (§4.1); ``None``: all. An encoding other than ``pcm_s16le``
             applies to ``format: "pcm"`` only (§11.3); with another format it is ``unsupported_encoding``.
+        formats: the formats offered (``capabilities.formats``); another of :data:`FORMATS` is refused
+            with ``unsupported_format``. ``None``: all of them (but ``mp3`` per ``mp3_available``).
 
     Raises:
         ProtocolError: the body is refused (first failure in the order of §9.2).
     """
     limits = limits or Limits()
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
-    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings)
+    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings, formats)
 
 
 def parse_invocations_body(
@@ -1476,6 +1487,7 @@ def parse_invocations_body(
     known_voices: Collection[str] | None = None,
     mp3_available: bool = True,
     encodings: Collection[str] | None = None,
+    formats: Collection[str] | None = None,
 ) -> InvocationsRequest | Describe:
     """Parse a ``POST /invocations`` body that is either a synthesis request or ``describe`` (§11.1, §4.4).
 
@@ -1490,7 +1502,7 @@ def parse_invocations_body(
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
     if obj.get("type") == "describe":
         return _describe_from(obj, limits)
-    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings)
+    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings, formats)
 
 
 def _invocations_from(
@@ -1500,6 +1512,7 @@ def _invocations_from(
     known_voices: Collection[str] | None,
     mp3_available: bool,
     encodings: Collection[str] | None = None,
+    formats: Collection[str] | None = None,
 ) -> InvocationsRequest:
     _check_fields(
         obj,
@@ -1510,6 +1523,7 @@ def _invocations_from(
         known_voices=known_voices,
         mp3_available=mp3_available,
         encodings=encodings,
+        formats=formats,
     )
     request = _request_from(obj)
     fmt = obj.get("format") or "wav"

@@ -3,8 +3,8 @@
 Everything in it is known before the model loads: the backend's voices (each voice's language and
 gender come from its name, §4.1), the languages for which the backend gives word timings (§14.1),
 the protocol's sample rates and encodings (PCM16 and G.711 μ-law and A-law, §3.3.1), the formats this
-install can encode (MP3 only with ``lameenc``, §11.5), the optional features the session implements,
-and the limits of §10.
+install can encode (MP3 only with ``lameenc``, §11.5; Opus, FLAC and AAC only with PyAV, §11.7), the
+optional features the session implements, and the limits of §10.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Any
 
 from protocol.encodings import ENCODINGS
 from protocol.limits import Limits
-from protocol.messages import FORMATS, Capabilities, LanguageInfo, ServerInfo, VoiceInfo
+from protocol.messages import Capabilities, LanguageInfo, ServerInfo, VoiceInfo
 from protocol.voices import LANGUAGES
+from reference_server.encoders import available_formats
 
 __all__ = ["SERVER_NAME", "server_capabilities", "server_version"]
 
@@ -61,5 +62,5 @@ def server_capabilities(backend: Any, limits: Limits, *, mp3: bool) -> Capabilit
         voices=voices,
         languages=languages,
         encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
-        formats=tuple(f for f in FORMATS if mp3 or f != "mp3"),
+        formats=tuple(f for f in available_formats() if mp3 or f != "mp3"),
     )

@@ -1,7 +1,8 @@
 """The HTTP routes: ``GET /ping`` (health) and ``POST /invocations`` (one-shot synthesis, PROTOCOL.md §11).
 
 ``POST /invocations`` answers one request with audio as it is synthesized: a streamed WAV (§11.2), raw
-PCM (§11.3), server-sent events with base64 audio (§11.4) or MP3 (§11.5). The body is validated with the
+PCM16 or G.711 (§11.3), server-sent events with base64 audio (§11.4), MP3 (§11.5), or Ogg/Opus, FLAC
+or AAC in ADTS (§11.7); the encoders are :mod:`reference_server.encoders`. The body is validated with the
 same rules as a WebSocket request (:func:`protocol.messages.parse_invocations_request`); a refusal is an
 HTTP error with the registry's status and ``{"error": {"code", "message"}}`` (§11.6). Once the status line
 is out, a binary response that fails is cut short (the client sees an incomplete chunked body, which
@@ -24,11 +25,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from protocol.encodings import DEFAULT_ENCODING
+from protocol.encodings import encoding as encoding_named
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.logs import log_event
 from protocol.messages import (
     CHANNELS,
-    ENCODING,
     Describe,
     InvocationsRequest,
     SynthesisRequest,
@@ -37,19 +39,16 @@ from protocol.messages import (
 )
 from protocol.pcm import wav_header
 from protocol.sse import encode_event
+from reference_server.encoders import (
+    MEDIA_TYPES,
+    MP3_AVAILABLE,
+    MP3_BIT_RATE_KBPS,
+    FormatEncoder,
+)
 from reference_server.runtime import Readiness, RequestAudio, Runtime
 from reference_server.telemetry import RequestRecord
 
-try:  # MP3 (§11.5) is offered only where the encoder library is installed.
-    import lameenc
-except ImportError:  # pragma: no cover - lameenc is a dependency of the server extra
-    lameenc = None
-
 __all__ = ["MP3_AVAILABLE", "MP3_BIT_RATE_KBPS", "http_error", "invocations", "media_type", "ping"]
-
-MP3_AVAILABLE = lameenc is not None
-MP3_BIT_RATE_KBPS = 48
-"""The AWS sample's MP3 rate (REFERENCE.md §3): speech stays clear and base64 over SSE stays small."""
 
 logger = logging.getLogger("reference_server")
 
@@ -88,16 +87,17 @@ async def ping(request: Request) -> JSONResponse:
 # --- POST /invocations ----------------------------------------------------------------------------------
 
 
-def media_type(fmt: str, sample_rate: int) -> str:
-    """Content-Type of a binary response (§11.2, §11.3, §11.5).
+def media_type(fmt: str, sample_rate: int, encoding: str = DEFAULT_ENCODING) -> str:
+    """Content-Type of a binary response (§11.2, §11.3, §11.5, §11.7).
 
     Raw PCM is ``audio/pcm;rate=<Hz>;encoding=s16le;channels=1``: RFC 2586's ``audio/L16`` means
-    big-endian samples, and ours are little-endian (§3.3).
+    big-endian samples, and ours are little-endian (§3.3). Raw G.711 is ``audio/PCMU;rate=<Hz>`` or
+    ``audio/PCMA;rate=<Hz>`` (RFC 4856).
     """
-    if fmt == "wav":
-        return "audio/wav"
-    if fmt == "mp3":
-        return "audio/mpeg"
+    if fmt in MEDIA_TYPES:
+        return MEDIA_TYPES[fmt]
+    if encoding != DEFAULT_ENCODING:
+        return f"{encoding_named(encoding).media_type};rate={sample_rate}"
     return f"audio/pcm;rate={sample_rate};encoding=s16le;channels={CHANNELS}"
 
 
@@ -140,26 +140,10 @@ async def _read_body(request: Request, max_bytes: int) -> bytes | None:
     return bytes(body)
 
 
-class _Encoder:
-    """PCM16LE in, response bytes out, for one response: WAV/PCM pass through, MP3 via LAME."""
-
-    def __init__(self, fmt: str, sample_rate: int) -> None:
-        self._mp3: Any = None
-        if fmt == "mp3":
-            self._mp3 = lameenc.Encoder()
-            self._mp3.set_bit_rate(MP3_BIT_RATE_KBPS)
-            self._mp3.set_in_sample_rate(sample_rate)
-            self._mp3.set_out_sample_rate(sample_rate)
-            self._mp3.set_channels(CHANNELS)
-            self._mp3.set_quality(2)
-
-    def encode(self, pcm: bytes) -> bytes:
-        """Encoded bytes for ``pcm`` (possibly empty while LAME fills a frame)."""
-        return bytes(self._mp3.encode(pcm)) if self._mp3 is not None else pcm
-
-    def flush(self) -> bytes:
-        """The encoder's last bytes; LAME's tail holds real audio and must be sent."""
-        return bytes(self._mp3.flush()) if self._mp3 is not None else b""
+def _encoder(parsed: InvocationsRequest) -> FormatEncoder:
+    request = parsed.request
+    stream = parsed.stream or parsed.transport == "sse"
+    return FormatEncoder(parsed.format, request.sample_rate, encoding=request.encoding, stream=stream)
 
 
 class _Slot:
@@ -255,7 +239,12 @@ async def invocations(request: Request) -> Response:
         return _error(runtime, ProtocolError(ErrorCode.INTERNAL_ERROR, failed))
     try:
         parsed = parse_invocations_body(
-            body, limits=limits, known_voices=runtime.voices, mp3_available=MP3_AVAILABLE
+            body,
+            limits=limits,
+            known_voices=runtime.voices,
+            mp3_available=MP3_AVAILABLE,
+            encodings=runtime.capabilities.encodings,
+            formats=runtime.capabilities.formats,
         )
     except ProtocolError as exc:
         return _error(runtime, exc)
@@ -275,7 +264,7 @@ async def invocations(request: Request) -> Response:
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     if parsed.stream:
-        content_type = media_type(parsed.format, parsed.request.sample_rate)
+        content_type = media_type(parsed.format, parsed.request.sample_rate, parsed.request.encoding)
         return _AudioResponse(_binary_stream(runtime, parsed, record), slot, media_type=content_type)
     try:
         async with _logged(runtime, record, parsed.format):
@@ -288,10 +277,10 @@ async def _binary_stream(
     runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord
 ) -> AsyncIterator[bytes]:
     """Binary body streamed as synthesized: WAV header with 0xFFFFFFFF sizes first (§11.2), or bare PCM
-    (§11.3) or MP3 frames (§11.5)."""
+    or G.711 (§11.3), MP3 frames (§11.5), Ogg pages, FLAC frames or ADTS frames (§11.7)."""
     request = parsed.request
     async with _logged(runtime, record, parsed.format):
-        encoder = _Encoder(parsed.format, request.sample_rate)
+        encoder = _encoder(parsed)
         if parsed.format == "wav":
             yield wav_header(request.sample_rate, data_bytes=None)
         async for pcm in _pcm_pieces(runtime, request, [], record):
@@ -304,7 +293,7 @@ async def _binary_stream(
 async def _binary_whole(runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord) -> Response:
     """``stream: false``: the whole file, with exact WAV sizes and a Content-Length."""
     request = parsed.request
-    encoder = _Encoder(parsed.format, request.sample_rate)
+    encoder = _encoder(parsed)
     parts: list[bytes] = []
     pcm_bytes = 0
     async for pcm in _pcm_pieces(runtime, request, [], record, whole=True):
@@ -313,7 +302,13 @@ async def _binary_whole(runtime: Runtime, parsed: InvocationsRequest, record: Re
     parts.append(encoder.flush())
     if parsed.format == "wav":
         parts.insert(0, wav_header(request.sample_rate, data_bytes=pcm_bytes))
-    return Response(b"".join(parts), media_type=media_type(parsed.format, request.sample_rate))
+    return Response(
+        b"".join(parts), media_type=media_type(parsed.format, request.sample_rate, request.encoding)
+    )
+
+
+_SSE_ENCODINGS = {"wav": DEFAULT_ENCODING, "mp3": "mp3", "opus": "opus", "flac": "flac", "aac": "aac"}
+"""``synthesis_start.encoding`` of an SSE stream by format (§11.4); ``pcm`` carries the request's."""
 
 
 async def _sse_events(
@@ -329,14 +324,14 @@ async def _sse_events(
         "type": "synthesis_start",
         "request_id": request_id,
         "sample_rate": request.sample_rate,
-        "encoding": "mp3" if parsed.format == "mp3" else ENCODING,
+        "encoding": _SSE_ENCODINGS.get(parsed.format, request.encoding),
         "channels": CHANNELS,
         "format": parsed.format,
         "voice": request.voice,
         "speed": request.speed,
     }
     yield encode_event(start, event="synthesis_start")
-    encoder = _Encoder(parsed.format, request.sample_rate)
+    encoder = _encoder(parsed)
     # A WAV stream's 44-byte header (0xFFFFFFFF sizes) rides at the front of the first chunk, which says
     # so with header_bytes (§11.4); max_audio_frame_bytes is at least 64, so the header never splits.
     header = wav_header(request.sample_rate, data_bytes=None) if parsed.format == "wav" else b""

@@ -612,7 +612,7 @@ class Runtime:
         """The answer to ``describe`` (PROTOCOL.md §4.4), built once from the backend and the limits."""
         if self._capabilities is None:
             from reference_server.capabilities import server_capabilities
-            from reference_server.http import MP3_AVAILABLE
+            from reference_server.encoders import MP3_AVAILABLE
 
             self._capabilities = server_capabilities(self.backend, self.limits, mp3=MP3_AVAILABLE)
         return self._capabilities

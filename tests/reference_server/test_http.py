@@ -47,7 +47,12 @@ def test_describe_on_invocations_answers_the_capabilities_as_json(serve):
     schemas.validate("capabilities", obj)
     assert (obj["type"], obj["request_id"], obj["protocol"]) == ("capabilities", "d9", "1.1")
     assert sorted(v["id"] for v in obj["voices"]) == sorted(VOICES)
-    assert obj["formats"] == ["wav", "pcm", "mp3"] and obj["sample_rates"] == [8000, 16000, 22050, 24000]
+    assert obj["formats"] == ["wav", "pcm", "mp3", "opus", "flac", "aac"] and obj["sample_rates"] == [
+        8000,
+        16000,
+        22050,
+        24000,
+    ]
     assert server.runtime.sessions == 0  # no synthesis slot was taken
     refused = post(server, type="describe", request_id="")
     assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_field")
