@@ -68,6 +68,20 @@ def decode(parts: list[bytes], fmt: str) -> tuple[np.ndarray, int]:
     return samples, rate
 
 
+def parse_and_decode(parts: list[bytes], fmt: str) -> np.ndarray:
+    """Decode a bare frame stream (MP3) as an incremental client does: FFmpeg's parser finds the frames in
+    whatever pieces arrive, the decoder decodes each. (FFmpeg's MP3 *demuxer* checks several frames ahead
+    when it opens, and a first read of a few bytes makes it skip the first frame; the parser has no such
+    look-ahead.)"""
+    context = av.CodecContext.create(CODECS[fmt], "r")
+    frames = []
+    for part in [*parts, None]:
+        for packet in context.parse(part):
+            frames += [f.to_ndarray().astype(np.float64).reshape(-1) for f in context.decode(packet)]
+    frames += [f.to_ndarray().astype(np.float64).reshape(-1) for f in context.decode(None)]
+    return np.concatenate(frames) if frames else np.zeros(0)
+
+
 def tone(seconds: float, rate: int) -> bytes:
     t = np.arange(round(seconds * rate)) / rate
     return (np.sin(2 * np.pi * 330 * t) * 0.3 * 32767).astype("<i2").tobytes()
@@ -125,8 +139,10 @@ def test_every_format_decodes_the_same_after_any_split_of_the_body(fmt, cuts):
     data = body(fmt)
     points = sorted({c % (len(data) + 1) for c in cuts})
     parts = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
-    whole, _ = decode([data], fmt)
-    split, _ = decode(parts, fmt)
+    if fmt == "mp3":
+        whole, split = parse_and_decode([data], fmt), parse_and_decode(parts, fmt)
+    else:  # the container's demuxer, fed the parts with short reads
+        whole, split = decode([data], fmt)[0], decode(parts, fmt)[0]
     assert len(whole) > 0
     assert np.array_equal(whole, split)
 
