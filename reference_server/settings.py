@@ -41,11 +41,11 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 """The port SageMaker sends traffic to (REFERENCE.md §1, PROTOCOL.md §2)."""
 BACKENDS = ("onnx", "torch")
+"""``onnx``: the int8 ONNX on onnxruntime (the CPU image); ``torch``: ``kokoro.KModel``, CUDA if any."""
 SEGMENTATIONS = ("deadline", "sentence")
 """How request text is cut into synthesis segments (:attr:`Settings.segmentation`, PROTOCOL.md §10.1)."""
 SCHEDULINGS = ("deadline", "fifo")
 """The order sessions get the model in (:attr:`Settings.scheduling`, PROTOCOL.md §10.2)."""
-"""``onnx``: kokoro-onnx on CPU (the CPU image); ``torch``: the ``kokoro`` package, CUDA when present."""
 ENV_PREFIX = "KOKORO_"
 """Every setting ``name`` is read from the environment variable ``KOKORO_<NAME>``."""
 PLAYGROUND_MODES = ("auto", "on", "off")

@@ -2,9 +2,9 @@
 
 ``onnx`` (:class:`~reference_server.backends.onnx_backend.OnnxBackend`): the official int8 ONNX on
 onnxruntime, the default on CPU. ``torch`` (:class:`~reference_server.backends.torch_backend.TorchBackend`):
-``kokoro.KModel`` in PyTorch, the default where CUDA is available, with word timings. Both read the
-assets of :mod:`reference_server.assets` and share the text cutting and G2P of
-:mod:`reference_server.backends.phonemes`.
+``kokoro.KModel`` in PyTorch, the default where CUDA is available. Both serve the 54 voices of the nine
+languages (PROTOCOL.md §14.1) with word timings, read the assets of :mod:`reference_server.assets` and
+share the text cutting and per-language G2P of :mod:`reference_server.backends.g2p`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
-"""What a synthesis backend is: the interface the server's runtime drives (PROTOCOL.md §5.2, §5.3).
+"""What a synthesis backend is: the interface the server's runtime drives (PROTOCOL.md §5.2, §5.3, §14.1).
 
 A backend turns one request's text into a sequence of :class:`Segment`, each the audio of a piece of
-text Kokoro speaks in one pass (:mod:`reference_server.backends.phonemes`). :meth:`Backend.synthesize`
+text Kokoro speaks in one pass (:mod:`reference_server.backends.g2p`). :meth:`Backend.synthesize`
 returns a generator, so the caller can send each segment as soon as it exists and stop between
 segments (cancel, disconnect: PROTOCOL.md §4.2, §7.4) by closing it.
+
+Both backends run Kokoro's duration predictor and return each phoneme token's length in frames with the
+audio; :func:`word_timings` turns those into each word's start and end, the same way on both.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import abc
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,32 +23,51 @@ import numpy as np
 
 from protocol.messages import Word
 from protocol.voices import DEFAULT_VOICE, KOKORO_VOICES
-from reference_server.backends.phonemes import EspeakPhonemizer, PhonemeSegment, espeak_language
+from reference_server.backends.g2p import WARM_UP_TEXTS, PhonemeSegment, Phonemizer, available_languages
 
 __all__ = [
     "ENGLISH_VOICES",
+    "FRAME_SAMPLES",
     "SAMPLE_RATE",
     "Backend",
     "BackendNotLoadedError",
     "Segment",
     "UnknownVoiceError",
+    "installed_voices",
+    "word_timings",
 ]
 
 SAMPLE_RATE = 24_000
 """Kokoro-82M's output rate in Hz."""
 
+FRAME_SAMPLES = 600
+"""Samples per duration frame: a token predicted to last ``d`` frames is ``600 * d`` samples (25 ms each)."""
+
 ENGLISH_VOICES: frozenset[str] = frozenset(voice for voice in KOKORO_VOICES if voice[0] in "ab")
-"""The 28 American (``a…``) and British (``b…``) voices: the backends' G2P is English only."""
+"""The 28 American (``a…``) and British (``b…``) voices."""
 
 MIN_SPEED = 0.5
 MAX_SPEED = 2.0
+
+
+def installed_voices(languages: Iterable[str] | None = None) -> frozenset[str]:
+    """The official voices whose language's G2P is installed (all 54 with the ``server`` extra).
+
+    Args:
+        languages: language codes to keep; ``None``: those of
+            :func:`reference_server.backends.g2p.available_languages`.
+    """
+    codes = available_languages() if languages is None else frozenset(languages)
+    return frozenset(voice for voice in KOKORO_VOICES if voice[0] in codes)
 
 
 class UnknownVoiceError(ValueError):
     """The voice is not one this backend speaks; ``voice`` names it."""
 
     def __init__(self, voice: str, known: frozenset[str]) -> None:
-        super().__init__(f"unknown voice {voice!r}; this backend speaks: {', '.join(sorted(known))}")
+        super().__init__(
+            f"unknown voice {voice!r}; this backend speaks {len(known)} voices (describe lists them)"
+        )
         self.voice = voice
 
 
@@ -58,7 +80,7 @@ class Segment:
     """The audio of one segment of a request's text.
 
     Attributes:
-        text: the text spoken (whitespace-normalized).
+        text: the text spoken.
         audio: float32 mono samples at :data:`SAMPLE_RATE` Hz, nominally within [-1, 1].
         words: each word's timing in seconds from this segment's first sample, or ``None`` when the
             backend cannot tell (the runtime shifts them onto the request's timeline, §5.3).
@@ -71,58 +93,97 @@ class Segment:
     phonemes: str
 
 
+def word_timings(segment: PhonemeSegment, durations: Sequence[int]) -> tuple[Word, ...]:
+    """Each word's start and end, in seconds from the segment's first sample (PROTOCOL.md §5.3, §14.1).
+
+    Args:
+        segment: the segment the model spoke; its words carry their spans in ``segment.phonemes``.
+        durations: the model's predicted length of each input token in frames of :data:`FRAME_SAMPLES`
+            samples: the start token, one per phoneme symbol, the end token (``len(phonemes) + 2``).
+
+    A word starts where its first spoken symbol starts and ends where its last one ends; the pauses of
+    punctuation and the spaces between words belong to no word. Times are exact to the frame (25 ms),
+    the model's own resolution, and the audio is ``FRAME_SAMPLES * sum(durations)`` samples long.
+
+    Raises:
+        ValueError: ``durations`` does not have one entry per token.
+    """
+    if len(durations) != len(segment.phonemes) + 2:
+        raise ValueError(f"{len(durations)} durations for {len(segment.phonemes)} phonemes + 2")
+    ends = np.cumsum(np.asarray(durations, dtype=np.int64))  # ends[k]: frames up to the end of token k
+
+    def seconds(frames: int) -> float:
+        return (
+            int(frames) * FRAME_SAMPLES / SAMPLE_RATE
+        )  # one division: 6 frames give 0.15, not 0.15000000000000002
+
+    # Symbol i of the phonemes is token i + 1 (token 0 is the start token).
+    return tuple(
+        Word(word.text, seconds(ends[word.start]), seconds(ends[word.end])) for word in segment.words
+    )
+
+
 class Backend(abc.ABC):
     """A Kokoro-82M synthesizer: ``load()`` once, ``warm_up()`` once, then ``synthesize()`` from any thread.
+
+    Args:
+        languages: the language codes to serve; ``None``: every language whose G2P is installed.
 
     Attributes:
         name: ``"onnx"`` or ``"torch"``.
         sample_rate: always :data:`SAMPLE_RATE`.
-        voices: the voice names :meth:`synthesize` accepts (:data:`ENGLISH_VOICES`), known before loading.
-        word_timing_languages: the language codes (PROTOCOL.md §14.1) whose segments carry word timings.
+        voices: the voice names :meth:`synthesize` accepts: every official voice of the languages served,
+            known before loading.
+        word_timing_languages: the language codes (PROTOCOL.md §14.1) whose segments carry word timings:
+            all of them, since both backends predict durations.
 
     Subclasses implement :meth:`load` and :meth:`_speak`; text cutting, G2P and argument checks are here.
     """
 
     name: ClassVar[str]
     sample_rate: ClassVar[int] = SAMPLE_RATE
-    voices: frozenset[str] = ENGLISH_VOICES
-    word_timing_languages: frozenset[str] = frozenset()
 
-    def __init__(self) -> None:
-        self._phonemizer: EspeakPhonemizer | None = None
+    def __init__(self, languages: Iterable[str] | None = None) -> None:
+        self.languages = available_languages() if languages is None else frozenset(languages)
+        self.voices: frozenset[str] = installed_voices(self.languages)
+        self.word_timing_languages: frozenset[str] = frozenset(self.languages)
+        self._phonemizer: Phonemizer | None = None
 
     @abc.abstractmethod
     def load(self) -> None:
-        """Load the model and voices (seconds; call off the event loop).
+        """Load the model, voices and G2P (seconds; call off the event loop).
 
         Raises:
             reference_server.assets.AssetError: the verified assets are not in place.
+            reference_server.backends.g2p.G2PUnavailableError: a language's G2P cannot load.
         """
 
     @abc.abstractmethod
-    def _speak(
-        self, segment: PhonemeSegment, voice: str, speed: float
-    ) -> tuple[np.ndarray, tuple[Word, ...] | None]:
-        """Run the model on one segment: float32 samples at 24 kHz and segment-relative word timings."""
+    def _speak(self, segment: PhonemeSegment, voice: str, speed: float) -> tuple[np.ndarray, Sequence[int]]:
+        """Run the model on one segment: float32 samples at 24 kHz and each token's duration in frames."""
 
     def _load_phonemizer(self, config: Path) -> None:
         vocab: dict[str, Any] = json.loads(config.read_text(encoding="utf-8"))["vocab"]
-        self._phonemizer = EspeakPhonemizer(vocab)
+        self._phonemizer = Phonemizer(vocab, self.languages)
 
     def warm_up(self) -> None:
-        """Synthesize one short sentence so the first client does not pay for lazy initialisation."""
-        for _ in self.synthesize("Hello.", DEFAULT_VOICE, 1.0):
+        """Synthesize one short sentence, so no client pays for lazy initialisation.
+
+        The model is language-blind; each language's G2P was already run once when it loaded.
+        """
+        voice = DEFAULT_VOICE if DEFAULT_VOICE in self.voices else min(self.voices)
+        for _ in self.synthesize(WARM_UP_TEXTS[voice[0]], voice, 1.0):
             pass
 
     def synthesize(self, text: str, voice: str, speed: float = 1.0) -> Iterator[Segment]:
-        """Speak ``text``: a generator of :class:`Segment`, one per model pass, in order.
+        """Speak ``text`` in the voice's language: a generator of :class:`Segment`, one per model pass.
 
         The arguments are checked at once (not on the first ``next``). Closing the generator between
         segments stops the work; a segment already running finishes first.
 
         Args:
             text: plain text; cut into sentences and then into pieces of at most 510 phoneme tokens.
-            voice: one of :attr:`voices`.
+            voice: one of :attr:`voices`; its first letter is the language (§14.1).
             speed: 0.5 to 2.0 (1.0 is the voice's natural rate).
 
         Raises:
@@ -141,9 +202,7 @@ class Backend(abc.ABC):
             raise BackendNotLoadedError(f"the {self.name} backend is not loaded")
         return self._segments(phonemizer, text, voice, float(speed))
 
-    def _segments(
-        self, phonemizer: EspeakPhonemizer, text: str, voice: str, speed: float
-    ) -> Iterator[Segment]:
-        for segment in phonemizer.segments(text, espeak_language(voice)):
-            audio, words = self._speak(segment, voice, speed)
-            yield Segment(segment.text, audio, words, segment.phonemes)
+    def _segments(self, phonemizer: Phonemizer, text: str, voice: str, speed: float) -> Iterator[Segment]:
+        for segment in phonemizer.segments(text, voice):
+            audio, durations = self._speak(segment, voice, speed)
+            yield Segment(segment.text, audio, word_timings(segment, durations), segment.phonemes)

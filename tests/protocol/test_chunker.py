@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import re
 
 import pytest
@@ -411,14 +412,18 @@ NUMBER_DENSE = (
 
 
 def test_default_cap_keeps_number_dense_chunks_under_kokoro_limit():
-    """Phonemize every chunk the way kokoro-onnx does; each must fit Kokoro's 510 phoneme tokens."""
-    tokenizer_module = pytest.importorskip("kokoro_onnx.tokenizer")
-    tokenizer = tokenizer_module.Tokenizer()
+    """Phonemize every chunk as the server does (espeak-ng en-us and en-gb, reference_server.backends.g2p);
+    each must fit Kokoro's 510 phoneme tokens."""
+    g2p = pytest.importorskip("reference_server.backends.g2p")
+    from reference_server.assets import CONFIG_PATH
+
+    vocab = json.loads(CONFIG_PATH.read_text(encoding="utf-8"))["vocab"]
     chunks = run(NUMBER_DENSE)
     assert any(len(chunk) > 100 for chunk in chunks)
-    for lang in ("en-us", "en-gb"):
-        counts = [len(tokenizer.phonemize(chunk, lang)) for chunk in chunks]
-        assert max(counts) <= 510, (lang, counts)
+    for code in "ab":
+        english = g2p.create_g2p(code, vocab)
+        counts = [english.phonemize(chunk).token_count for chunk in chunks]
+        assert max(counts) <= 510, (code, counts)
 
 
 # --- cost ------------------------------------------------------------------------------------------------
