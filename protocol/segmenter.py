@@ -17,7 +17,7 @@ Where a cut may go, best first (:class:`Boundary`):
 4. before a preposition ("from", "de", "à", "di", "em"); after a Hindi postposition ("में", "से");
    after a Japanese particle that ends a phrase ("は", "を", "から") when a new word follows;
 5. any other word boundary, and worst of all
-6. a word boundary right after a function word ("the | house", "you | will"), or before a Hindi
+6. a word boundary right after a function word ("the | house", "will | arrive"), or before a Hindi
    postposition.
 
 Never: inside a word; inside a number, in figures or spelled out by the text front-end ("1 000 000",
@@ -567,6 +567,7 @@ class Segmenter:
             or (
                 cut.kind is not Boundary.FORBIDDEN
                 and cut.units >= lower
+                and cut.units > 0
                 and end.units - cut.units >= self.min_units
             )
         ]
