@@ -13,8 +13,9 @@ backend, in this process:
 
 Figures: the segments chosen (words and spoken units each, and the boundary each ends at), the duration of
 each sentence both ways, and, when the backend reports word timings (torch), how far each word moved: the
-difference of its start time from the sentence's start, segmented minus unsegmented, and the pause the
-listener hears at each cut against the gap between the same two words unsegmented.
+difference of its start time from the sentence's start, segmented minus unsegmented, and at each cut how
+much of that came before the cut (the model paces a shorter text differently) and how much at the cut (the
+gap between the two words changed by the trimmed silence and the kept pause).
 """
 
 from __future__ import annotations
@@ -200,7 +201,8 @@ def _segment(record: Any) -> dict[str, Any]:
 
 
 def _word_drift(plain: list[Any], words: list[Any], segments: list[Any]) -> dict[str, Any]:
-    """How far each word's start moved (segmented minus unsegmented, ms) and the pauses at the cuts."""
+    """How far each word's start moved (segmented minus unsegmented, ms), and at each cut how much of
+    that came before it (Kokoro paces a shorter text differently) and how much at it (the gap changed)."""
     if not plain or not words or len(plain) != len(words):
         return {}
     drift = [round((w.start_s - p[1]) * 1000.0, 1) for p, w in zip(plain, words, strict=True)]
@@ -208,13 +210,12 @@ def _word_drift(plain: list[Any], words: list[Any], segments: list[Any]) -> dict
     for segment in segments[:-1]:
         count += _word_count(segment)
         cuts_after.append(count)
-    pauses = [
-        {"after_word": i, "segmented_ms": round((words[i].start_s - words[i - 1].end_s) * 1000.0, 1),
-         "unsegmented_ms": round((plain[i][1] - plain[i - 1][2]) * 1000.0, 1)}
+    at_cuts = [
+        {"after_word": i, "before_ms": drift[i - 1], "across_ms": round(drift[i] - drift[i - 1], 1)}
         for i in cuts_after
         if 0 < i < len(words)
-    ]  # fmt: skip
-    return {"word_drift_ms": drift, "pauses": pauses}
+    ]
+    return {"word_drift_ms": drift, "cuts": at_cuts}
 
 
 def _word_count(segment: Any) -> int:
@@ -227,7 +228,7 @@ def _figures(trials: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     cut = [t for t in trials if len(t["segments"]) > 1]
     drift = [abs(d) for t in trials for d in t.get("word_drift_ms", [])]
-    pauses = [p for t in trials for p in t.get("pauses", [])]
+    at_cuts = [c for t in trials for c in t.get("cuts", [])]
     return {
         "sentences": len(trials),
         "sentences_cut": len(cut),
@@ -239,8 +240,8 @@ def _figures(trials: list[dict[str, Any]]) -> dict[str, Any]:
             [100.0 * c / 1000.0 / t["unsegmented_s"] for c, t in zip(changes, trials, strict=True)]
         ),
         "word_drift_ms": describe(drift),
-        "pause_at_cut_ms": describe([p["segmented_ms"] for p in pauses]),
-        "natural_gap_ms": describe([p["unsegmented_ms"] for p in pauses]),
+        "drift_before_cut_ms": describe([c["before_ms"] for c in at_cuts]),
+        "gap_change_at_cut_ms": describe([c["across_ms"] for c in at_cuts]),
     }
 
 
@@ -267,14 +268,16 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
 
     change = f"{median('duration_change_ms')} ({median('duration_change_pct', ' %')})"
     drift = f"{median('word_drift_ms')} ({figures['word_drift_ms']['max'] or '–'} ms)"
-    pause = f"{median('pause_at_cut_ms')} vs {median('natural_gap_ms')}"
+    before = median("drift_before_cut_ms")
+    gap = median("gap_change_at_cut_ms")
     summary = [
         ["sentences cut / spoken", f"{figures['sentences_cut']} / {figures['sentences']}"],
         ["first segment of a reply, median", median("first_segment_units", " units")],
         ["later segments, median", median("later_segment_units", " units")],
         ["duration change per sentence, median", change],
         ["word start moved, median |Δ| (max)", drift],
-        ["pause at a cut vs the same gap unsegmented, median", pause],
+        ["word before a cut moved, median (Kokoro paces the shorter text)", before],
+        ["gap at a cut changed by, median (trimmed silence and kept pause)", gap],
     ]
     return [
         (["sentence", "spoken units", "segments (units, boundary)", "unsegmented", "segmented"], rows),
@@ -291,8 +294,9 @@ def notes(result: dict[str, Any]) -> list[str]:
         "more.",
         "A unit is a letter or digit (a kana 2, a CJK ideograph 3): about 60 ms of English speech. Where a "
         "sentence is cut the server trims the 0.3-0.5 s of silence Kokoro puts at the start and end of every "
-        "pass and keeps a pause that suits the boundary (reference_server.runtime.PAUSE_S), so a segmented "
-        "sentence differs from the unsegmented one by that pause per cut.",
+        "pass and keeps a pause that suits the boundary (reference_server.runtime.PAUSE_S). Word timings "
+        "come from the torch backend's predicted durations, which give each pause to a word, so a gap is "
+        "read between word starts.",
     ]
 
 

@@ -257,23 +257,26 @@ def test_segmentation_quality_figures_and_tables() -> None:
 
     segment = {"units": 27.0, "words": 5, "chars": 31, "boundary": "PREPOSITION", "first": False}
     end = {**segment, "units": 58.0, "boundary": "END"}
-    pause = {"after_word": 5, "segmented_ms": 70.0, "unsegmented_ms": 30.0}
+    at_cut = {"after_word": 5, "before_ms": -70.0, "across_ms": 30.0}
     trials = [
         {"reply": "r", "sentence": 1, "chars": 14, "units": 12.0, "unsegmented_s": 1.6, "segmented_s": 1.6,
          "segments": [{**segment, "units": 12.0, "boundary": "END", "first": True}]},
         {"reply": "r", "sentence": 2, "chars": 101, "units": 85.0, "unsegmented_s": 5.8, "segmented_s": 5.9,
-         "segments": [segment, end], "word_drift_ms": [0.0, 10.0, -30.0], "pauses": [pause]},
+         "segments": [segment, end], "word_drift_ms": [0.0, 10.0, -30.0], "cuts": [at_cut]},
     ]  # fmt: skip
     figures = segmentation_quality._figures(trials)
     assert (figures["sentences"], figures["sentences_cut"]) == (2, 1)
     assert figures["duration_change_ms"]["max"] == 100.0 and figures["word_drift_ms"]["max"] == 30.0
-    assert figures["pause_at_cut_ms"]["median"] == 70.0 and figures["natural_gap_ms"]["median"] == 30.0
+    assert (
+        figures["drift_before_cut_ms"]["median"] == -70.0
+        and figures["gap_change_at_cut_ms"]["median"] == 30.0
+    )
     (_, rows), (_, summary) = segmentation_quality.tables({"trials": trials, "figures": figures})
     assert rows[1][2] == "27u preposition | 58u end" and rows[1][4] == "5.90 s (+100 ms)"
     assert summary[0] == ["sentences cut / spoken", "1 / 2"]
 
 
-def test_word_drift_lines_words_up_and_finds_the_pauses_at_cuts() -> None:
+def test_word_drift_lines_words_up_and_splits_it_at_the_cuts() -> None:
     from bench import segmentation_quality
     from protocol.messages import Word
 
@@ -282,5 +285,5 @@ def test_word_drift_lines_words_up_and_finds_the_pauses_at_cuts() -> None:
     segments = [{"words": 1}, {"words": 2}]
     drift = segmentation_quality._word_drift(plain, words, segments)
     assert drift["word_drift_ms"] == [0.0, 80.0, 80.0]
-    assert drift["pauses"] == [{"after_word": 1, "segmented_ms": 100.0, "unsegmented_ms": 20.0}]
+    assert drift["cuts"] == [{"after_word": 1, "before_ms": 0.0, "across_ms": 80.0}]
     assert segmentation_quality._word_drift(plain, words[:2], segments) == {}
