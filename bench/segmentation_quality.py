@@ -223,11 +223,9 @@ def _word_count(segment: Any) -> int:
 
 
 def _figures(trials: list[dict[str, Any]]) -> dict[str, Any]:
-    changes = [
-        round((t["segmented_s"] - t["unsegmented_s"]) * 1000.0, 1) for t in trials if t["unsegmented_s"]
-    ]
-    cut = [t for t in trials if len(t["segments"]) > 1]
-    drift = [abs(d) for t in trials for d in t.get("word_drift_ms", [])]
+    cut = [t for t in trials if len(t["segments"]) > 1 and t["unsegmented_s"]]
+    changes = [round((t["segmented_s"] - t["unsegmented_s"]) * 1000.0, 1) for t in cut]
+    drift = [abs(d) for t in cut for d in t.get("word_drift_ms", [])]
     at_cuts = [c for t in trials for c in t.get("cuts", [])]
     return {
         "sentences": len(trials),
@@ -237,7 +235,7 @@ def _figures(trials: list[dict[str, Any]]) -> dict[str, Any]:
         "later_segment_units": describe([s["units"] for t in trials for s in t["segments"][1:]]),
         "duration_change_ms": describe(changes),
         "duration_change_pct": describe(
-            [100.0 * c / 1000.0 / t["unsegmented_s"] for c, t in zip(changes, trials, strict=True)]
+            [100.0 * c / 1000.0 / t["unsegmented_s"] for c, t in zip(changes, cut, strict=True)]
         ),
         "word_drift_ms": describe(drift),
         "drift_before_cut_ms": describe([c["before_ms"] for c in at_cuts]),
@@ -274,8 +272,8 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
         ["sentences cut / spoken", f"{figures['sentences_cut']} / {figures['sentences']}"],
         ["first segment of a reply, median", median("first_segment_units", " units")],
         ["later segments, median", median("later_segment_units", " units")],
-        ["duration change per sentence, median", change],
-        ["word start moved, median |Δ| (max)", drift],
+        ["duration change of a cut sentence, median", change],
+        ["word start moved in a cut sentence, median |Δ| (max)", drift],
         ["word before a cut moved, median (Kokoro paces the shorter text)", before],
         ["gap at a cut changed by, median (trimmed silence and kept pause)", gap],
     ]

@@ -202,14 +202,36 @@ def notes(result: dict[str, Any]) -> list[str]:
         "inbound; WebSocket reading and PayloadPart framing outbound); the other legs are sockets, the "
         "official client's send and receive paths, the container's WebSocket stack and the model.",
     ]
+    legs_on = figures.get("simulator_legs_ms") or {}
     nagle = figures.get("simulator_nagle_legs_ms") or {}
-    if nagle.get("client_to_simulator") is not None:
+    inbound, outbound = legs_on.get("simulator_in"), legs_on.get("simulator_out")
+    if inbound is not None and outbound is not None:
+        outside = sum(v for k, v in legs_on.items() if k != "model" and v is not None)
         lines.append(
-            f"Client Nagle on (the CRT's default, REFERENCE.md §8): the client → simulator leg is "
-            f"{nagle['client_to_simulator']:,.1f} ms: the request waits for the simulator's delayed ACK of "
-            "the client's previous small write. Production clients pay this against SageMaker too; "
-            "`reference_agent.sagemaker_tts.set_tcp_nodelay` removes it (README, 'Latency')."
+            f"The simulator's own work: {inbound:.2f} ms inbound and {outbound:.2f} ms outbound (medians). "
+            f"Outside the model, first audio spends {outside:.1f} ms on the simulator path (sum of the legs' "
+            "medians), of which the container's own WebSocket work is part of the round trip and is paid on "
+            "the direct path too. The difference of the medians above also carries the model's spread, "
+            "which dominates on a busy machine."
         )
+    on, off = legs_on.get("client_to_simulator"), nagle.get("client_to_simulator")
+    if on is not None and off is not None:
+        head = (
+            f"Client Nagle on (the CRT's default, REFERENCE.md §8): the client → simulator leg is {off:,.1f} "
+            f"ms against {on:,.1f} ms with Nagle off"
+        )
+        if off > on + 20.0:
+            lines.append(
+                f"{head}: the request waited for the simulator's delayed ACK of the client's previous small "
+                "write. `reference_agent.sagemaker_tts.set_tcp_nodelay` removes it (README)."
+            )
+        else:
+            lines.append(
+                f"{head}: in this flow the simulator's own frames carry the ACK the client's small writes "
+                "wait for, so Nagle costs nothing here; it still can against an endpoint with nothing to "
+                "send between two small client writes, which `reference_agent.sagemaker_tts.set_tcp_nodelay` "
+                "rules out (README)."
+            )
     return lines
 
 
