@@ -174,18 +174,17 @@ def notes(result: dict[str, Any]) -> list[str]:
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    """Median underrun against the number of sessions, one line per speed and mode."""
+    """Median underrun against the number of sessions, one panel per model speed, old and new."""
     from bench.plots import line_chart
 
     figures, config = result["figures"], result["config"]
     sessions = list(config["sessions"])
-    lines = {
-        f"{xrt:g}x {mode}": (
-            sessions,
-            [figures[f"{xrt}|{n}|{mode}"]["underrun_ms"]["median"] for n in sessions],
-        )
+
+    def medians(xrt: float, mode: str) -> list[float | None]:
+        return [figures[f"{xrt}|{n}|{mode}"]["underrun_ms"]["median"] for n in sessions]
+
+    panels = [
+        (f"{xrt:g}x real time: underrun (ms)", {mode: (sessions, medians(xrt, mode)) for mode in MODES})
         for xrt in config["speeds"]
-        for mode in MODES
-    }
-    line_chart(path, "concurrent sessions", [("underrun, median (ms)", lines)],
-               title="Runtime on a Kokoro stand-in: old vs new, by model speed")  # fmt: skip
+    ]
+    line_chart(path, "concurrent sessions", panels, title="The runtime on a Kokoro stand-in: median underrun")

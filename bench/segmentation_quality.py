@@ -303,7 +303,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     from bench.plots import grouped_bars
 
     trials = result["trials"]
-    categories = [f"{t['reply'][:10]}\n#{t['sentence']}" for t in trials]
+    categories = [f"{t['reply'].split()[0][:6]}\n#{t['sentence']}" for t in trials]
     grouped_bars(
         path,
         "Sentence duration (s)",
