@@ -408,6 +408,12 @@ def pipelined(target: Target, client_loop: LoopThread) -> Recording:
 
 
 @pytest.fixture(scope="session")
+def encodings(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.encodings`, recorded once per run."""
+    return recordings.encodings(target, client_loop)
+
+
+@pytest.fixture(scope="session")
 def variations(target: Target, client_loop: LoopThread) -> Recording:
     """:func:`conformance.recordings.variations`, recorded once per run."""
     return recordings.variations(target, client_loop)

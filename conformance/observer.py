@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance import clauses
+from protocol.encodings import ENCODINGS
 from protocol.frames import is_json_object
 from protocol.messages import (
     DEFAULT_SAMPLE_RATE,
@@ -279,8 +280,11 @@ class Answer:
 
     @property
     def duration_s(self) -> float:
-        """Seconds of audio received, at the declared (or requested) sample rate."""
-        return len(self.audio) / 2 / self.start.sample_rate
+        """Seconds of audio received, at the declared (or requested) sample rate, in the declared
+        encoding's samples (§3.3.1; 2 bytes each unless ``synthesis_start`` names a G.711 encoding)."""
+        declared = self.start.obj.get("encoding")
+        width = ENCODINGS[declared].sample_width if declared in ENCODINGS else 2
+        return len(self.audio) / width / self.start.sample_rate
 
 
 class Observer:

@@ -31,12 +31,14 @@ from conformance.texts import FAST, LONG, LONG_SENTENCE, LOUD, SENTENCES, SHORT
 from protocol.messages import SynthesisRequest
 
 __all__ = [
+    "ENCODED",
     "KEEPALIVE_SETTINGS",
     "LONG_SEGMENT",
     "MARKER_TEXT",
     "PIPELINED",
     "REFUSED",
     "VARIATIONS",
+    "encodings",
     "long_segment",
     "long_text",
     "pipelined",
@@ -106,6 +108,28 @@ def variations(target: Target, loop: LoopThread) -> Recording:
         await session.drain_after_close(recording.expect)
 
     return record(target, loop, "variations", scenario)
+
+
+ENCODED = {
+    "pcm": SynthesisRequest(SENTENCES[0], request_id="g-pcm", sample_rate=8000),
+    "pcm_mulaw": SynthesisRequest(SENTENCES[0], request_id="g-mulaw", sample_rate=8000, encoding="pcm_mulaw"),
+    "pcm_alaw": SynthesisRequest(SENTENCES[0], request_id="g-alaw", sample_rate=8000, encoding="pcm_alaw"),
+    "unknown": SynthesisRequest(SENTENCES[0], request_id="g-unknown", sample_rate=8000, encoding="pcm_s24le"),
+}
+"""The encodings session's requests (§3.3.1, §4.1): one sentence at 8 kHz as PCM16, G.711 μ-law and A-law,
+and in an encoding no version defines (it must be refused, or, by a server that offers no encoding but
+PCM16, ignored as a version 1 server does)."""
+
+
+def encodings(target: Target, loop: LoopThread) -> Recording:
+    """:data:`ENCODED` sent at once, then ``close``."""
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        await _send_all(session, recording, tuple(ENCODED.values()))
+        await session.close()
+        await session.drain_after_close(recording.expect)
+
+    return record(target, loop, "encodings", scenario)
 
 
 LONG_SEGMENT = (

@@ -358,7 +358,12 @@ class ToneServer:
         body = await request.body()
         try:
             parsed = parse_invocations_request(
-                body, limits=self.limits, known_voices=self.voices, mp3_available=False
+                body,
+                limits=self.limits,
+                known_voices=self.voices,
+                mp3_available=False,
+                formats=("wav", "pcm"),  # no encoders: the optional formats are refused (§11.5, §11.7)
+                encodings=("pcm_s16le",),  # PCM16 bodies only (§11.3)
             )
         except ProtocolError as exc:
             return JSONResponse(exc.http_body(), status_code=exc.code.http_status or 400)

@@ -359,6 +359,59 @@ def _error_body_string(request: dict[str, Any], response: Response, body: bytes)
 
 _R = ("R6.3-2", "R6.3-3")
 
+# -- encodings (§3.3.1, §4.1) -----------------------------------------------------------------------------
+
+
+def _g711_brackets(change: Callable[[DefectSession, str, bytes, bool], list[Frame]]) -> Outgoing:
+    """An ``outgoing`` hook that hands each audio frame of a G.711 bracket to ``change`` (with the
+    bracket's encoding and whether it is the bracket's first frame) and adds what the change adds to the
+    bracket's ``audio_bytes``, so only what ``change`` breaks is wrong."""
+
+    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+        out: list[Frame] = []
+        for frame in frames:
+            obj = _json(frame)
+            if obj is not None and obj.get("type") == "synthesis_start":
+                encoding = obj.get("encoding")
+                session.g711 = encoding if encoding in ("pcm_mulaw", "pcm_alaw") else None
+                session.g711_first, session.g711_added = True, 0
+            elif obj is not None and obj.get("type") == "synthesis_complete" and session.g711:
+                obj["audio_bytes"] += session.g711_added
+                frame, session.g711 = _dump(obj), None
+            elif isinstance(frame, bytes) and session.g711:
+                changed = change(session, session.g711, frame, session.g711_first)
+                session.g711_first = False
+                session.g711_added += sum(map(len, changed)) - len(frame)
+                out += changed
+                continue
+            out.append(frame)
+        return out
+
+    return hook
+
+
+def _mulaw_as_alaw(session: DefectSession, encoding: str, frame: bytes, first: bool) -> list[Frame]:
+    from protocol.encodings import decode_to_pcm16, encode_pcm16
+
+    if encoding != "pcm_mulaw":
+        return [frame]
+    return [encode_pcm16(decode_to_pcm16(frame, "pcm_mulaw"), "pcm_alaw")]
+
+
+def _g711_json_first_frame(session: DefectSession, encoding: str, frame: bytes, first: bool) -> list[Frame]:
+    # The G.711 samples 7B 7D: the text {}, a JSON object, as a frame of its own.
+    return [b"{}", frame] if first else [frame]
+
+
+def _drop_unknown_encoding(session: DefectSession, obj: dict[str, Any]) -> Any:
+    from protocol.encodings import ENCODINGS
+
+    encoding = obj.get("encoding")
+    if isinstance(encoding, str) and encoding not in ENCODINGS:
+        return {k: v for k, v in obj.items() if k != "encoding"}  # answered in PCM16, not refused
+    return None
+
+
 DEFECTS: tuple[Defect, ...] = (
     Defect(
         "refuses-unknown-members",
@@ -713,6 +766,27 @@ DEFECTS: tuple[Defect, ...] = (
         ("11.1.1",),
         server={"require_json": True},
     ),
+    Defect(
+        "mulaw-as-alaw",
+        "Answers a pcm_mulaw request with A-law codes: the wrong companding table (§3.3.1, §4.1)",
+        ("R4.1-13",),
+        ("4.1.14",),
+        outgoing=_g711_brackets(_mulaw_as_alaw),
+    ),
+    Defect(
+        "g711-json-frame",
+        "Sends the G.711 samples 7B 7D ({}) as the first audio frame of a G.711 bracket (§3.3.2)",
+        ("R3.3.2-1",),
+        ("4.1.14", "4.1.15"),
+        outgoing=_g711_brackets(_g711_json_first_frame),
+    ),
+    Defect(
+        "ignores-unknown-encoding",
+        "Answers a request for an encoding it does not offer in pcm_s16le instead of refusing it (§4.1)",
+        ("R4.1-14",),
+        ("4.1.13",),
+        incoming=_drop_unknown_encoding,
+    ),
 )
 """Every one-defect mutant of the table, in spec order."""
 
@@ -729,6 +803,9 @@ class DefectSession(ToneSession):
         self.client_ids: set[str] = set()
         self.sticky_cancel = False
         self.close_seen = False
+        self.g711: str | None = None  # the encoding of the open bracket when it is G.711
+        self.g711_first = False
+        self.g711_added = 0
 
     def send(self, frame: Frame) -> None:
         """Queue a frame of the defect's own (sent before the session's next frames)."""
