@@ -197,6 +197,9 @@ def configure_logging(
     """
     level, fmt = log_settings(level, fmt, environ)
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    # The handler filters too: a library that sets its own logger to DEBUG (jieba) must not get past the
+    # level chosen here through propagation.
+    handler.setLevel(level.upper())
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(_UvicornLines())
     root = logging.getLogger()

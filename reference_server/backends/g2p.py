@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import abc
 import importlib.util
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -319,8 +320,12 @@ class ChineseG2P(G2P):
 
     def __init__(self, language: Language, vocab: Iterable[str]) -> None:
         super().__init__(language, vocab)
+        import jieba
         from misaki.zh import ZHG2P
 
+        # jieba logs its dictionary loading at DEBUG through a console handler of its own, whatever the
+        # process's log level: keep it to warnings, as every other library's lines are (protocol.logs).
+        jieba.setLogLevel(logging.WARNING)
         self._g2p = ZHG2P(version=None)
         self._zh = ZHG2P
 
