@@ -7,7 +7,7 @@ the run's ``index.json``. Runs go on concurrently (``jobs``), each with its own 
 Two checks:
 
 * **caught** (fast; ``tests/conformance/test_teeth.py``): only the mutant's ``caught_by`` cases run, and every
-  one must be ``FAILED``.
+  one must be ``FAILED`` (``NON-STRICT`` for a SHOULD case).
 * **isolation** (slow; ``python -m conformance.mutants.teeth --isolation [NAME ...]``, a minute or two per
   mutant on two cores): the whole suite runs against each mutant and the cases that are ``FAILED`` are
   recorded in ``conformance/mutants/isolation.json``; the traceability matrix shows, per mutant, whether only
@@ -31,6 +31,7 @@ from typing import Any
 
 __all__ = [
     "ISOLATION",
+    "caught_verdict",
     "certify",
     "certify_many",
     "isolation_record",
@@ -133,8 +134,15 @@ def isolation_record(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def caught_verdict(level: str) -> str:
+    """The verdict that shows a case caught its mutant: FAILED, or NON-STRICT for a SHOULD case (runs are
+    not ``--strict``)."""
+    return "NON-STRICT" if level == "SHOULD" else "FAILED"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m conformance.mutants.teeth [--isolation] [--jobs N] [NAME ...]``; returns the exit code."""
+    from conformance.cases import catalogue
     from conformance.mutants import MUTANTS
 
     parser = argparse.ArgumentParser(prog="python -m conformance.mutants.teeth", description=__doc__)
@@ -147,10 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     names = args.names or [n for n, m in MUTANTS.items() if m.caught_by]
     results = certify_many(names, jobs=args.jobs, whole_suite=args.isolation)
     missed = 0
+    levels = {case.id: case.level.value for case in catalogue()}
     for name, index in results.items():
         seen = verdicts(index)
         wanted = MUTANTS[name].caught_by
-        not_caught = [c for c in wanted if seen.get(c) != "FAILED"]
+        not_caught = [c for c in wanted if seen.get(c) != caught_verdict(levels.get(c, "MUST"))]
         failed = sorted(c for c, v in seen.items() if v == "FAILED")
         missed += bool(not_caught)
         print(
