@@ -339,6 +339,8 @@ def generate(root: Path = REPO_ROOT) -> Generated:
     requirements = parse(tagged)
     current = {r.id for r in requirements}
     retired.update({rid: text for rid, text in known.items() if rid not in current})
+    # An id back in the spec (a branch merged after a matrix that lacked it) is live again, not retired.
+    retired = {rid: text for rid, text in retired.items() if rid not in current}
     data = build(
         requirements,
         catalogue(),

@@ -141,6 +141,14 @@ def test_matrix_references_only_existing_ids() -> None:
     assert data["problems"] == [], "\n".join(data["problems"])
 
 
+def test_an_id_in_the_spec_is_never_listed_as_retired() -> None:
+    from conformance.cases import REPO_ROOT
+
+    data = json.loads((REPO_ROOT / MATRIX_JSON).read_text(encoding="utf-8"))
+    live = {row["id"] for row in data["requirements"]}
+    assert not live & set(data["retired"]), sorted(live & set(data["retired"]))
+
+
 def test_checked_in_matrix_is_valid_json_with_counts() -> None:
     from conformance.cases import REPO_ROOT
 
