@@ -7,7 +7,9 @@ the checks are bounds a speech synthesizer at a sane rate meets and a broken str
   REFERENCE.md §3 texts at about 16 (``"Hello there."``: 12 characters, 1.525 s) and pads short texts
   with about a second of breath and silence. :func:`duration_bounds` allows 0.03 to 0.15 s per character
   plus 1.5 s, divided by ``speed``: audio cut to a fraction, or several times too long (a wrong
-  ``sample_rate`` in the header, doubled audio), falls outside.
+  ``sample_rate`` in the header, doubled audio), falls outside. A CJK character (kanji, kana, hanzi) is a
+  syllable or more: it counts 0.12 to 0.45 s (Kokoro: about 0.3 for Japanese and Chinese), so Japanese or
+  Chinese read with another language's G2P (spelled out letter by letter, or skipped) falls outside too.
 * **byte order**: speech is smooth sample to sample, so the mean absolute step between consecutive samples
   is small next to the mean level (0.2 at 24 kHz, 0.43 at 8 kHz for Kokoro); the same samples read with
   the wrong byte order look like noise (about 1.3). :data:`MAX_ROUGHNESS` sits between.
@@ -15,6 +17,8 @@ the checks are bounds a speech synthesizer at a sane rate meets and a broken str
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -35,13 +39,19 @@ MIN_RMS = 100.0
 
 SECONDS_PER_CHAR_MIN = 0.03
 SECONDS_PER_CHAR_MAX = 0.15
+SECONDS_PER_SYLLABLE_MIN = 0.12
+SECONDS_PER_SYLLABLE_MAX = 0.45
 PADDING_MAX_S = 1.5
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 def duration_bounds(text: str, speed: float = 1.0) -> tuple[float, float]:
     """``(low, high)`` seconds a synthesizer plausibly takes to speak ``text`` at ``speed``."""
     chars = len(text.strip())
-    return SECONDS_PER_CHAR_MIN * chars / speed, (PADDING_MAX_S + SECONDS_PER_CHAR_MAX * chars) / speed
+    syllables = len(_CJK.findall(text))
+    low = SECONDS_PER_CHAR_MIN * (chars - syllables) + SECONDS_PER_SYLLABLE_MIN * syllables
+    high = PADDING_MAX_S + SECONDS_PER_CHAR_MAX * (chars - syllables) + SECONDS_PER_SYLLABLE_MAX * syllables
+    return low / speed, high / speed
 
 
 def _samples(pcm: bytes) -> np.ndarray:

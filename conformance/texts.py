@@ -69,3 +69,18 @@ LONG_SENTENCE = (
 LOUD = "Stop! Watch out! Get back right now!"
 """Shouted text: the loudest a synthesizer gets, where float audio beyond full scale must be clipped, not
 wrapped around."""
+
+
+NATIVE = {
+    "en": "Hello there, friend.",
+    "es": "Buenos días, amigo.",
+    "fr": "Bonjour, mon ami.",
+    "hi": "नमस्ते, मेरे दोस्त।",
+    "it": "Buongiorno, amico mio.",
+    "ja": "こんにちは、友達。",
+    "pt": "Bom dia, meu amigo.",
+    "zh": "你好，我的朋友。",
+}
+"""A short native sentence per language, by the primary subtag of its BCP 47 tag (PROTOCOL.md §14.1): the
+cases speak one in each language a server lists. Japanese or Chinese read with English G2P come out about
+three times as long (each character spelled out), Hindi twice."""

@@ -30,9 +30,18 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from protocol.chunker import IncrementalSentenceChunker
+from protocol.encodings import ENCODINGS
 from protocol.errors import ProtocolError
 from protocol.limits import Limits
-from protocol.messages import SynthesisRequest, parse_invocations_request
+from protocol.messages import (
+    FEATURES,
+    Capabilities,
+    LanguageInfo,
+    ServerInfo,
+    SynthesisRequest,
+    VoiceInfo,
+    parse_invocations_request,
+)
 from protocol.pcm import float_to_pcm16, wav_header
 from protocol.session import (
     CloseRequested,
@@ -45,11 +54,12 @@ from protocol.session import (
     UtteranceFlushed,
 )
 from protocol.sse import encode_event
-from protocol.voices import KOKORO_VOICES
+from protocol.voices import KOKORO_VOICES, LANGUAGES
 
 __all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 class ToneSynthesizer:
@@ -57,12 +67,15 @@ class ToneSynthesizer:
 
     Attributes:
         seconds_per_char: audio per character at speed 1 (Kokoro: about 0.06).
+        syllable_seconds: audio per CJK character (kanji, kana, hanzi: one syllable or more each; Kokoro:
+            about 0.25), so Japanese and Chinese texts last as long as speech of them would (§14.1).
         padding_s: audio added per segment (Kokoro pads with breath and silence).
         work_factor: seconds of emulated synthesis work per second of audio (Kokoro on two CPU cores:
             1 to 3.5; kept low so the mutants run fast, high enough that the long text takes seconds).
     """
 
     seconds_per_char = 0.06
+    syllable_seconds = 0.25
     padding_s = 0.1
     work_factor = 0.35
 
@@ -72,7 +85,9 @@ class ToneSynthesizer:
 
     def render(self, segment: str, voice: str, speed: float, sample_rate: int) -> bytes:
         """PCM16LE mono at ``sample_rate``: a tone whose pitch depends on ``voice``, faded in and out."""
-        seconds = (self.padding_s + self.seconds_per_char * len(segment)) / speed
+        syllables = len(_CJK.findall(segment))
+        spoken = self.seconds_per_char * (len(segment) - syllables) + self.syllable_seconds * syllables
+        seconds = (self.padding_s + spoken) / speed
         n = max(2, round(seconds * sample_rate))
         t = np.arange(n) / sample_rate
         pitch = 140.0 + zlib.crc32(voice.encode()) % 160
@@ -127,6 +142,7 @@ class ToneSession:
             known_voices=server.voices,
             on_reject=lambda _: self.on_refused(),
             utterances=server.utterances,
+            capabilities=server.capabilities,
         )
         self.utterances: dict[str, ToneUtterance] = {}
         """Accepted utterances not yet answered, by request id."""
@@ -334,6 +350,23 @@ class ToneServer:
         self.voices = KOKORO_VOICES
         self.synth = ToneSynthesizer()
         self._ids = 0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The answer to ``describe`` (§4.4): its voices in Kokoro's nine languages, no word timings."""
+        return Capabilities.from_limits(
+            self.limits,
+            server=ServerInfo("tone", "1", "tone"),
+            voices=tuple(VoiceInfo.kokoro(voice) for voice in sorted(self.voices)),
+            languages=tuple(
+                LanguageInfo.kokoro(code, word_timings=False)
+                for code in LANGUAGES
+                if any(voice[0] == code for voice in self.voices)
+            ),
+            encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
+            formats=("wav", "pcm"),  # POST /invocations: WAV and raw PCM16 only (no encoder)
+            features=tuple(f for f in FEATURES if f != "utterance" or self.utterances),
+        )
 
     def app(self) -> Starlette:
         """The ASGI app: ``GET /ping``, ``POST /invocations``, the WebSocket route (§2)."""

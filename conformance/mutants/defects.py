@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
-from conformance.mutants.base import ToneServer, ToneSession
+from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
 
 __all__ = ["DEFECTS", "DROP", "Defect", "DefectServer", "DefectSession"]
 
@@ -93,6 +93,19 @@ def _map_controls(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> 
         return out
 
     return hook
+
+
+def _list_unspoken_voice(obj: dict[str, Any]) -> dict[str, Any]:
+    """``capabilities`` with one more voice, which the session (its known voices) refuses."""
+    if obj.get("type") == "capabilities":
+        obj = {**obj, "voices": [*obj["voices"], {"id": "af_unspoken", "language": "a", "gender": "female"}]}
+    return obj
+
+
+class _LanguageBlindSynthesizer(ToneSynthesizer):
+    """Counts every character as a Latin letter: kanji, kana and hanzi last as long as one letter each."""
+
+    syllable_seconds = ToneSynthesizer.seconds_per_char
 
 
 def _refuse(code: str, when: Callable[[dict[str, Any]], bool]) -> Incoming:
@@ -786,6 +799,21 @@ DEFECTS: tuple[Defect, ...] = (
         ("R4.1-14",),
         ("4.1.13",),
         incoming=_drop_unknown_encoding,
+    ),
+    Defect(
+        "lists-unspoken-voice",
+        "Lists a voice in capabilities that its requests refuse with invalid_voice (§4.4)",
+        ("R4.4-5",),
+        ("4.4.1",),
+        outgoing=_map_controls(_list_unspoken_voice),
+    ),
+    Defect(
+        "language-blind",
+        "Speaks every language's text with one English-like rule: Japanese and Chinese come out far too "
+        "short, as read by a G2P that skips what it cannot read (§14.1)",
+        ("R14.1-1",),
+        ("14.1.1",),
+        server={"synth": _LanguageBlindSynthesizer()},
     ),
 )
 """Every one-defect mutant of the table, in spec order."""
