@@ -44,6 +44,11 @@ __all__ = [
 LOG_LIMIT = 4000
 """Client-log entries kept per session; later ones are counted, not stored (keeps reports small)."""
 
+MAX_PARTS = 250_000
+"""PayloadParts a session reads at most. Far beyond any case (a byte-split short request is about 15,000);
+a server that answers megabytes to a byte-splitting simulator would otherwise keep the client busy for
+minutes after the case's verdict is due."""
+
 
 class SessionEnded(AssertionError):
     """The output stream ended before what the case waited for arrived."""
@@ -97,6 +102,7 @@ class Session:
         self._parts: list[bytes] = []
         self._part_type: str | None = None
         self._sent_requests = 0
+        self._part_count = 0
 
     # -- log -------------------------------------------------------------------------------------------
 
@@ -191,6 +197,14 @@ class Session:
                 self.note(dir="end", note="the output stream ended")
                 self._observe_end(None)
                 return None
+            self._part_count += 1
+            if self._part_count > MAX_PARTS:
+                self.ended = True
+                self.note(dir="end", note=f"stopped reading after {MAX_PARTS} PayloadParts")
+                raise SessionEnded(
+                    f"the server sent more than {MAX_PARTS} PayloadParts in one session; the suite stopped "
+                    "reading"
+                )
             if self._part_type is None:
                 self._part_type = part.data_type
             self._parts.append(part.data)

@@ -235,19 +235,16 @@ class SimulatorTarget(Target):
     def configure(self, **changes: Any) -> Iterator[None]:
         """Change simulator settings (:class:`simulator.SimulatorSettings` fields) for sessions opened inside.
 
-        Each session reads the settings once, when it opens; keep its whole life inside the block.
+        Each session reads the settings once, when it opens; keep its whole life inside the block. The
+        settings are one immutable object swapped whole, so the swap needs no trip through the simulator's
+        loop (which a hostile server's output may keep busy) and is always undone.
         """
-
-        async def swap(values: dict[str, Any]) -> dict[str, Any]:
-            before = {name: getattr(self.simulator.settings, name) for name in values}
-            self.simulator.update(**values)
-            return before
-
-        previous = self.loop.run(swap(changes), 10.0)
+        before = {name: getattr(self.simulator.settings, name) for name in changes}
+        self.simulator.update(**changes)
         try:
             yield
         finally:
-            self.loop.run(swap(previous), 10.0)
+            self.simulator.update(**before)
 
     def wire_mark(self) -> dict[str, int]:
         async def mark() -> dict[str, int]:
