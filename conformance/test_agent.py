@@ -208,14 +208,18 @@ def test_agent_bidi_speaks_before_batch(conf: Probe, agent: Invoke) -> None:
     "agent",
     Level.MUST,
     requirement="Every failure ends the stream with one ``error`` event",
-    description="ask for a reply in a voice the TTS server refuses (invalid_voice)",
+    description="a batch-mode reply longer than the TTS server's max_text_chars (PROTOCOL.md §10): the agent "
+    "checks what it can before it answers 200, but only the TTS server can refuse the text it will write "
+    "(text_too_long)",
     expectation="the SSE stream is well formed and ends with one error event",
     source="reference_agent/pipeline.py",
 )
 def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
     from reference_agent.checks import check_stream
 
-    chunks = _ask(conf, agent, {"prompt": "Say hello.", "mode": "bidi", "voice": "zz_nobody"})
+    too_long = {"reply": "Hello there. " * 800, "first_token_ms": 0, "tokens_per_s": 20_000.0}
+    request = {"prompt": "Say hello.", "mode": "batch", "speed": 2.0, "scripted": too_long}
+    chunks = _ask(conf, agent, request)
     events, findings = check_stream(chunks, expect="error")
     conf.observe(event_types=[e.get("type") for e in events][:40], findings=[str(f) for f in findings])
     assert not findings, "; ".join(str(f) for f in findings)
