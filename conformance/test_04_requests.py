@@ -307,7 +307,7 @@ def _variation(variations: Recording, name: str) -> Answer:
     "§5.1",
     Level.MUST,
     requirements=("R5.1-1",),
-    requirement="| `voice` | string | the voice used |",
+    requirement="| `voice` | string | the voice used; a blend in its canonical form (§4.1) |",
     description="speak the same sentence with voice af_heart and am_michael (one recorded session)",
     expectation="synthesis_start names the requested voice; both are plausible speech; the audio differs",
 )

@@ -30,7 +30,15 @@ from protocol import schemas
 from protocol.encodings import DEFAULT_ENCODING, ENCODINGS
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.limits import Limits
-from protocol.voices import DEFAULT_VOICE, LANGUAGES, VOICE_LANGUAGE, voice_gender
+from protocol.voices import (
+    DEFAULT_VOICE,
+    LANGUAGES,
+    VOICE_LANGUAGE,
+    InvalidVoiceError,
+    is_blend,
+    parse_voice,
+    voice_gender,
+)
 
 __all__ = [
     "CHANNELS",
@@ -48,6 +56,7 @@ __all__ = [
     "STATUSES",
     "TRANSPORTS",
     "UTTERANCE_TYPES",
+    "VOICE_ID_PATTERN",
     "VOICE_PATTERN",
     "Append",
     "Cancel",
@@ -84,9 +93,9 @@ __all__ = [
 
 PROTOCOL_VERSION = "1.1"
 """The version of PROTOCOL.md this code implements (§1.7); ``capabilities.protocol`` carries it (§4.4)."""
-FEATURES: tuple[str, ...] = ("cancel", "describe", "utterance", "marks")
-"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.4, §5.5,
-§15.1)."""
+FEATURES: tuple[str, ...] = ("cancel", "describe", "utterance", "marks", "voice_blend")
+"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.1, §4.4,
+§5.5, §15.1)."""
 SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000)
 """Output sample rates a request may ask for, in Hz (§4.1)."""
 DEFAULT_SAMPLE_RATE = 24000
@@ -109,8 +118,11 @@ TRANSPORTS: tuple[str, ...] = ("binary", "sse")
 UTTERANCE_TYPES: tuple[str, ...] = ("utterance", "append", "flush", "end")
 """The ``type`` of the four utterance messages (§15.1), OPTIONAL in version 1.1."""
 
-VOICE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
-"""Shape of a voice name (§4.1); applied with ``fullmatch``. The schema holds the same pattern."""
+VOICE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+()-]{0,127}", re.ASCII)
+"""Shape of a request's ``voice``, a voice id or a blend (§4.1); applied with ``fullmatch``. The request
+schemas hold the same pattern."""
+VOICE_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", re.ASCII)
+"""Shape of a voice id in ``capabilities.voices`` (§4.4): no parentheses, at most 64 characters."""
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))", re.ASCII
@@ -687,7 +699,7 @@ class VoiceInfo:
     gender: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not VOICE_PATTERN.fullmatch(self.id):
+        if not isinstance(self.id, str) or not VOICE_ID_PATTERN.fullmatch(self.id):
             raise ValueError(f"voice id {self.id!r} is not a voice name (§4.1)")
         if not isinstance(self.language, str) or not _LANGUAGE_CODE.fullmatch(self.language):
             raise ValueError(f"language {self.language!r} is not a language code")
@@ -1185,11 +1197,14 @@ def _check_fields(
     fragment: bool = False,
     encodings: Collection[str] | None = None,
     formats: Collection[str] | None = None,
+    voice_blends: bool = False,
 ) -> None:
     """Apply schema ``schema`` and the rules it cannot express, member by member in ``order`` (§9.2).
 
     ``fragment``: ``text`` is a fragment of an utterance (§15.2), which may be empty or whitespace.
     ``encodings``: the encodings the server offers (§4.1); ``None``: every one of this version.
+    ``voice_blends``: accept blends of ``known_voices`` (§4.1); a blend's ``obj["voice"]`` is replaced
+    by its canonical form, the one ``synthesis_start`` echoes (§5.1).
     """
     refused: dict[str, Any] = {}
     for error in schemas.validator(schema).iter_errors(obj):
@@ -1227,7 +1242,12 @@ def _check_fields(
                 raise ProtocolError(
                     ErrorCode.INVALID_VOICE, f"voice {_show(value)} is not a voice name", request_id
                 )
-            if known_voices is not None and value not in known_voices:
+            if voice_blends and known_voices is not None and value not in known_voices and is_blend(value):
+                try:
+                    obj[member] = str(parse_voice(value, known_voices))
+                except InvalidVoiceError as exc:
+                    raise ProtocolError(ErrorCode.INVALID_VOICE, str(exc), request_id) from None
+            elif known_voices is not None and value not in known_voices:
                 raise ProtocolError(
                     ErrorCode.INVALID_VOICE,
                     f'unknown voice {_show(value)}; send {{"type":"describe"}} for the voice list',
@@ -1306,6 +1326,7 @@ def parse_client_message(
     utterances: bool = True,
     marks: bool = True,
     encodings: Collection[str] | None = None,
+    voice_blends: bool = False,
 ) -> ClientMessage:
     """Parse and validate one client WebSocket message (PROTOCOL.md §3.1, §4, §9.2, §15).
 
@@ -1322,6 +1343,9 @@ def parse_client_message(
         encodings: the audio frame encodings the server offers (§3.3.1, §4.1); a request or utterance
             naming another is refused with ``unsupported_encoding``. ``None``: all of
             :data:`protocol.encodings.ENCODINGS`.
+        voice_blends: accept a ``voice`` that blends ``known_voices`` (§4.1, version 1.1); the
+            request then carries the blend's canonical form. ``False`` refuses blends with
+            ``invalid_voice``, as a server without the feature does (they name no voice).
 
     Returns:
         A :class:`SynthesisRequest` (``request_id`` ``None`` when the client sent none; the session
@@ -1345,7 +1369,7 @@ def parse_client_message(
         isinstance(kind, str) and kind in _CLIENT_TYPES and (utterances or kind not in UTTERANCE_TYPES)
     )
     try:
-        return _client_message(obj, kind, limits, now, known_voices, utterances, encodings)
+        return _client_message(obj, kind, limits, now, known_voices, utterances, encodings, voice_blends)
     except ProtocolError as exc:
         if known:
             exc.message_type = "synthesize" if kind is None else kind
@@ -1363,6 +1387,7 @@ def _client_message(
     known_voices: Collection[str] | None,
     utterances: bool,
     encodings: Collection[str] | None,
+    voice_blends: bool = False,
 ) -> ClientMessage:
     if kind is None or kind == "synthesize":
         _check_fields(
@@ -1373,6 +1398,7 @@ def _client_message(
             now=now,
             known_voices=known_voices,
             encodings=encodings,
+            voice_blends=voice_blends,
         )
         return _request_from(obj)
     if kind == "cancel":
@@ -1384,7 +1410,7 @@ def _client_message(
     if kind == "describe":
         return _describe_from(obj, limits)
     if utterances and kind in UTTERANCE_TYPES:
-        return _utterance_message(obj, kind, limits, now, known_voices, encodings)
+        return _utterance_message(obj, kind, limits, now, known_voices, encodings, voice_blends)
     if isinstance(kind, str):
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown message type {_show(kind)}", _valid_id(obj))
     raise ProtocolError(ErrorCode.INVALID_FIELD, f"type must be {_EXPECTED['type']}", _valid_id(obj))
@@ -1397,6 +1423,7 @@ def _utterance_message(
     now: float | None,
     known_voices: Collection[str] | None,
     encodings: Collection[str] | None = None,
+    voice_blends: bool = False,
 ) -> UtteranceMessage:
     """Check and build one of the four utterance messages (§15.1, §15.6)."""
     order = _REQUEST_ORDER if kind == "utterance" else _FRAGMENT_ORDER
@@ -1409,6 +1436,7 @@ def _utterance_message(
         known_voices=known_voices,
         fragment=True,
         encodings=encodings,
+        voice_blends=voice_blends,
     )
     request_id: str = obj["request_id"]
     text = obj.get("text")
@@ -1452,6 +1480,7 @@ def parse_invocations_request(
     mp3_available: bool = True,
     encodings: Collection[str] | None = None,
     formats: Collection[str] | None = None,
+    voice_blends: bool = False,
 ) -> InvocationsRequest:
     """Parse and validate a ``POST /invocations`` body (PROTOCOL.md §11.1).
 
@@ -1470,13 +1499,14 @@ def parse_invocations_request(
             applies to ``format: "pcm"`` only (§11.3); with another format it is ``unsupported_encoding``.
         formats: the formats offered (``capabilities.formats``); another of :data:`FORMATS` is refused
             with ``unsupported_format``. ``None``: all of them (but ``mp3`` per ``mp3_available``).
+        voice_blends: accept blends of ``known_voices`` (§4.1), as :func:`parse_client_message` does.
 
     Raises:
         ProtocolError: the body is refused (first failure in the order of §9.2).
     """
     limits = limits or Limits()
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
-    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings, formats)
+    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings, formats, voice_blends)
 
 
 def parse_invocations_body(
@@ -1488,6 +1518,7 @@ def parse_invocations_body(
     mp3_available: bool = True,
     encodings: Collection[str] | None = None,
     formats: Collection[str] | None = None,
+    voice_blends: bool = False,
 ) -> InvocationsRequest | Describe:
     """Parse a ``POST /invocations`` body that is either a synthesis request or ``describe`` (§11.1, §4.4).
 
@@ -1502,7 +1533,7 @@ def parse_invocations_body(
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
     if obj.get("type") == "describe":
         return _describe_from(obj, limits)
-    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings, formats)
+    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings, formats, voice_blends)
 
 
 def _invocations_from(
@@ -1513,6 +1544,7 @@ def _invocations_from(
     mp3_available: bool,
     encodings: Collection[str] | None = None,
     formats: Collection[str] | None = None,
+    voice_blends: bool = False,
 ) -> InvocationsRequest:
     _check_fields(
         obj,
@@ -1524,6 +1556,7 @@ def _invocations_from(
         mp3_available=mp3_available,
         encodings=encodings,
         formats=formats,
+        voice_blends=voice_blends,
     )
     request = _request_from(obj)
     fmt = obj.get("format") or "wav"

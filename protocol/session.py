@@ -260,13 +260,16 @@ class ServerSession:
             sends by itself the moment it reads one. ``None``: the session does not offer describe and
             refuses it with ``unknown_type``, as a version 1 server does (§1.7). Its ``features`` list
             ``"utterance"`` exactly when ``utterances`` is on (§15.1) and ``"marks"`` exactly when
-            ``marks`` is (§5.5), whatever the caller passed.
+            ``marks`` is (§5.5), and ``"voice_blend"`` exactly when ``voice_blends`` is (§4.1),
+            whatever the caller passed. Its ``encodings`` are the ones a request may ask for (§4.1);
+            without capabilities, every encoding of :data:`protocol.encodings.ENCODINGS` (the session
+            encodes the audio itself).
         marks: offer marks (§5.5): a request's ``marks`` member is read (a non-boolean is
             ``invalid_field``) and :meth:`marks` sends them to the requests that asked. Off by default:
             the member is ignored as an unknown one, as a server without the feature does (§1.4).
-            ``"utterance"`` exactly when ``utterances`` is on (§15.1), whatever the caller passed.
-            Its ``encodings`` are the ones a request may ask for (§4.1); without capabilities, every
-            encoding of :data:`protocol.encodings.ENCODINGS` (the session encodes the audio itself).
+        voice_blends: accept a ``voice`` that blends ``known_voices`` (§4.1); the accepted request, and
+            its ``synthesis_start``, carry the blend's canonical form. Off by default: a blend names no
+            voice and is refused with ``invalid_voice``, as by a server without the feature.
     """
 
     def __init__(
@@ -280,14 +283,16 @@ class ServerSession:
         utterances: bool = False,
         capabilities: Capabilities | None = None,
         marks: bool = False,
+        voice_blends: bool = False,
     ) -> None:
         self.limits = limits or Limits()
         self.utterances = utterances
         self.offers_marks = marks
+        self.voice_blends = voice_blends
         self.known_voices = frozenset(known_voices) if known_voices is not None else None
         if capabilities is not None:
-            # §15.1, §5.5: each of these features is listed if and only if the session offers it.
-            offered = {"utterance": utterances, "marks": marks}
+            # §15.1, §5.5, §4.1: each of these features is listed if and only if the session offers it.
+            offered = {"utterance": utterances, "marks": marks, "voice_blend": voice_blends}
             others = tuple(f for f in capabilities.features if f not in offered)
             features = (*others, *(name for name, on in offered.items() if on))
             if features != capabilities.features:
@@ -325,6 +330,7 @@ class ServerSession:
                 utterances=self.utterances,
                 marks=self.offers_marks,
                 encodings=self.encodings,
+                voice_blends=self.voice_blends,
             )
         except ProtocolError as exc:
             self._reject(exc)

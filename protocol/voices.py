@@ -11,20 +11,28 @@ works per language (the text front-end, the segmenter, G2P) takes a :class:`Lang
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from types import MappingProxyType
 
 __all__ = [
+    "BLEND_MAX_VOICES",
+    "BLEND_WEIGHT_UNIT",
     "DEFAULT_VOICE",
     "KOKORO_VOICES",
     "LANGUAGES",
     "LANGUAGE_NAMES",
     "LANGUAGE_TAGS",
     "VOICE_LANGUAGE",
+    "InvalidVoiceError",
     "Language",
+    "VoiceBlend",
+    "is_blend",
     "language",
     "language_of",
+    "parse_voice",
     "voice_gender",
     "voice_language",
 ]
@@ -150,3 +158,161 @@ def language(code_or_tag: str) -> Language:
 def voice_gender(voice: str) -> str | None:
     """``"female"`` or ``"male"`` from a voice name's second letter (``f``/``m``), else ``None``."""
     return {"f": "female", "m": "male"}.get(voice[1:2])
+
+
+# --- voice blends (§4.1, version 1.1) ----------------------------------------------------------------
+
+BLEND_MAX_VOICES = 4
+"""The most voices one blend may name (§4.1): four voices in canonical form stay within the 128
+characters of the ``voice`` pattern whatever their names (the longest official one has 13)."""
+
+BLEND_WEIGHT_UNIT = Fraction(1, 10_000)
+"""Canonical weights are multiples of 1/10,000 (four decimals, §4.1)."""
+
+_PART = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)(?:\((\d+(?:\.\d+)?|\.\d+)\))?", re.ASCII)
+_LOOSE_PART = re.compile(r"([^()]*)\((.*)\)", re.ASCII)
+
+
+class InvalidVoiceError(ValueError):
+    """A ``voice`` that names no voice and no valid blend (answered with ``invalid_voice``, §4.1).
+
+    Attributes:
+        part: the offending part of the string (the whole string when no part is to blame).
+    """
+
+    def __init__(self, message: str, part: str) -> None:
+        super().__init__(message)
+        self.part = part
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceBlend:
+    """A voice, or a weighted blend of voices of one language (PROTOCOL.md §4.1).
+
+    Attributes:
+        parts: ``(voice id, weight)`` sorted by id, the weights canonical: positive multiples of
+            :data:`BLEND_WEIGHT_UNIT` summing to exactly 1. A plain voice is one part of weight 1.
+
+    ``str(blend)`` is the canonical form a server echoes in ``synthesis_start.voice`` (§5.1):
+    ``af_bella(0.6667)+af_sky(0.3333)``, or the bare id for a single voice. Parsing the canonical form
+    again gives the same blend, and its first letter is the blend's language.
+    """
+
+    parts: tuple[tuple[str, Fraction], ...]
+
+    @property
+    def voices(self) -> tuple[str, ...]:
+        """The voice ids, sorted."""
+        return tuple(voice for voice, _ in self.parts)
+
+    @property
+    def weights(self) -> tuple[float, ...]:
+        """The canonical weights as floats, in the order of :attr:`voices` (they sum to 1 within 1e-12)."""
+        return tuple(float(weight) for _, weight in self.parts)
+
+    @property
+    def is_blend(self) -> bool:
+        """More than one voice."""
+        return len(self.parts) > 1
+
+    def __str__(self) -> str:
+        if not self.is_blend:
+            return self.parts[0][0]
+        return "+".join(f"{voice}({_decimal(weight)})" for voice, weight in self.parts)
+
+
+def _decimal(weight: Fraction) -> str:
+    """``Fraction(6667, 10000)`` → ``"0.6667"``: the shortest decimal of a multiple of 1/10,000."""
+    units = int(weight / BLEND_WEIGHT_UNIT)
+    whole, rest = divmod(units, 10_000)
+    return f"{whole}.{rest:04d}".rstrip("0").rstrip(".") if rest else str(whole)
+
+
+def is_blend(voice: str) -> bool:
+    """Whether ``voice`` is written as a blend (it has a ``+`` or a weight in parentheses, §4.1)."""
+    return "+" in voice or "(" in voice or ")" in voice
+
+
+def parse_voice(voice: str, voices: Collection[str], *, max_voices: int = BLEND_MAX_VOICES) -> VoiceBlend:
+    """Read a ``voice`` member: one of ``voices``, or a blend of them (PROTOCOL.md §4.1).
+
+    Grammar: ``part ("+" part)*`` where ``part`` is ``voice`` or ``voice(weight)`` and ``weight`` a
+    decimal number greater than 0 (``2``, ``0.5``, ``.25``; default 1), as Kokoro-FastAPI writes blends
+    (``af_bella(2)+af_sky(1)``). A string that is itself one of ``voices`` is that voice, whatever it
+    holds. The weights are normalized to sum to 1 and rounded to 1/10,000 by the largest remainder
+    (ties to the earlier voice in sorted order), so that the canonical weights sum to exactly 1.
+
+    Args:
+        voice: the request's ``voice``.
+        voices: the voice ids the server lists (§4.4). A voice's language is its first letter (§4.1).
+        max_voices: the most voices a blend may name.
+
+    Returns:
+        The blend; ``str()`` of it is the canonical form.
+
+    Raises:
+        InvalidVoiceError: an unknown voice, a malformed part or weight, a weight of 0, a voice named
+            twice, voices of different languages, more than ``max_voices`` voices, or a voice whose share
+            rounds to 0. The message names the offending part.
+    """
+    if voice in voices:
+        return VoiceBlend(((voice, Fraction(1)),))
+    if not is_blend(voice):
+        raise InvalidVoiceError(
+            f'unknown voice "{voice}"; send {{"type":"describe"}} for the voice list', voice
+        )
+    pieces = voice.split("+")
+    if len(pieces) > max_voices:
+        raise InvalidVoiceError(
+            f'the blend "{voice}" names {len(pieces)} voices; at most {max_voices}', voice
+        )
+    weights: dict[str, Fraction] = {}
+    for index, piece in enumerate(pieces):
+        if not piece:
+            where = f'after "{pieces[index - 1]}"' if index else "at the start"
+            raise InvalidVoiceError(f'the blend "{voice}" has an empty part {where}', voice)
+        match = _PART.fullmatch(piece)
+        if match is None:
+            loose = _LOOSE_PART.fullmatch(piece)
+            if loose is not None and loose.group(1):
+                raise InvalidVoiceError(
+                    f'"{piece}": the weight "{loose.group(2)}" is not a decimal number like 2 or 0.5',
+                    piece,
+                )
+            raise InvalidVoiceError(f'"{piece}" is not a voice or voice(weight)', piece)
+        name, written = match.group(1), match.group(2)
+        if name not in voices:
+            raise InvalidVoiceError(
+                f'unknown voice "{name}" in the blend; send {{"type":"describe"}} for the voice list', name
+            )
+        if name in weights:
+            raise InvalidVoiceError(f"{name} appears twice in the blend", name)
+        weight = Fraction(1) if written is None else Fraction(written)
+        if weight <= 0:
+            raise InvalidVoiceError(f'"{piece}": the weight of {name} must be greater than 0', piece)
+        weights[name] = weight
+    first = next(iter(weights))
+    for name in weights:
+        if name[:1] != first[:1]:
+            raise InvalidVoiceError(
+                f"{name} speaks another language than {first}: a blend's voices share one language", name
+            )
+    return VoiceBlend(_canonical_weights(weights))
+
+
+def _canonical_weights(weights: Mapping[str, Fraction]) -> tuple[tuple[str, Fraction], ...]:
+    """Normalize to sum 1 and round to :data:`BLEND_WEIGHT_UNIT` by the largest remainder (§4.1)."""
+    total = sum(weights.values())
+    names = sorted(weights)
+    scaled = {name: weights[name] / total / BLEND_WEIGHT_UNIT for name in names}
+    units = {name: int(value) for name, value in scaled.items()}  # floor: the values are positive
+    left = int(1 / BLEND_WEIGHT_UNIT) - sum(units.values())
+    by_remainder = sorted(names, key=lambda name: (-(scaled[name] - units[name]), names.index(name)))
+    for name in by_remainder[:left]:
+        units[name] += 1
+    for name in names:
+        if units[name] == 0:
+            raise InvalidVoiceError(
+                f"the share of {name} in the blend rounds to 0 (under 1/10000 of the whole)", name
+            )
+    return tuple((name, units[name] * BLEND_WEIGHT_UNIT) for name in names)

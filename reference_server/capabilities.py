@@ -14,7 +14,7 @@ from typing import Any
 
 from protocol.encodings import ENCODINGS
 from protocol.limits import Limits
-from protocol.messages import Capabilities, LanguageInfo, ServerInfo, VoiceInfo
+from protocol.messages import FEATURES, Capabilities, LanguageInfo, ServerInfo, VoiceInfo
 from protocol.voices import LANGUAGES
 from reference_server.encoders import available_formats
 
@@ -38,7 +38,8 @@ def server_capabilities(backend: Any, limits: Limits, *, mp3: bool) -> Capabilit
     Args:
         backend: a backend (:class:`reference_server.backends.Backend` or a test double): ``name``,
             ``voices`` and, optionally, ``word_timing_languages`` (language codes with word timings;
-            none when absent).
+            none when absent) and ``voice_blends`` (whether it mixes blends of its voices, §4.1;
+            ``False`` when absent).
         limits: the server's limits (§10).
         mp3: whether ``format: "mp3"`` is offered (§11.5).
 
@@ -63,4 +64,5 @@ def server_capabilities(backend: Any, limits: Limits, *, mp3: bool) -> Capabilit
         languages=languages,
         encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
         formats=tuple(f for f in available_formats() if mp3 or f != "mp3"),
+        features=tuple(f for f in FEATURES if f != "voice_blend" or getattr(backend, "voice_blends", False)),
     )

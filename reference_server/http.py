@@ -245,6 +245,7 @@ async def invocations(request: Request) -> Response:
             mp3_available=MP3_AVAILABLE,
             encodings=runtime.capabilities.encodings,
             formats=runtime.capabilities.formats,
+            voice_blends=runtime.voice_blends,
         )
     except ProtocolError as exc:
         return _error(runtime, exc)

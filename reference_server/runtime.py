@@ -51,7 +51,7 @@ from protocol.logs import log_event
 from protocol.messages import Capabilities, SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
 from protocol.segmenter import DEFAULT_MIN_UNITS, Boundary, Segmenter, language_code, spoken_units
-from protocol.voices import LANGUAGE_TAGS, VOICE_LANGUAGE
+from protocol.voices import LANGUAGE_TAGS, LANGUAGES
 from reference_server.assets import AssetError
 from reference_server.scheduling import DeadlineScheduler, Grant, Listener, ModelSpeed
 from reference_server.telemetry import Metrics
@@ -261,7 +261,8 @@ class RequestAudio:
         self._exhausted = False
         self._closed = False
         self._pieces: Iterator[Any] | None = None  # the front-end's pieces of the request's text
-        self.language = VOICE_LANGUAGE.get(request.voice, "a")
+        # A voice or a canonical blend (§4.1): its first letter is its language (§14.1).
+        self.language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
         self._sentences: deque[str] = deque()  # sentences of the text taken, not yet begun
         self._rest = ""  # the rest of a sentence that was cut
         self._segmenter = Segmenter(language_code(self.language))
@@ -606,6 +607,11 @@ class Runtime:
     def voices(self) -> frozenset[str]:
         """The voices requests may name (the backend's; meaningful once ready)."""
         return frozenset(self.backend.voices)
+
+    @property
+    def voice_blends(self) -> bool:
+        """Requests may name a blend of :attr:`voices` (§4.1): the backend mixes voice packs."""
+        return bool(getattr(self.backend, "voice_blends", False))
 
     @property
     def capabilities(self) -> Capabilities:

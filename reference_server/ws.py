@@ -151,6 +151,7 @@ class WebSocketSession:
             utterances=True,
             capabilities=runtime.capabilities,
             marks=True,
+            voice_blends=runtime.voice_blends,
         )
         self.requests = 0
         self.refused = 0

@@ -22,7 +22,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from protocol.messages import Word
-from protocol.voices import DEFAULT_VOICE, KOKORO_VOICES
+from protocol.voices import (
+    DEFAULT_VOICE,
+    KOKORO_VOICES,
+    InvalidVoiceError,
+    Language,
+    VoiceBlend,
+    is_blend,
+    language_of,
+    parse_voice,
+)
 from reference_server.backends.g2p import WARM_UP_TEXTS, PhonemeSegment, Phonemizer, available_languages
 
 __all__ = [
@@ -62,11 +71,12 @@ def installed_voices(languages: Iterable[str] | None = None) -> frozenset[str]:
 
 
 class UnknownVoiceError(ValueError):
-    """The voice is not one this backend speaks; ``voice`` names it."""
+    """The voice is not one this backend speaks, nor a valid blend of them; ``voice`` names it."""
 
-    def __init__(self, voice: str, known: frozenset[str]) -> None:
+    def __init__(self, voice: str, known: frozenset[str], reason: str | None = None) -> None:
         super().__init__(
-            f"unknown voice {voice!r}; this backend speaks {len(known)} voices (describe lists them)"
+            reason
+            or f"unknown voice {voice!r}; this backend speaks {len(known)} voices (describe lists them)"
         )
         self.voice = voice
 
@@ -136,18 +146,23 @@ class Backend(abc.ABC):
             known before loading.
         word_timing_languages: the language codes (PROTOCOL.md §14.1) whose segments carry word timings:
             all of them, since both backends predict durations.
+        voice_blends: :meth:`synthesize` also takes a weighted blend of :attr:`voices` (PROTOCOL.md §4.1),
+            spoken with the weighted mean of their voice packs (:meth:`resolve_voice`).
 
     Subclasses implement :meth:`load` and :meth:`_speak`; text cutting, G2P and argument checks are here.
     """
 
     name: ClassVar[str]
     sample_rate: ClassVar[int] = SAMPLE_RATE
+    voice_blends: ClassVar[bool] = True
 
     def __init__(self, languages: Iterable[str] | None = None) -> None:
         self.languages = available_languages() if languages is None else frozenset(languages)
         self.voices: frozenset[str] = installed_voices(self.languages)
         self.word_timing_languages: frozenset[str] = frozenset(self.languages)
         self._phonemizer: Phonemizer | None = None
+        # voice → its pack, [510, 1, 256] float32: a numpy array, or a torch tensor on the device
+        self._packs: dict[str, Any] = {}
 
     @abc.abstractmethod
     def load(self) -> None:
@@ -159,8 +174,42 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def _speak(self, segment: PhonemeSegment, voice: str, speed: float) -> tuple[np.ndarray, Sequence[int]]:
-        """Run the model on one segment: float32 samples at 24 kHz and each token's duration in frames."""
+    def _speak(self, segment: PhonemeSegment, pack: Any, speed: float) -> tuple[np.ndarray, Sequence[int]]:
+        """Run the model on one segment with a voice pack (:meth:`resolve_voice`): float32 samples at
+        24 kHz and each token's duration in frames."""
+
+    def resolve_voice(self, voice: str) -> tuple[Any, Language]:
+        """The voice pack and language of a voice or a blend of voices (PROTOCOL.md §4.1, §14.1).
+
+        A blend's pack is the weighted mean of its voices' packs, with the canonical weights of
+        :func:`protocol.voices.parse_voice` (those ``synthesis_start.voice`` states), so a blend sent
+        back in its canonical form is the same voice. Its language is its voices' one.
+
+        Args:
+            voice: one of :attr:`voices`, or a blend of them (``af_bella(2)+af_sky(1)``).
+
+        Returns:
+            ``(pack, language)``: the pack is ``[510, 1, 256]`` float32, a numpy array (onnx) or a tensor
+            on the model's device (torch); row ``n - 1`` is the style vector for ``n`` phonemes.
+
+        Raises:
+            UnknownVoiceError: ``voice`` is neither a voice of :attr:`voices` nor a valid blend of them.
+            BackendNotLoadedError: :meth:`load` has not run.
+        """
+        blend = self._parse_voice(voice)
+        if not self._packs:
+            raise BackendNotLoadedError(f"the {self.name} backend is not loaded")
+        (first, weight), *rest = blend.parts
+        pack = self._packs[first] * float(weight) if rest else self._packs[first]
+        for name, weight in rest:
+            pack = pack + self._packs[name] * float(weight)
+        return pack, language_of(str(blend))
+
+    def _parse_voice(self, voice: str) -> VoiceBlend:
+        try:
+            return parse_voice(voice, self.voices)
+        except InvalidVoiceError as exc:
+            raise UnknownVoiceError(voice, self.voices, str(exc) if is_blend(voice) else None) from None
 
     def _load_phonemizer(self, config: Path) -> None:
         vocab: dict[str, Any] = json.loads(config.read_text(encoding="utf-8"))["vocab"]
@@ -183,16 +232,16 @@ class Backend(abc.ABC):
 
         Args:
             text: plain text; cut into sentences and then into pieces of at most 510 phoneme tokens.
-            voice: one of :attr:`voices`; its first letter is the language (§14.1).
+            voice: one of :attr:`voices`, or a blend of them (§4.1); its first letter is the language
+                (§14.1).
             speed: 0.5 to 2.0 (1.0 is the voice's natural rate).
 
         Raises:
-            UnknownVoiceError: ``voice`` is not in :attr:`voices`.
+            UnknownVoiceError: ``voice`` is neither in :attr:`voices` nor a valid blend of them.
             ValueError: ``speed`` is not a finite number in [0.5, 2.0].
             BackendNotLoadedError: :meth:`load` has not run.
         """
-        if voice not in self.voices:
-            raise UnknownVoiceError(voice, self.voices)
+        voice = str(self._parse_voice(voice))  # canonical: its first letter is its language
         if isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed):
             raise ValueError(f"speed must be a number, not {speed!r}")
         if not MIN_SPEED <= speed <= MAX_SPEED:
@@ -203,6 +252,7 @@ class Backend(abc.ABC):
         return self._segments(phonemizer, text, voice, float(speed))
 
     def _segments(self, phonemizer: Phonemizer, text: str, voice: str, speed: float) -> Iterator[Segment]:
+        pack, _ = self.resolve_voice(voice)
         for segment in phonemizer.segments(text, voice):
-            audio, durations = self._speak(segment, voice, speed)
+            audio, durations = self._speak(segment, pack, speed)
             yield Segment(segment.text, audio, word_timings(segment, durations), segment.phonemes)

@@ -100,7 +100,6 @@ class OnnxBackend(Backend):
         self.threads = threads if threads is not None else usable_cpus()
         self._session = None
         self._vocab: dict[str, int] = {}
-        self._packs: dict[str, np.ndarray] = {}
 
     def load(self) -> None:
         import onnxruntime
@@ -126,14 +125,16 @@ class OnnxBackend(Backend):
         self._session = session
         self._load_phonemizer(found.config)
 
-    def _speak(self, segment: PhonemeSegment, voice: str, speed: float) -> tuple[np.ndarray, Sequence[int]]:
+    def _speak(
+        self, segment: PhonemeSegment, pack: np.ndarray, speed: float
+    ) -> tuple[np.ndarray, Sequence[int]]:
         assert self._session is not None  # synthesize() checks that load() ran
         tokens = [self._vocab[symbol] for symbol in segment.phonemes]
         audio, durations = self._session.run(
             None,
             {
                 "tokens": np.array([[0, *tokens, 0]], dtype=np.int64),
-                "style": self._packs[voice][len(tokens) - 1],
+                "style": pack[len(tokens) - 1],
                 "speed": np.array([speed], dtype=np.float32),
             },
         )

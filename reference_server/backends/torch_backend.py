@@ -59,7 +59,6 @@ class TorchBackend(Backend):
         self.device = device
         self.threads = threads
         self._model = None
-        self._packs: dict[str, Any] = {}  # voice → torch tensor [510, 1, 256] on the device
 
     def load(self) -> None:
         import torch
@@ -87,12 +86,12 @@ class TorchBackend(Backend):
             }
         self._load_phonemizer(found.config)
 
-    def _speak(self, segment: PhonemeSegment, voice: str, speed: float) -> tuple[np.ndarray, Sequence[int]]:
+    def _speak(self, segment: PhonemeSegment, pack: Any, speed: float) -> tuple[np.ndarray, Sequence[int]]:
         import torch
 
         assert self._model is not None  # synthesize() checks that load() ran
         phonemes = segment.phonemes
         with torch.inference_mode():
-            output = self._model(phonemes, self._packs[voice][len(phonemes) - 1], speed, return_output=True)
+            output = self._model(phonemes, pack[len(phonemes) - 1], speed, return_output=True)
         audio = output.audio.float().cpu().numpy()
         return audio, output.pred_dur.cpu().reshape(-1).tolist()

@@ -380,7 +380,7 @@ def test_text_is_passed_as_sent():
         ('{"text":"hi","voice":""}', ErrorCode.INVALID_VOICE),
         ('{"text":"hi","voice":"af heart"}', ErrorCode.INVALID_VOICE),
         ('{"text":"hi","voice":"af_heart\\n"}', ErrorCode.INVALID_VOICE),
-        ('{"text":"hi","voice":"' + "a" * 65 + '"}', ErrorCode.INVALID_VOICE),
+        ('{"text":"hi","voice":"' + "a" * 129 + '"}', ErrorCode.INVALID_VOICE),
         ('{"text":"hi","speed":"fast"}', ErrorCode.INVALID_FIELD),
         ('{"text":"hi","speed":true}', ErrorCode.INVALID_FIELD),
         ('{"text":"hi","speed":[1]}', ErrorCode.INVALID_FIELD),

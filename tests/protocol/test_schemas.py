@@ -269,9 +269,9 @@ def test_json_example(name, body):
     schemas.validate(name, obj)
     now = (stamp_of(obj) or 0) + 1
     if name in CLIENT_FRAMES:
-        parse_client_message(body, now=now, known_voices=KOKORO_VOICES)
+        parse_client_message(body, now=now, known_voices=KOKORO_VOICES, voice_blends=True)
     elif name == "invocations_request":
-        parse_invocations_request(body, now=now, known_voices=KOKORO_VOICES)
+        parse_invocations_request(body, now=now, known_voices=KOKORO_VOICES, voice_blends=True)
     elif name in SERVER_FRAMES:
         frame = parse_server_control(obj)
         assert json.loads(frame.to_json()) == obj  # examples are what the code writes

@@ -423,7 +423,11 @@ CAPABILITIES = Capabilities.from_limits(
 
 def test_describe_is_answered_at_once_inside_an_open_bracket_and_changes_nothing_else():
     server = ServerSession(
-        capabilities=CAPABILITIES, known_voices={"af_heart", "ff_siwis"}, utterances=True, marks=True
+        capabilities=CAPABILITIES,
+        known_voices={"af_heart", "ff_siwis"},
+        utterances=True,
+        marks=True,
+        voice_blends=True,
     )
     client = ClientSession()
     rid, frame = client.request("Hello there.")

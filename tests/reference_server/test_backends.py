@@ -127,6 +127,42 @@ def test_a_backend_serves_only_the_languages_it_was_given(kokoro_assets):
         english.synthesize("こんにちは。", "jf_alpha", 1.0)
 
 
+def test_a_blend_is_the_weighted_mean_of_its_voice_packs(backend):
+    """§4.1: a blend's pack is Σ wᵢ · packᵢ with the canonical weights (2:1 → 0.6667 and 0.3333)."""
+    pack, language = backend.resolve_voice("af_sky(1)+af_bella(2)")
+    bella, _ = backend.resolve_voice("af_bella")
+    sky, _ = backend.resolve_voice("af_sky")
+    as_array = [np.asarray(p.cpu() if hasattr(p, "cpu") else p, dtype=np.float64) for p in (pack, bella, sky)]
+    assert as_array[0].shape == (510, 1, 256) and language.code == "a"
+    np.testing.assert_allclose(as_array[0], 0.6667 * as_array[1] + 0.3333 * as_array[2], rtol=0, atol=1e-6)
+    with pytest.raises(UnknownVoiceError, match='"zz_nobody"'):
+        backend.synthesize("Hello there.", "af_bella+zz_nobody", 1.0)  # before the first next()
+    with pytest.raises(UnknownVoiceError, match="share one language"):
+        backend.synthesize("Hello there.", "af_bella+jf_alpha", 1.0)
+
+
+def long_term_spectrum_db(audio: np.ndarray, n: int = 1024) -> np.ndarray:
+    """Mean power per frequency up to 4 kHz, in dB: a voice's timbre, whatever the words' timing."""
+    frames = np.lib.stride_tricks.sliding_window_view(audio, n)[:: n // 2] * np.hanning(n)
+    power = np.mean(np.abs(np.fft.rfft(frames, axis=1)) ** 2, axis=0)
+    return 10 * np.log10(power[: n * 4000 // 24000] + 1e-12)
+
+
+def test_a_blend_speaks_between_its_voices_and_the_same_every_time(onnx_backend):
+    text = "This is a deployment check."
+    bella, sky = speak(onnx_backend, text, voice="af_bella")[1], speak(onnx_backend, text, voice="af_sky")[1]
+    blend = speak(onnx_backend, text, voice="af_bella(2)+af_sky(1)")[1]
+    echoed = speak(onnx_backend, text, voice="af_bella(0.6667)+af_sky(0.3333)")[1]
+    assert np.array_equal(blend, echoed)  # the canonical form is the same voice, sample for sample
+
+    def distance(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.sqrt(np.mean((long_term_spectrum_db(a) - long_term_spectrum_db(b)) ** 2)))
+
+    # Measured: bella-sky 7.1 dB apart; the 2:1 blend 3.1 dB from bella, 5.1 dB from sky.
+    assert distance(blend, bella) > 1.0 and distance(blend, sky) > 1.0
+    assert distance(blend, bella) < distance(blend, sky) < distance(bella, sky)
+
+
 @pytest.mark.parametrize("speed", [0.25, 2.5, float("nan"), True])
 def test_speed_out_of_range_is_refused(backend, speed):
     with pytest.raises(ValueError, match="speed"):

@@ -664,3 +664,48 @@ def test_an_unsupported_encoding_is_refused_and_the_session_lives_on(serve):
     error, answer = run(scenario())
     assert (error.code, error.request_id, error.fatal) == ("unsupported_encoding", "x1", False)
     assert answer.start.encoding == "pcm_s16le" and answer.pcm
+
+
+def test_a_voice_blend_is_echoed_in_canonical_form_and_mixes_the_voices(serve):
+    """PROTOCOL.md §4.1, §5.1, §11.4: a backend that mixes voices lists voice_blend; a blend is echoed in
+    canonical form on the session and over SSE, and its tone lies at the weighted mean of its voices'."""
+    import httpx
+
+    server = serve(ToneBackend(blends=True))
+    text = "One two three four."
+
+    async def scenario():
+        async with open_session(server.ws_url) as conv:
+            assert "voice_blend" in (await conv.describe()).features
+            blend = await conv.until_complete(await conv.request(text, voice="am_michael+am_adam(3)"))
+            await conv.request(text, voice="af_heart+bf_emma")  # two languages
+            error = await conv.until_error()
+            after = await conv.until_complete(await conv.request(text, voice="af_heart"))
+            return blend, error, after
+
+    blend, error, after = run(scenario())
+    assert blend.start.voice == "am_adam(0.75)+am_michael(0.25)" and after.complete.status == "completed"
+    assert error.code == ErrorCode.INVALID_VOICE and "bf_emma" in error.message
+    samples = np.frombuffer(blend.pcm, "<i2").astype(np.float64)
+    peak_hz = np.argmax(np.abs(np.fft.rfft(samples))) * SAMPLE_RATE / len(samples)
+    expected = 0.75 * voice_frequency("am_adam") + 0.25 * voice_frequency("am_michael")
+    assert abs(peak_hz - expected) < 2 and abs(peak_hz - voice_frequency("am_adam")) > 20
+    sse = httpx.post(
+        f"{server.http_url}/invocations",
+        json={"text": text, "voice": "am_adam(2)+am_michael", "transport": "sse"},
+        timeout=GUARD_S,
+    )
+    start = json.loads(sse.text.split("\n")[1].removeprefix("data: "))
+    assert start["voice"] == "am_adam(0.6667)+am_michael(0.3333)"
+
+
+def test_a_backend_that_cannot_mix_voices_refuses_blends(serve):
+    server = serve(ToneBackend())
+
+    async def scenario():
+        async with open_session(server.ws_url) as conv:
+            assert "voice_blend" not in (await conv.describe()).features
+            await conv.request("Hi.", voice="af_heart+af_bella")
+            return await conv.until_error()
+
+    assert run(scenario()).code == ErrorCode.INVALID_VOICE

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from protocol.messages import Word
+from protocol.voices import is_blend, parse_voice
 from reference_server.backends import Segment
 
 SAMPLE_RATE = 24000
@@ -32,7 +33,11 @@ _SENTENCE = re.compile(r"[^.!?]+[.!?]*")
 
 
 def voice_frequency(voice: str) -> float:
-    """The tone frequency of ``voice`` in Hz (distinct per voice, so cross-talk is audible to an FFT)."""
+    """The tone frequency of ``voice`` in Hz (distinct per voice, so cross-talk is audible to an FFT); a
+    blend's is the weighted mean of its voices' (PROTOCOL.md §4.1)."""
+    if is_blend(voice):
+        blend = parse_voice(voice, VOICES)
+        return sum(w * voice_frequency(v) for v, w in zip(blend.voices, blend.weights, strict=True))
     return 300.0 + 100.0 * sorted(VOICES).index(voice)
 
 
@@ -62,13 +67,15 @@ class ToneBackend:
         open_generators: generators started and not yet finished or closed.
         segments_produced: segments yielded by ``synthesize`` generators (warm-up excluded).
         calls: ``(text, voice, speed)`` of each ``synthesize`` call, in order.
+        voice_blends: requests may name blends of the voices (``blends=True``; off by default).
     """
 
     name = "tone"
     sample_rate = SAMPLE_RATE
 
-    def __init__(self, voices: Iterable[str] = VOICES, *, gated: bool = False) -> None:
+    def __init__(self, voices: Iterable[str] = VOICES, *, gated: bool = False, blends: bool = False) -> None:
         self.voices = frozenset(voices)
+        self.voice_blends = blends
         self.load_gate: threading.Event | None = None
         self.segment_permits: threading.Semaphore | None = threading.Semaphore(0) if gated else None
         self.entered = threading.Semaphore(0)
