@@ -77,9 +77,8 @@ def _local_agent(target: Target, loop: LoopThread) -> Iterator[Invoke]:
             httpx.Client(timeout=deadline.bound(AGENT_TIMEOUT_S)) as client,
             client.stream("POST", f"{stack.agent_url}/invocations", json=body) as response,
         ):
-            assert response.status_code == 200, (
-                f"the agent answered {response.status_code}: {response.read()[:300]!r}"
-            )
+            if response.status_code != 200:
+                raise AgentRefused(response.status_code, response.read()[:2000])
             return list(response.iter_raw())
 
     try:
@@ -107,6 +106,15 @@ def _live_agent(target: Target, arn: str | None) -> Invoke:
         return list(response["response"].iter_chunks())
 
     return invoke
+
+
+class AgentRefused(AssertionError):
+    """The agent answered with an HTTP error before any stream (``status``, ``body``)."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        super().__init__(f"the agent answered {status}: {body[:300]!r}")
+        self.status = status
+        self.body = body
 
 
 def _ask(conf: Probe, agent: Invoke, payload: dict[str, Any]) -> list[bytes]:

@@ -32,7 +32,7 @@ __all__ = ["AwsSampleServer", "AwsSampleTextOnly"]
 _KEPT: dict[str, tuple[str, ...]] = {
     "synthesis_start": ("type", "request_id"),
     "synthesis_complete": ("type", "request_id", "total_duration_s", "elapsed_s"),
-    "error": ("type", "message"),
+    "error": ("type", "request_id", "message"),
 }
 
 
