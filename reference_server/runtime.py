@@ -103,10 +103,11 @@ silence (about 0.8 s of audio to compute) and the listener waits longer in all (
 bench/paced.py: 3 listeners at 2x real time wait 9.4 s cutting short, 8.3 s not)."""
 
 FIRST_OVERLOAD = 1.2
-"""The same for a listener with nothing queued (a speech's first segment, or a listener that ran dry): a
+"""The same for a listener with nothing queued that has heard something before (a reply after a pause, or
+a listener that ran dry; a session's very first segment is always short, so sound starts at once): a
 short first segment buys the segments after it time, so it is given up only when the model plainly
-cannot keep up (simulated: 3 listeners at 2x real time wait 6.8 s instead of 8.8 s; at 3.45x, where a
-short first segment still pays, 1.4 s instead of 2.3 s)."""
+cannot keep up (simulated on bench/paced.py: 3 listeners at 2x real time wait 6.7 s instead of 8.8 s; at
+3.45x, where a short first segment still pays, 1.4 s instead of 2.3 s)."""
 
 _SILENCE_RATIO = 0.02
 """A sample is sound when its magnitude is above this share of the segment's peak (-34 dB)."""
@@ -385,7 +386,8 @@ class RequestAudio:
             max_units = math.inf
         elif runtime.speed.measured:
             max_units = runtime.speed.max_units(budget_s, self.language, request.speed)
-            overload = FIRST_OVERLOAD if grant.first else OVERLOAD
+            # A session's very first segment is always short: that is when sound must start at once.
+            overload = OVERLOAD if not grant.first else math.inf if self.listener.fresh else FIRST_OVERLOAD
             if max_units < self._segmenter.min_units and runtime.speed.demand(grant.waiting) >= overload:
                 # No segment fits and the listeners waiting need more than the model has: a gap is
                 # coming whatever is cut, and every cut costs another pass of Kokoro's silence, so

@@ -81,6 +81,11 @@ class Listener:
     def __init__(self) -> None:
         self._dry_at: float | None = None  # when the queued audio runs out; None: nothing yet
 
+    @property
+    def fresh(self) -> bool:
+        """Nothing was ever produced for this listener: its first audio is still to come."""
+        return self._dry_at is None
+
     def queued_s(self, now: float) -> float:
         """Seconds of audio queued ahead of the listener at ``now`` (0 when dry)."""
         return 0.0 if self._dry_at is None else max(0.0, self._dry_at - now)

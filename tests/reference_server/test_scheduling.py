@@ -466,3 +466,19 @@ def test_a_whole_file_answer_is_never_cut():
         run(audio.next())
         assert (audio.segments[0].boundary != "END") is cut
     runtime.scheduler.close()
+
+
+def test_a_sessions_first_segment_stays_short_even_when_the_model_is_overloaded():
+    """Sound must start at once: a fresh listener's first segment is cut short however slow the model;
+    a listener that ran dry mid-speech is not (every cut would add Kokoro's silence to make)."""
+    clock = FakeClock()
+    runtime, _ = _runtime(clock, xrt=0.5)
+    _warm(runtime, clock)
+    text = LONG_REPLIES[0][1]
+    fresh, spoken = Listener(), Listener()
+    spoken.add(1.0, clock() - 5.0)  # heard a second of audio five seconds ago: dry now
+    for listener, cut in ((fresh, True), (spoken, False)):
+        audio = RequestAudio(runtime, SynthesisRequest(text=text, request_id="x"), listener)
+        audio._step(Grant(budget_s=0.0, first=True, waiting=1))
+        assert (audio.segments[0].boundary != "END") is cut
+    runtime.scheduler.close()
