@@ -318,13 +318,16 @@ class Observer:
         self._requests: dict[str, deque[Mapping[str, Any]]] = {}
         self._assigned: deque[Mapping[str, Any]] = deque()
 
-    def expect(self, request_id: str | None, request: Mapping[str, Any] | None = None) -> None:
+    def expect(
+        self, request_id: str | None, request: Mapping[str, Any] | None = None, *, utterance: bool = False
+    ) -> None:
         """Announce a request sent, in sending order (``None``: the server assigns its id).
 
         ``request`` is the request's members (its ``sample_rate``, ``voice``, ``speed`` stand in for a
-        ``synthesis_start`` that lacks them).
+        ``synthesis_start`` that lacks them); ``utterance``: it is an utterance (§15), whose fragments'
+        refusals leave its bracket owed.
         """
-        self.reader.expect(request_id)
+        self.reader.expect(request_id, utterance=utterance)
         params = dict(request or {})
         if request_id is None:
             self._assigned.append(params)

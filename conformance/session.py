@@ -27,7 +27,7 @@ from typing import Any
 from conformance import clauses
 from conformance.observer import Answer, Message, Observer, describe_frame, excerpt, observe
 from protocol.errors import ErrorCode
-from protocol.messages import Cancel, Close, SynthesisRequest
+from protocol.messages import Append, Cancel, Close, End, Flush, SynthesisRequest, Utterance
 from simulator.client import BidiSession
 
 __all__ = [
@@ -160,6 +160,34 @@ class Session:
     def expect(self, request_id: str | None, request: Mapping[str, Any] | None = None) -> None:
         """Announce a request sent as raw bytes (``None``: the server assigns its id)."""
         self.observer.expect(request_id, request)
+
+    async def utterance(
+        self, request_id: str, *, text: str | None = None, data_type: str | None = "BINARY", **fields: Any
+    ) -> str:
+        """Open an utterance (§15.1) and expect its answer, one bracket like a request's; returns its id.
+
+        ``text`` is its first fragment; ``fields`` are ``voice``, ``speed``, ``sample_rate``,
+        ``request_timestamp``.
+        """
+        opener = Utterance(request_id=request_id, text=text, **fields)
+        self.observer.expect(request_id, opener.to_dict(), utterance=True)
+        await self.send(opener.to_json().encode(), data_type=data_type)
+        return request_id
+
+    async def fragment(
+        self, kind: str, request_id: str, text: str | None = None, *, data_type: str | None = "BINARY"
+    ) -> None:
+        """Send ``append``, ``flush`` or ``end`` for an utterance (§15.1); ``text`` may carry a surrogate half
+        at either edge (§15.2), written as an escape."""
+        if kind == "append":
+            message: Append | Flush | End = Append(request_id, text or "")
+        elif kind == "flush":
+            message = Flush(request_id, text)
+        elif kind == "end":
+            message = End(request_id, text)
+        else:
+            raise ValueError(f"not an utterance message: {kind!r}")
+        await self.send(message.to_json().encode(), data_type=data_type)
 
     async def cancel(self, request_id: str | None = None, *, data_type: str | None = "BINARY") -> None:
         """Send ``cancel`` (§4.2), naming ``request_id`` or, without it, every request."""

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from conformance import deadline
-from conformance.cases import Level, case
+from conformance.cases import Level, Unimplemented, case
 from conformance.loop import LoopThread
 from conformance.probe import Probe
 from conformance.target import Target
@@ -231,3 +231,33 @@ def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
     events, findings = check_stream(chunks, expect="error")
     conf.observe(event_types=[e.get("type") for e in events][:40], findings=[str(f) for f in findings])
     assert not findings, "; ".join(str(f) for f in findings)
+
+
+@case(
+    "AGENT-5",
+    "agent",
+    Level.MUST,
+    requirement="pipes every delta, as it comes, into one utterance (PROTOCOL.md §15): the TTS server cuts "
+    "the text into segments itself and starts speaking at its first complete sentence.",
+    description="the same four-sentence scripted reply, written over about four seconds, in stream mode "
+    "(each token appended to one utterance)",
+    expectation="the SSE stream breaks no rule of reference_agent.checks (one utterance for the whole reply, "
+    "every word spoken) and its first audio_chunk arrives while the reply is still being written",
+    source="reference_agent/pipeline.py",
+)
+def test_agent_stream_mode_speaks_one_utterance_while_writing(conf: Probe, agent: Invoke) -> None:
+    from reference_agent.checks import check_stream
+
+    slow = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 6.0}
+    chunks = _ask(conf, agent, {"prompt": "About the sea.", "mode": "stream", "speed": 2.0, "scripted": slow})
+    events, _ = check_stream(chunks, expect="error")
+    error = next((e for e in events if e.get("type") == "error"), None)
+    if error is not None and "does not offer utterances" in str(error.get("message")):
+        raise Unimplemented("the TTS server does not offer utterances (PROTOCOL.md §15.1)")
+    events = _judge(conf, chunks)
+    last_text = [e for e in events if e.get("type") == "text_delta"][-1]["t_ms"]
+    first_audio = _first(events, "audio_chunk")["t_ms"]
+    conf.observe(first_audio_ms=first_audio, last_text_ms=last_text)
+    assert first_audio < last_text, f"stream mode spoke only once the reply was written ({first_audio} ms)"
+    segments = _first(events, "audio_stream_end").get("segments")
+    assert isinstance(segments, list) and len(segments) == 1, f"not one utterance: {segments}"

@@ -65,6 +65,12 @@ UNOBSERVABLE: dict[str, str] = {
     "R10.1-6": "the cuts are not on the wire; what a client sees of them, the words and their timings on "
     "one timeline, is §5.3 and its cases (tests/reference_server/test_scheduling.py checks the timings "
     "point at the words after cuts)",
+    # Utterances (§15).
+    "R15.2-1": CLIENT + " (how a client may split its text; the server's side is R15.3-3)",
+    "R15.5-2": CLIENT,
+    "R15.3-2": "a timing property, not a verdict a loaded machine can give: whether audio flows without gaps "
+    "while text arrives faster than it is spoken is measured by bench/agent_latency.py (stream mode's "
+    "playback underrun) on a quiet machine",
 }
 """Requirement id -> why no server case can observe it."""
 

@@ -23,15 +23,24 @@ from conformance.mutants.defects import DEFECTS, DefectServer
 from conformance.mutants.synthesis import BigFrames, LateCancel, SegmentFrames, WholeTextFirst, WrapsAround
 from conformance.mutants.variants import (
     BlockingSynthesis,
+    CancelIgnoresUtterance,
+    CloseDropsUtterance,
     ClosesAfterFirstRequest,
     ClosesOnBadMessage,
     ClosesWithoutDraining,
+    FlushEndsUtterance,
+    FragmentSegments,
     IgnoresClose,
+    IgnoresFlush,
     InterleavesRequests,
     JsonObjectAudioFrame,
+    NoIdleTimeout,
     OddAudioFrames,
+    RefusalWithoutMessageType,
     TextOnlyReceive,
+    WaitsForEnd,
     WithoutCancel,
+    WithoutUtterances,
     WrongSampleRate,
 )
 
@@ -106,6 +115,16 @@ MUTANTS: dict[str, Mutant] = {
             Mutant(d.name, functools.partial(DefectServer, d), d.caught_by, d.requirements, d.breaks)
             for d in DEFECTS
         ),
+        # Utterances (§15): a version 1 server is the control, each other breaks one rule.
+        Mutant("no-utterances", WithoutUtterances, ()),  # conforming: utterances are OPTIONAL (§1.5)
+        Mutant("flush-ends-utterance", FlushEndsUtterance, ("15.4.1",), ("R15.4-2", "R15.3-4")),
+        Mutant("fragment-segments", FragmentSegments, ("15.3.1",), ("R15.3-3",)),
+        Mutant("waits-for-end", WaitsForEnd, ("15.3.2",), ("R15.3-1",)),
+        Mutant("ignores-flush", IgnoresFlush, ("15.3.3",), ("R15.3-4",)),
+        Mutant("cancel-ignores-utterance", CancelIgnoresUtterance, ("15.5.1",), ("R15.5-4",)),
+        Mutant("close-drops-open", CloseDropsUtterance, ("15.5.2",), ("R15.5-1",)),
+        Mutant("no-idle-timeout", NoIdleTimeout, ("15.5.3",), ("R15.5-3",)),
+        Mutant("no-message-type", RefusalWithoutMessageType, ("15.6.1",), ("R15.6-1",)),
     )
 }
 """Every mutant by name; ``base`` is the unbroken control."""

@@ -56,6 +56,7 @@ class AwsSampleServer(ToneServer):
 
     name = "aws-sample"
     session_class = _AwsSampleSession
+    utterances = False  # a version 1 server: the sample has no utterances (§15.1)
 
 
 class _AwsSampleTextOnlySession(_AwsSampleSession):

@@ -24,14 +24,17 @@ __all__ = [
     "ClosesAfterFirstRequest",
     "ClosesOnBadMessage",
     "ClosesWithoutDraining",
+    "FlushEndsUtterance",
     "FragmentSegments",
     "IgnoresClose",
     "IgnoresFlush",
     "InterleavesRequests",
     "JsonObjectAudioFrame",
+    "NoIdleTimeout",
     "OddAudioFrames",
     "RefusalWithoutMessageType",
     "TextOnlyReceive",
+    "WaitsForEnd",
     "WithoutCancel",
     "WithoutUtterances",
     "WrongSampleRate",
@@ -370,3 +373,59 @@ class RefusalWithoutMessageType(ToneServer):
 
     name = "no-message-type"
     session_class = _NoMessageTypeSession
+
+
+class _FlushEndsUtteranceSession(ToneSession):
+    def on_flush(self, utterance: ToneUtterance) -> None:
+        # Reads flush as the end of the utterance (as an empty text ends an ElevenLabs stream): the
+        # utterance is closed in the session, so its later fragments are refused.
+        request_id = next(rid for rid, u in self.utterances.items() if u is utterance)
+        self.act(self.session.receive_frame(json.dumps({"type": "end", "request_id": request_id})))
+
+
+class FlushEndsUtterance(ToneServer):
+    """Takes flush for end: the utterance completes at its first flush and its later text is refused
+    (§15.4, §15.3)."""
+
+    name = "flush-ends-utterance"
+    session_class = _FlushEndsUtteranceSession
+
+
+class _WaitsForEndSession(ToneSession):
+    def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
+        super().__init__(server, websocket)
+        self._held: dict[int, str] = {}
+
+    def on_text(self, utterance: ToneUtterance, text: str) -> None:
+        self._held[id(utterance)] = self._held.get(id(utterance), "") + text  # nothing spoken yet
+
+    def _release(self, utterance: ToneUtterance) -> None:
+        utterance.take(utterance.chunker.feed(self._held.pop(id(utterance), "")))
+
+    def on_flush(self, utterance: ToneUtterance) -> None:
+        self._release(utterance)
+        super().on_flush(utterance)
+
+    def on_utterance_end(self, utterance: ToneUtterance, reason: str) -> None:
+        self._release(utterance)
+        super().on_utterance_end(utterance, reason)
+
+
+class WaitsForEnd(ToneServer):
+    """Speaks an utterance only once it has ended (or been flushed): no speech while the text is being
+    written (§15.3)."""
+
+    name = "waits-for-end"
+    session_class = _WaitsForEndSession
+
+
+class _NoIdleTimeoutSession(ToneSession):
+    async def watch_idle(self) -> None:
+        await asyncio.Event().wait()  # never ends an idle utterance
+
+
+class NoIdleTimeout(ToneServer):
+    """Never ends an idle utterance: an open utterance holds the session's queue forever (§15.5)."""
+
+    name = "no-idle-timeout"
+    session_class = _NoIdleTimeoutSession

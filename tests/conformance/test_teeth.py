@@ -38,7 +38,8 @@ def caught_runs() -> dict[str, dict[str, Any]]:
     return certify_many(CAUGHT, jobs=JOBS)
 
 
-CANCEL_CASES = ("4.2.1", "4.2.2", "4.2.3", "7.2.1")
+CANCEL_CASES = ("4.2.1", "4.2.2", "4.2.3", "7.2.1", "15.5.1")
+UTTERANCE_CASES = tuple(case.id for case in catalogue() if case.section.startswith("§15"))
 
 
 LEVELS = {case.id: case.level for case in catalogue()}
@@ -72,9 +73,11 @@ def test_aws_sample_server_fails_only_the_cases_of_the_clauses_it_breaks(tmp_pat
     others = {c: v for c, v in seen.items() if v not in ("OK", "FAILED")}
     assert others == {
         "11.5.1": "UNIMPLEMENTED",
+        **dict.fromkeys(UTTERANCE_CASES, "UNIMPLEMENTED"),  # a version 1 server (§15.1)
         "AGENT-1": "SKIPPED",
         "AGENT-2": "SKIPPED",
         "AGENT-3": "SKIPPED",
+        "AGENT-5": "SKIPPED",
     }
     decided = {d["clause"] for d in index["defects"] if d["failed"]}
     assert decided == {"R5-1", "R5.1-1", "R5.3-2", "R7.1-3", "R6.3-3"}, index["defects"]
@@ -114,6 +117,17 @@ def test_server_without_optional_cancel_is_unimplemented_not_failed(tmp_path: Pa
     seen = verdicts(index)
     expected = dict.fromkeys(CANCEL_CASES, "UNIMPLEMENTED")
     assert {c: seen.get(c) for c in CANCEL_CASES} == expected, index["output"]
+    assert seen.get("4.1.1") == "OK" and index["returncode"] == 0, index["output"]
+
+
+def test_server_without_optional_utterances_is_unimplemented_not_failed(tmp_path: Path) -> None:
+    """Utterances are OPTIONAL (§1.5, §15.1): a version 1 server refusing their messages with unknown_type
+    gets UNIMPLEMENTED for every utterance case and passes."""
+    index = run_suite(tmp_path, mutant_cmd("no-utterances"), (*UTTERANCE_CASES, "4.1.1"))
+    seen = verdicts(index)
+    assert len(UTTERANCE_CASES) >= 8
+    expected = dict.fromkeys(UTTERANCE_CASES, "UNIMPLEMENTED")
+    assert {c: seen.get(c) for c in UTTERANCE_CASES} == expected, index["output"]
     assert seen.get("4.1.1") == "OK" and index["returncode"] == 0, index["output"]
 
 
