@@ -1,10 +1,12 @@
-"""Decoding and judging ``POST /invocations`` bodies: streamed WAV, raw PCM and server-sent events (no I/O).
+"""Decoding and judging ``POST /invocations`` bodies: streamed WAV, raw PCM, server-sent events, and the
+Ogg/Opus, FLAC and AAC containers of §11.7 (no I/O).
 
 Bodies reach a SageMaker client as PayloadParts split at arbitrary bytes (PROTOCOL.md §12.2), so every
 decoder here takes the parts as they came and cuts at its own delimiters: the 44-byte header and whole
 samples for WAV and PCM, blank lines for SSE (decoded with :class:`protocol.sse.SSEDecoder`, incremental,
-WHATWG rules). Each function returns what it decoded and raises AssertionError, naming the rule, on the
-first problem.
+WHATWG rules), and for the containers FFmpeg's own demuxer and decoder (through PyAV), handed the parts as
+they came, each read stopping at a part's end (:func:`decode_container`). Each function returns what it
+decoded and raises AssertionError, naming the rule, on the first problem.
 """
 
 from __future__ import annotations
@@ -20,10 +22,100 @@ from protocol import schemas
 from protocol.pcm import SampleAligner, parse_wav_header
 from protocol.sse import SSEDecoder, decode_base64_strict
 
-__all__ = ["SSEBody", "decode_pcm", "decode_sse", "decode_wav"]
+__all__ = ["CONTAINERS", "Container", "SSEBody", "decode_container", "decode_pcm", "decode_sse", "decode_wav"]
 
 _STREAMING_SIZE = 0xFFFFFFFF
 _EVENT_BLOCK = re.compile(rb"event: ([a-z_]+)\ndata: ([^\r\n]*)\n\n")
+
+
+@dataclass(frozen=True)
+class Container:
+    """What §11.7 says of one format.
+
+    Attributes:
+        media_type: its ``Content-Type`` (parameters included, compared without spaces).
+        demuxer: FFmpeg's demuxer for it (forced: a body must be what its format says, not what FFmpeg
+            would guess).
+        decoder: FFmpeg's decoder its stream must need.
+        magic: the bytes the body starts with.
+    """
+
+    media_type: str
+    demuxer: str
+    decoder: str
+    magic: bytes
+
+
+CONTAINERS = {
+    "opus": Container("audio/ogg;codecs=opus", "ogg", "opus", b"OggS"),
+    "flac": Container("audio/flac", "flac", "flac", b"fLaC"),
+    "aac": Container("audio/aac", "aac", "aac", b"\xff"),
+}
+"""The formats of §11.7 by name."""
+
+
+class _PartsReader:
+    """A file object that hands a demuxer the parts as they came: a read stops at the end of a part (a short
+    read, as from a socket or a PayloadPart stream); it cannot seek."""
+
+    def __init__(self, parts: Iterable[bytes]) -> None:
+        self._parts = [bytes(p) for p in parts if p]
+        self._offset = 0
+
+    def read(self, size: int = -1) -> bytes:
+        if not self._parts:
+            return b""
+        part = self._parts[0]
+        n = len(part) - self._offset if size < 0 else min(size, len(part) - self._offset)
+        data = part[self._offset : self._offset + n]
+        self._offset += n
+        if self._offset == len(part):
+            self._parts.pop(0)
+            self._offset = 0
+        return data
+
+
+def decode_container(parts: Iterable[bytes], fmt: str) -> tuple[bytes, int]:
+    """Decode an Ogg/Opus, FLAC or AAC (ADTS) body (§11.7) with FFmpeg, fed the parts as they came.
+
+    Returns:
+        ``(pcm, rate)``: the decoded audio as PCM16LE mono and its rate in Hz (Opus decodes at 48 kHz).
+
+    Raises:
+        AssertionError: the body does not start as its format must, FFmpeg cannot open or decode it, its
+            stream is not the format's codec, or it is not mono.
+        ImportError: PyAV is not installed.
+    """
+    import av
+    import numpy as np
+
+    container = CONTAINERS[fmt]
+    parts = [bytes(p) for p in parts]
+    body = b"".join(parts)
+    assert body.startswith(container.magic), (
+        f"a {fmt} body must start with {container.magic!r}, not {body[:8]!r} (§11.7)"
+    )
+    chunks: list[np.ndarray] = []
+    try:
+        with av.open(_PartsReader(parts), mode="r", format=container.demuxer) as media:
+            assert media.streams.audio, f"FFmpeg finds no audio stream in the {fmt} body"
+            stream = media.streams.audio[0]
+            codec = stream.codec_context
+            assert codec.name == container.decoder, (
+                f"the {fmt} body holds {codec.name}, not {container.decoder}"
+            )
+            for frame in media.decode(stream):
+                assert frame.layout.nb_channels == 1, f"{frame.layout.nb_channels} channels, not mono (§11.7)"
+                chunks.append(frame.to_ndarray().reshape(-1))
+            rate = codec.sample_rate
+    except av.error.FFmpegError as exc:
+        raise AssertionError(f"FFmpeg cannot decode the {fmt} body ({len(body)} bytes): {exc}") from None
+    if not chunks:
+        return b"", rate
+    samples = np.concatenate(chunks).astype(np.float64)
+    if not np.issubdtype(chunks[0].dtype, np.integer):
+        samples = samples * 32768.0
+    return np.clip(np.round(samples), -32768, 32767).astype("<i2").tobytes(), rate
 
 
 def decode_pcm(parts: Iterable[bytes]) -> bytes:

@@ -414,6 +414,12 @@ def encodings(target: Target, client_loop: LoopThread) -> Recording:
 
 
 @pytest.fixture(scope="session")
+def blends(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.blends`, recorded once per run."""
+    return recordings.blends(target, client_loop)
+
+
+@pytest.fixture(scope="session")
 def variations(target: Target, client_loop: LoopThread) -> Recording:
     """:func:`conformance.recordings.variations`, recorded once per run."""
     return recordings.variations(target, client_loop)

@@ -8,6 +8,9 @@
   of loud audio (§3.3.1).
 * :func:`refusals`: five messages the server must refuse, four carrying :data:`MARKER_TEXT`, then
   ``close``: error frames (§5.4), their content (§9.3) and the ids they name (§9.2).
+* :func:`blends`: ``describe``, then one sentence in two voices, in blends of them with opposite weights
+  (one of them twice, spelled differently) and in four invalid blends, then ``close``: voice blends
+  (§4.1, version 1.1).
 * :func:`long_text`: :data:`conformance.texts.LONG` at speed 2 while the simulator pings the container
   every 0.25 s, ``GET /ping`` is polled and a second session opens: keepalive (§8), health checks while
   busy (§2.2), handshakes while busy (§2.3) and text beyond Kokoro's single-pass limit (§4.1).
@@ -28,9 +31,12 @@ from conformance.probe import Recording, record
 from conformance.session import Session
 from conformance.target import Target
 from conformance.texts import FAST, LONG, LONG_SENTENCE, LOUD, SENTENCES, SHORT
-from protocol.messages import SynthesisRequest
+from protocol.messages import Describe, SynthesisRequest
 
 __all__ = [
+    "BLENDED",
+    "BLEND_CANONICAL",
+    "BLEND_REFUSALS",
     "ENCODED",
     "KEEPALIVE_SETTINGS",
     "LONG_SEGMENT",
@@ -38,6 +44,7 @@ __all__ = [
     "PIPELINED",
     "REFUSED",
     "VARIATIONS",
+    "blends",
     "encodings",
     "long_segment",
     "long_text",
@@ -130,6 +137,88 @@ def encodings(target: Target, loop: LoopThread) -> Recording:
         await session.drain_after_close(recording.expect)
 
     return record(target, loop, "encodings", scenario)
+
+
+_BLEND_TEXT = SENTENCES[1]
+
+BLENDED = {
+    "a": SynthesisRequest(_BLEND_TEXT, request_id="bl-a", voice="af_bella", speed=FAST),
+    "b": SynthesisRequest(_BLEND_TEXT, request_id="bl-b", voice="af_sky", speed=FAST),
+    "ab": SynthesisRequest(_BLEND_TEXT, request_id="bl-ab", voice="af_bella(3)+af_sky(1)", speed=FAST),
+    "ba": SynthesisRequest(_BLEND_TEXT, request_id="bl-ba", voice="af_bella+af_sky(3)", speed=FAST),
+    "ab-again": SynthesisRequest(_BLEND_TEXT, request_id="bl-ab2", voice="af_sky(2)+af_bella(6)", speed=FAST),
+}
+"""The blends session's answered requests (§4.1): one sentence at speed 2 in af_bella, in af_sky, in 3:1
+and 1:3 blends of them, and the 3:1 blend again written another way (the same canonical form)."""
+
+BLEND_CANONICAL = {
+    "a": "af_bella",
+    "b": "af_sky",
+    "ab": "af_bella(0.75)+af_sky(0.25)",
+    "ba": "af_bella(0.25)+af_sky(0.75)",
+    "ab-again": "af_bella(0.75)+af_sky(0.25)",
+}
+"""What ``synthesis_start.voice`` must say for each of :data:`BLENDED` (§4.1's canonical form)."""
+
+BLEND_REFUSALS = {
+    "languages": ("af_bella+jf_alpha", "jf_alpha"),
+    "unknown": ("af_bella+zz_nobody", "zz_nobody"),
+    "weight": ("af_bella(0)+af_sky", "af_bella(0)"),
+    "form": ("af_bella(2+af_sky", "af_bella(2"),
+}
+"""Invalid blends (§4.1): name → (``voice``, the part an ``invalid_voice`` message should name): voices of
+two languages, a voice the server lacks, a weight of 0, a part that is neither ``voice`` nor
+``voice(weight)``. Each request's id is ``bl-x-<name>``."""
+
+
+def blends(target: Target, loop: LoopThread) -> Recording:
+    """``describe``, then :data:`BLENDED` with :data:`BLEND_REFUSALS` between them, then ``close``.
+
+    ``recording.extra["features"]`` is ``capabilities.features``, or ``None`` when ``describe`` was refused
+    (a server without it). A server whose ``features`` lack ``voice_blend`` is sent nothing more: its blend
+    cases are UNIMPLEMENTED.
+    """
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        session.observer.reader.expect_describe()
+        await session.send(Describe(request_id="bl-describe").to_json().encode())
+        found: list[dict[str, Any]] = []
+
+        def described() -> bool:
+            for message in session.messages:
+                if message.is_control and (obj := json.loads(message.data)).get("type") == "capabilities":
+                    found[:] = [obj]
+                    return True
+            return any(error.request_id == "bl-describe" for _, error in session.observer.errors)
+
+        await session.wait(described, "the answer to describe")
+        features = found[0].get("features") if found else None
+        recording.extra["features"] = features
+        if features is None or "voice_blend" in features:
+            refusals = iter(BLEND_REFUSALS.items())
+            for request in BLENDED.values():
+                session.expect(request.request_id, request.to_dict())
+                await session.send(request.to_json().encode())
+                name, (voice, _) = next(refusals, (None, (None, None)))
+                if name is not None:
+                    refused = {
+                        "text": _BLEND_TEXT,
+                        "voice": voice,
+                        "speed": FAST,
+                        "request_id": f"bl-x-{name}",
+                    }
+                    await session.send(json.dumps(refused).encode())
+            ids = [request.request_id for request in BLENDED.values()]
+
+            def settled() -> bool:
+                refused = {error.request_id for _, error in session.observer.errors}
+                return all(rid in refused or rid in session.completes_seen() for rid in ids)
+
+            await session.wait(settled, "every blend request answered or refused")
+        await session.close()
+        await session.drain()
+
+    return record(target, loop, "blends", scenario)
 
 
 LONG_SEGMENT = (

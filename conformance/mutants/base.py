@@ -6,6 +6,8 @@ cutting, cancel, draining on close), so the server is correct by construction; e
 (:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneSession` or :class:`ToneServer` to
 break one rule. Speech is a deterministic tone (:class:`ToneSynthesizer`) whose length follows the text, so
 every case that checks plausibility passes on the unbroken server: it is the control of the teeth test.
+A voice blend's tone lies at the weighted mean of its voices' pitches (§4.1), and ``POST /invocations``
+encodes Ogg/Opus, FLAC and AAC with the reference server's encoders where PyAV is installed (§11.7).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ from protocol.session import (
     UtteranceFlushed,
 )
 from protocol.sse import encode_event
-from protocol.voices import KOKORO_VOICES, LANGUAGES
+from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, parse_voice
+from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 
 __all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
 
@@ -83,6 +86,13 @@ class ToneSynthesizer:
         """The text cut into sentences (one synthesis segment each)."""
         return [s for s in _SENTENCE.split(text.strip()) if s]
 
+    def pitch(self, voice: str) -> float:
+        """The tone's pitch in Hz: one per voice; a blend's is the weighted mean of its voices' (§4.1)."""
+        if is_blend(voice):
+            blend = parse_voice(voice, KOKORO_VOICES)
+            return sum(w * self.pitch(v) for v, w in zip(blend.voices, blend.weights, strict=True))
+        return 140.0 + zlib.crc32(voice.encode()) % 160
+
     def render(self, segment: str, voice: str, speed: float, sample_rate: int) -> bytes:
         """PCM16LE mono at ``sample_rate``: a tone whose pitch depends on ``voice``, faded in and out."""
         syllables = len(_CJK.findall(segment))
@@ -90,7 +100,7 @@ class ToneSynthesizer:
         seconds = (self.padding_s + spoken) / speed
         n = max(2, round(seconds * sample_rate))
         t = np.arange(n) / sample_rate
-        pitch = 140.0 + zlib.crc32(voice.encode()) % 160
+        pitch = self.pitch(voice)
         envelope = np.minimum(1.0, np.minimum(t, t[::-1]) * 40.0)
         wave = 0.25 * np.sin(2 * math.pi * pitch * t) + 0.08 * np.sin(2 * math.pi * 2.5 * pitch * t)
         return float_to_pcm16((wave * envelope).astype(np.float32))
@@ -143,6 +153,7 @@ class ToneSession:
             on_reject=lambda _: self.on_refused(),
             utterances=server.utterances,
             capabilities=server.capabilities,
+            voice_blends=server.voice_blends,
         )
         self.utterances: dict[str, ToneUtterance] = {}
         """Accepted utterances not yet answered, by request id."""
@@ -344,6 +355,11 @@ class ToneServer:
     session_class: type[ToneSession] = ToneSession
     utterances = True
     """Offer the utterances of §15 (a mutant turns them off to be a version 1 server)."""
+    voice_blends = True
+    """Offer voice blends (§4.1): a blend's tone lies at the weighted mean of its voices' pitches."""
+    formats: tuple[str, ...] = ("wav", "pcm", *AV_FORMATS)
+    """``POST /invocations`` formats: WAV, PCM and, where PyAV is installed, Ogg/Opus, FLAC and AAC
+    (§11.7, encoded as the reference server encodes them); MP3 (§11.5) is not offered."""
 
     def __init__(self) -> None:
         self.limits = Limits()
@@ -364,8 +380,12 @@ class ToneServer:
                 if any(voice[0] == code for voice in self.voices)
             ),
             encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
-            formats=("wav", "pcm"),  # POST /invocations: WAV and raw PCM16 only (no encoder)
-            features=tuple(f for f in FEATURES if f != "utterance" or self.utterances),
+            formats=self.formats,
+            features=tuple(
+                f
+                for f in FEATURES
+                if (f != "utterance" or self.utterances) and (f != "voice_blend" or self.voice_blends)
+            ),
         )
 
     def app(self) -> Starlette:
@@ -395,8 +415,9 @@ class ToneServer:
                 limits=self.limits,
                 known_voices=self.voices,
                 mp3_available=False,
-                formats=("wav", "pcm"),  # no encoders: the optional formats are refused (§11.5, §11.7)
+                formats=self.formats,
                 encodings=("pcm_s16le",),  # PCM16 bodies only (§11.3)
+                voice_blends=self.voice_blends,
             )
         except ProtocolError as exc:
             return JSONResponse(exc.http_body(), status_code=exc.code.http_status or 400)
@@ -406,49 +427,62 @@ class ToneServer:
             request_id = f"h{self._ids}"
         else:
             request_id = speech.request_id
-        pcm = b"".join(
+        pieces = [
             self.synth.render(s, speech.voice, speech.speed, speech.sample_rate)
             for s in self.synth.segments(speech.text)
-        )
+        ]
+        pcm = b"".join(pieces)
         await asyncio.sleep(self.synth.work_s(pcm, speech.sample_rate))
+        body = self.encode(parsed.format, speech.sample_rate, pieces, stream=parsed.stream)
         if parsed.transport == "sse":
             return StreamingResponse(
-                self._sse(request_id, parsed.format, speech, pcm),
+                self._sse(request_id, parsed.format, speech, pcm, body),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
             )
-        if parsed.format == "wav":
-            header = wav_header(speech.sample_rate, data_bytes=None if parsed.stream else len(pcm))
-            media_type = "audio/wav"
+        if parsed.format == "pcm":
+            media_type = f"audio/pcm;rate={speech.sample_rate};encoding=s16le;channels=1"
         else:
-            header, media_type = b"", f"audio/pcm;rate={speech.sample_rate};encoding=s16le;channels=1"
+            media_type = MEDIA_TYPES[parsed.format]
         if not parsed.stream:
-            return Response(header + pcm, media_type=media_type)
-        return StreamingResponse(self._chunks(header + pcm), media_type=media_type)
+            return Response(b"".join(body), media_type=media_type)
+        return StreamingResponse(self._chunks(body), media_type=media_type)
 
-    async def _chunks(self, data: bytes) -> AsyncIterator[bytes]:
+    def encode(self, fmt: str, sample_rate: int, pieces: list[bytes], *, stream: bool) -> list[bytes]:
+        """The body as the encoder hands it out, piece by piece: the WAV header (§11.2) and the PCM, or
+        whole Ogg pages, FLAC frames or ADTS frames (§11.7; the reference server's
+        :class:`~reference_server.encoders.FormatEncoder`)."""
+        if fmt in ("wav", "pcm"):
+            pcm = b"".join(pieces)
+            header = wav_header(sample_rate, data_bytes=None if stream else len(pcm)) if fmt == "wav" else b""
+            return [header + pcm]
+        encoder = FormatEncoder(fmt, sample_rate, stream=stream)
+        return [part for part in (*(encoder.encode(p) for p in pieces), encoder.flush()) if part]
+
+    async def _chunks(self, body: list[bytes]) -> AsyncIterator[bytes]:
         step = self.limits.max_audio_frame_bytes
-        for i in range(0, len(data), step):
-            yield data[i : i + step]
+        for data in body:
+            for i in range(0, len(data), step):
+                yield data[i : i + step]
 
     async def _sse(
-        self, request_id: str, fmt: str, speech: SynthesisRequest, pcm: bytes
+        self, request_id: str, fmt: str, speech: SynthesisRequest, pcm: bytes, body: list[bytes]
     ) -> AsyncIterator[bytes]:
         started = time.monotonic()
         start: dict[str, Any] = {
             "type": "synthesis_start",
             "request_id": request_id,
             "sample_rate": speech.sample_rate,
-            "encoding": "pcm_s16le",
+            "encoding": "pcm_s16le" if fmt in ("wav", "pcm") else fmt,
             "channels": 1,
             "format": fmt,
             "voice": speech.voice,
             "speed": speech.speed,
         }
         yield encode_event(start, event="synthesis_start")
-        data = (wav_header(speech.sample_rate, data_bytes=None) if fmt == "wav" else b"") + pcm
         step = self.limits.max_audio_frame_bytes
-        chunks = [data[i : i + step] for i in range(0, len(data), step)]
+        # Whole container units per chunk, as the encoder hands them out (§11.4).
+        chunks = [data[i : i + step] for data in body for i in range(0, len(data), step)]
         for seq, chunk in enumerate(chunks):
             event = {"type": "audio_chunk", "request_id": request_id, "seq": seq}
             event["data"] = base64.b64encode(chunk).decode("ascii")
@@ -457,7 +491,7 @@ class ToneServer:
             "type": "synthesis_complete",
             "request_id": request_id,
             "status": "completed",
-            "audio_bytes": len(data),
+            "audio_bytes": sum(map(len, chunks)),
             "chunks": len(chunks),
             "total_duration_s": len(pcm) / 2 / speech.sample_rate,
             "elapsed_s": time.monotonic() - started,

@@ -30,6 +30,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
 from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from protocol.voices import KOKORO_VOICES, is_blend, parse_voice
 
 __all__ = ["DEFECTS", "DROP", "Defect", "DefectServer", "DefectSession"]
 
@@ -425,6 +426,130 @@ def _drop_unknown_encoding(session: DefectSession, obj: dict[str, Any]) -> Any:
     return None
 
 
+# -- voice blends (§4.1) -----------------------------------------------------------------------------------
+
+
+class _EqualWeightsSynthesizer(ToneSynthesizer):
+    """Mixes a blend's voices in equal parts, whatever its weights."""
+
+    def pitch(self, voice: str) -> float:
+        if not is_blend(voice):
+            return super().pitch(voice)
+        voices = parse_voice(voice, KOKORO_VOICES).voices
+        return sum(super(_EqualWeightsSynthesizer, self).pitch(v) for v in voices) / len(voices)
+
+
+class _FirstVoiceSynthesizer(ToneSynthesizer):
+    """Speaks a blend in its first voice alone."""
+
+    def pitch(self, voice: str) -> float:
+        return super().pitch(parse_voice(voice, KOKORO_VOICES).voices[0] if is_blend(voice) else voice)
+
+
+class _DriftingBlendSynthesizer(ToneSynthesizer):
+    """Speaks a blend it has spoken before 15 % higher each time (a mix that is not reproducible)."""
+
+    def __init__(self) -> None:
+        self.spoken: dict[str, int] = {}
+
+    def pitch(self, voice: str) -> float:
+        if not is_blend(voice):
+            return super().pitch(voice)
+        times = self.spoken[voice] = self.spoken.get(voice, -1) + 1
+        return super().pitch(voice) * (1 + 0.15 * times)
+
+
+def _remember_blends(session: DefectSession, obj: dict[str, Any]) -> Any:
+    voice = obj.get("voice")
+    if _is_request(obj) and isinstance(voice, str) and is_blend(voice):
+        session.blends[obj.get("request_id")] = voice
+    return None
+
+
+def _echo_blend_as_sent(obj: dict[str, Any], session: DefectSession) -> dict[str, Any]:
+    if obj.get("type") == "synthesis_start" and obj.get("request_id") in session.blends:
+        obj["voice"] = session.blends[obj["request_id"]]  # as the client wrote it, not canonical
+    return obj
+
+
+def _blend_refusal_unnamed(obj: dict[str, Any], session: DefectSession) -> dict[str, Any]:
+    refused = obj.get("type") == "error" and obj.get("code") == "invalid_voice"
+    if refused and obj.get("request_id") in session.blends:
+        obj["message"] = "this voice is not valid"
+    return obj
+
+
+def _with_session(change: Callable[[dict[str, Any], DefectSession], dict[str, Any]]) -> Outgoing:
+    """An ``outgoing`` hook rewriting each control frame with ``change(obj, session)``."""
+
+    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+        return _map_controls(lambda obj: change(obj, session))(session, frames)
+
+    return hook
+
+
+def _blend_across_languages(session: DefectSession, obj: dict[str, Any]) -> Any:
+    voice = obj.get("voice")
+    if _is_request(obj) and isinstance(voice, str) and is_blend(voice):
+        names = [re.sub(r"\(.*\)$", "", part) for part in voice.split("+")]
+        if len({name[:1] for name in names}) > 1 and all(name in KOKORO_VOICES for name in names):
+            return {**obj, "voice": names[0]}  # spoken in its first voice instead of refused
+    return None
+
+
+# -- Ogg/Opus, FLAC and AAC bodies (§11.7) -------------------------------------------------------------------
+
+
+def _binary_format(fmt: str, request: dict[str, Any], response: Response) -> bool:
+    return (
+        request.get("format") == fmt
+        and request.get("transport", "binary") == "binary"
+        and response.status_code == 200
+    )
+
+
+def _ogg_pages_bad_crc(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if not _binary_format("opus", request, response):
+        return None
+    broken = bytearray(body)
+    start = 0
+    while (start := broken.find(b"OggS", start)) >= 0:
+        broken[start + 22] ^= 0xFF  # the page's CRC-32 (RFC 3533 §6): a decoder drops the page
+        start += 4
+    return bytes(broken), isinstance(response, StreamingResponse), {}
+
+
+def _flac_without_streaminfo(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if not _binary_format("flac", request, response) or not body.startswith(b"fLaC"):
+        return None
+    at = 4
+    while at < len(body):  # metadata blocks: 1 byte (last-block flag, type), 3 bytes of length
+        last, length = body[at] & 0x80, int.from_bytes(body[at + 1 : at + 4], "big")
+        at += 4 + length
+        if last:
+            break
+    return body[at:], isinstance(response, StreamingResponse), {}
+
+
+def _aac_without_adts(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if not _binary_format("aac", request, response):
+        return None
+    raw, at = bytearray(), 0
+    while at + 7 <= len(body) and body[at] == 0xFF and body[at + 1] & 0xF0 == 0xF0:
+        header = 7 if body[at + 1] & 1 else 9  # protection_absent: no CRC
+        length = (body[at + 3] & 3) << 11 | body[at + 4] << 3 | body[at + 5] >> 5
+        raw += body[at + header : at + length]
+        at += length
+    return bytes(raw), isinstance(response, StreamingResponse), {}
+
+
+def _container_sse_says_pcm(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    fmt = request.get("format")
+    if request.get("transport") != "sse" or fmt not in ("opus", "flac", "aac"):
+        return None
+    return body.replace(f'"encoding":"{fmt}"'.encode(), b'"encoding":"pcm_s16le"', 1), True, {}
+
+
 DEFECTS: tuple[Defect, ...] = (
     Defect(
         "refuses-unknown-members",
@@ -801,6 +926,51 @@ DEFECTS: tuple[Defect, ...] = (
         incoming=_drop_unknown_encoding,
     ),
     Defect(
+        "blend-ignores-weights",
+        "Speaks every voice blend in equal parts, whatever its weights (§4.1)",
+        ("R4.1-19",),
+        ("4.1.17",),
+        server={"synth": _EqualWeightsSynthesizer()},
+    ),
+    Defect(
+        "blend-first-voice",
+        "Speaks a voice blend in its first voice alone (§4.1)",
+        ("R4.1-19",),
+        ("4.1.17",),
+        server={"synth": _FirstVoiceSynthesizer()},
+    ),
+    Defect(
+        "blend-drifts",
+        "Speaks a blend it has spoken before 15 % higher each time: the same blend is not the same voice "
+        "(§4.1)",
+        ("R4.1-19",),
+        ("4.1.18",),
+        server={"synth": _DriftingBlendSynthesizer()},
+    ),
+    Defect(
+        "blend-echo-as-sent",
+        "Echoes a blend in synthesis_start as the client wrote it, not in canonical form (§4.1, §5.1)",
+        ("R4.1-18",),
+        ("4.1.16",),
+        incoming=_remember_blends,
+        outgoing=_with_session(_echo_blend_as_sent),
+    ),
+    Defect(
+        "blend-across-languages",
+        "Accepts a blend of voices of two languages and speaks it in the first voice (§4.1)",
+        ("R4.1-16",),
+        ("4.1.19",),
+        incoming=_blend_across_languages,
+    ),
+    Defect(
+        "blend-refusal-unnamed",
+        "Refuses an invalid blend with invalid_voice and a message that names no part of it (§4.1)",
+        ("R4.1-17",),
+        ("4.1.20",),
+        incoming=_remember_blends,
+        outgoing=_with_session(_blend_refusal_unnamed),
+    ),
+    Defect(
         "lists-unspoken-voice",
         "Lists a voice in capabilities that its requests refuse with invalid_voice (§4.4)",
         ("R4.4-5",),
@@ -814,6 +984,34 @@ DEFECTS: tuple[Defect, ...] = (
         ("R14.1-1",),
         ("14.1.1",),
         server={"synth": _LanguageBlindSynthesizer()},
+    ),
+    Defect(
+        "opus-bad-page-crc",
+        "Sends Ogg pages whose CRC is wrong: a decoder drops every page of the Opus body (§11.7)",
+        ("R11.7-2",),
+        ("11.7.1",),
+        http=_http_rewrite(_ogg_pages_bad_crc),
+    ),
+    Defect(
+        "flac-without-streaminfo",
+        "Sends FLAC frames without the fLaC marker and STREAMINFO a FLAC stream starts with (§11.7)",
+        ("R11.7-2",),
+        ("11.7.2",),
+        http=_http_rewrite(_flac_without_streaminfo),
+    ),
+    Defect(
+        "aac-without-adts",
+        "Sends raw AAC access units without their ADTS headers: no decoder can frame them (§11.7)",
+        ("R11.7-2",),
+        ("11.7.3",),
+        http=_http_rewrite(_aac_without_adts),
+    ),
+    Defect(
+        "container-sse-says-pcm",
+        "Says encoding pcm_s16le in the SSE synthesis_start of an opus, flac or aac stream (§11.4)",
+        ("R11.4-6",),
+        ("11.7.4", "11.7.5", "11.7.6"),
+        http=_http_rewrite(_container_sse_says_pcm),
     ),
 )
 """Every one-defect mutant of the table, in spec order."""
@@ -834,6 +1032,7 @@ class DefectSession(ToneSession):
         self.g711: str | None = None  # the encoding of the open bracket when it is G.711
         self.g711_first = False
         self.g711_added = 0
+        self.blends: dict[Any, str] = {}  # request id → the blend as the client wrote it
 
     def send(self, frame: Frame) -> None:
         """Queue a frame of the defect's own (sent before the session's next frames)."""
