@@ -14,6 +14,9 @@ then one module per benchmark, in the order of the issue:
 1. :mod:`bench.transport_latency`: first audio, whole text vs first sentence;
 2. :mod:`bench.agent_latency`: the agent's first audio and playback underrun, bidi, stream and batch;
 3. :mod:`bench.transport_sizes`: bytes on the wire per audio encoding;
+   3b. :mod:`bench.audio_formats`: bytes per second and first audio per session encoding (PCM16, G.711
+   μ-law and A-law at 8 and 24 kHz) and ``POST /invocations`` format (wav, pcm, mp3, opus, flac, aac;
+   binary and SSE);
 4. :mod:`bench.throughput`: concurrent sessions per backend;
 5. :mod:`bench.simulator_overhead`: the simulator's cost in first-audio time, leg by leg;
 6. :mod:`bench.playback`: silence a real-time player would insert, old segmentation vs deadline-aware

@@ -1,7 +1,8 @@
 """The charts of RESULTS.md: small PNGs (matplotlib, Agg backend, 100 dpi, well under 100 KB each).
 
-Three shapes cover every benchmark: :func:`strip_chart` (every trial as a dot, the median as a bar,
-seed figures as crosses), :func:`grouped_bars` (a few figures side by side with the seed's) and
+Four shapes cover every benchmark: :func:`strip_chart` (every trial as a dot, the median as a bar,
+seed figures as crosses), :func:`grouped_bars` (a few figures side by side with the seed's),
+:func:`labelled_bars` (many labelled rows, one bar each, the seed's beside where it has one) and
 :func:`line_chart` (a figure against a level, one line per series).
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["grouped_bars", "line_chart", "strip_chart"]
+__all__ = ["grouped_bars", "labelled_bars", "line_chart", "strip_chart"]
 
 _SIZE = (7.0, 3.4)
 _DPI = 100
@@ -113,6 +114,50 @@ def grouped_bars(
         axes.yaxis.set_minor_formatter(NullFormatter())
     axes.legend(fontsize=8)
     axes.grid(axis="y", alpha=0.3)
+    if title:
+        axes.set_title(title, fontsize=9)
+    _save(figure, path)
+
+
+def labelled_bars(
+    path: Path,
+    xlabel: str,
+    labels: Sequence[str],
+    ours: Sequence[float | None],
+    seed: Sequence[float | None],
+    *,
+    title: str = "",
+    log: bool = False,
+) -> None:
+    """Horizontal bars, one row per label (top to bottom), for many categories with long names; a seed
+    bar is drawn beside ours where ``seed`` has a value."""
+    figure, axes = _figure((7.0, 0.8 + 0.24 * len(labels)))
+    rows = list(range(len(labels)))[::-1]
+    for row, value, theirs in zip(rows, ours, seed, strict=True):
+        if value is not None:
+            axes.barh(row + 0.18, value, 0.36, color=_OURS, label="ours" if row == rows[0] else None)
+            axes.annotate(
+                f"{value:,.3g}",
+                (value, row + 0.18),
+                va="center",
+                fontsize=7,
+                xytext=(2, 0),
+                textcoords="offset points",
+            )
+        if theirs is not None:
+            axes.barh(row - 0.18, theirs, 0.36, color=_SEED, label="seed (REFERENCE.md §3)")
+    axes.set_yticks(rows, labels, fontsize=8)
+    axes.set_xlabel(xlabel, fontsize=9)
+    if log:
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+        axes.set_xscale("log")
+        axes.xaxis.set_major_formatter(ScalarFormatter())
+        axes.xaxis.set_minor_formatter(NullFormatter())
+    handles, names = axes.get_legend_handles_labels()
+    unique = dict(zip(names, handles, strict=True))
+    axes.legend(unique.values(), unique.keys(), fontsize=8, loc="lower right")
+    axes.grid(axis="x", alpha=0.3)
     if title:
         axes.set_title(title, fontsize=9)
     _save(figure, path)

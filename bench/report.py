@@ -25,7 +25,15 @@ _GPU_MISSING = (
 )
 
 
-_ORDER = tuple(sorted((*BENCHMARKS, "gpu"), key=lambda name: int(benchmark_module(name).TITLE.split(".")[0])))
+def _number(name: str) -> tuple[int, str]:
+    """A section's number from its title: ``"3b. ..."`` → ``(3, "b")``, so 3b follows 3."""
+    number = benchmark_module(name).TITLE.split(".")[0]
+    digits = re.match(r"\d+", number)
+    assert digits is not None, f"the title of {name} does not start with its number"
+    return int(digits.group()), number[digits.end() :]
+
+
+_ORDER = tuple(sorted((*BENCHMARKS, "gpu"), key=_number))
 """Sections in the order of their numbers (the GPU benchmark, run apart, keeps its place)."""
 
 

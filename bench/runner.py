@@ -37,6 +37,7 @@ BENCHMARKS = (
     "transport_latency",
     "agent_latency",
     "transport_sizes",
+    "audio_formats",
     "throughput",
     "simulator_overhead",
     "playback",

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench import agent_latency, chunker_cost, playback, report, transport_sizes
+from bench import agent_latency, audio_formats, chunker_cost, playback, report, transport_sizes
 from bench.__main__ import main
 from bench.record import Result, load_results, save_result
 from bench.runner import BENCHMARKS, benchmark_module
@@ -287,3 +287,49 @@ def test_word_drift_lines_words_up_and_splits_it_at_the_cuts() -> None:
     assert drift["word_drift_ms"] == [0.0, 80.0, 80.0]
     assert drift["cuts"] == [{"after_word": 1, "before_ms": 0.0, "across_ms": 80.0}]
     assert segmentation_quality._word_drift(plain, words[:2], segments) == {}
+
+
+@pytest.mark.parametrize("fmt", ["mp3", "opus", "flac", "aac"])
+def test_audio_formats_knows_when_a_body_first_holds_audio(fmt: str) -> None:
+    """First audio over HTTP is the first prefix that decodes to a sample: not the container's header."""
+    from reference_server.encoders import FormatEncoder
+
+    t = np.arange(12_000) / 24_000
+    pcm = (np.sin(2 * np.pi * 220 * t) * 8000).astype("<i2").tobytes()
+    encoder = FormatEncoder(fmt, 24_000)
+    body = encoder.encode(pcm) + encoder.flush()
+    assert audio_formats.decodes(body, fmt)
+    assert not audio_formats.decodes(body[:20], fmt)  # a header, or a piece of the first frame
+    assert audio_formats.decodes(b"\0" * 46, "wav") and not audio_formats.decodes(b"\0" * 44, "wav")
+
+
+def test_audio_formats_table_sets_the_seed_beside_its_rows() -> None:
+    result = Result(audio_formats.NAME, audio_formats.TITLE)
+    first = describe([120.0, 140.0])
+    result.figures = {
+        "pcm_mulaw 8 kHz": {
+            "bytes": 16_000,
+            "audio_s": 2.0,
+            "bytes_per_s": 8000,
+            "kbps": 64.0,
+            "first_audio_ms": first,
+        },
+        "aac sse": {
+            "bytes": 12_000,
+            "audio_s": 2.0,
+            "bytes_per_s": 6000,
+            "kbps": 48.0,
+            "first_audio_ms": first,
+        },
+    }
+    result.seed = {"aac": {"kbps": 41.6, "base64_kbps": 55.1}}
+    [(headers, rows)] = audio_formats.tables(json.loads(result.to_json()))
+    assert headers[0] == "mode" and rows == [
+        ["pcm_mulaw 8 kHz", "8,000", "64.0", "130", "139", "2", ""],
+        ["aac sse", "6,000", "48.0", "130", "139", "2", "55.1"],
+    ]
+
+
+def test_report_orders_sections_by_number_with_letters_after() -> None:
+    names = [name for name in report._ORDER if name in ("transport_sizes", "audio_formats", "throughput")]
+    assert names == ["transport_sizes", "audio_formats", "throughput"]
