@@ -84,6 +84,66 @@ export class PcmJoiner {
   }
 }
 
+// --- G.711 (§3.3.1): one byte per sample, each code the linear value ITU-T G.711's tables give for it --
+
+/** The audio frame encodings the page can play (§3.3.1). */
+export const ENCODINGS = ["pcm_s16le", "pcm_mulaw", "pcm_alaw"];
+
+// The decoding rules of G.711 (the reference g711.c): a sign bit, a 3-bit segment (exponent) and a
+// 4-bit step; μ-law codes are sent inverted, A-law codes with their even bits inverted (XOR 0x55).
+function mulawToLinear(code) {
+  const u = ~code & 0xff;
+  const magnitude = ((((u & 0x0f) << 3) + 0x84) << ((u & 0x70) >> 4)) - 0x84;
+  return u & 0x80 ? -magnitude : magnitude;
+}
+
+function alawToLinear(code) {
+  const a = code ^ 0x55;
+  const segment = (a & 0x70) >> 4;
+  let magnitude = ((a & 0x0f) << 4) + (segment === 0 ? 8 : 0x108);
+  if (segment > 1) magnitude <<= segment - 1;
+  return a & 0x80 ? magnitude : -magnitude;
+}
+
+/** Code → PCM16 value, all 256 codes of each G.711 law, built once. */
+export const G711_TABLES = {
+  pcm_mulaw: Int16Array.from({ length: 256 }, (_, code) => mulawToLinear(code)),
+  pcm_alaw: Int16Array.from({ length: 256 }, (_, code) => alawToLinear(code)),
+};
+
+/** Turns the audio messages of a G.711 bracket into PCM16 samples: every byte is a whole sample. */
+export class G711Decoder {
+  /** @param {"pcm_mulaw" | "pcm_alaw"} encoding */
+  constructor(encoding) {
+    this.table = G711_TABLES[encoding];
+  }
+
+  /**
+   * @param {Uint8Array} bytes the next audio message of the bracket
+   * @returns {Int16Array} one sample per byte
+   */
+  push(bytes) {
+    const samples = new Int16Array(bytes.length);
+    for (let i = 0; i < bytes.length; i++) samples[i] = this.table[bytes[i]];
+    return samples;
+  }
+
+  /** Never a byte waiting: with 1-byte samples there is nothing to carry (§3.4 item 4). */
+  get pending() {
+    return false;
+  }
+}
+
+/**
+ * The decoder for a bracket's `encoding` (its `synthesis_start`, §5.1): PCM16 joined into whole samples,
+ * or G.711 through its table.
+ * @param {string | undefined} encoding
+ * @returns {PcmJoiner | G711Decoder}
+ */
+export function audioDecoder(encoding) {
+  return encoding in G711_TABLES ? new G711Decoder(encoding) : new PcmJoiner();
+}
+
 // Pieces the size of a language model's tokens: a leading space joins the word after it (" the"), long
 // words come in pieces of up to six letters, numbers in up to three digits, punctuation alone. Only the
 // pace matters to the demo; every character belongs to exactly one piece.

@@ -4,17 +4,20 @@
 // the server's own chunker decides where segments end, so speech starts after the first sentence while
 // the rest is still being written. "All at once" sends one synthesis request (§4.1). A server without
 // utterances gets one request per sentence instead. Cancel sends {"type":"cancel"} (§4.2) and silences
-// the page at once; audio still arriving for the cancelled requests is dropped.
+// the page at once; audio still arriving for the cancelled requests is dropped. The encoding picker asks
+// for G.711 μ-law or A-law (§3.3.1) where the server offers them; each bracket is decoded in the encoding
+// its synthesis_start states.
 //
 // window.playground exposes the live figures (stats()) for people in the console and for the browser
 // test (tests/reference_server/test_playground_browser.py).
 
-import { PATH, PcmJoiner, classify, locate, takeSentences, tokenize, wordSpans } from "./bidi.js";
+import { ENCODINGS, PATH, audioDecoder, classify, locate, takeSentences, tokenize, wordSpans } from "./bidi.js";
 import { Player } from "./player.js";
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT_VOICE = "af_heart";
 const DEFAULT_RATES = [8000, 16000, 22050, 24000];
+const ENCODING_NAMES = { pcm_s16le: "PCM16", pcm_mulaw: "G.711 μ-law", pcm_alaw: "G.711 A-law" };
 const DESCRIBE_ID = "pg-describe";
 const PROBE_ID = "pg-probe";
 const LOG_LINES = 300;
@@ -111,6 +114,7 @@ function onCapabilities(frame) {
     .join(" · ");
   fillVoices(frame.voices ?? []);
   fillRates(frame.sample_rates ?? DEFAULT_RATES);
+  fillEncodings(frame.encodings ?? ["pcm_s16le"]);
   const languages = [...page.languages.values()];
   $("info-voices").textContent = `${(frame.voices ?? []).length} in ${languages.length} language${languages.length === 1 ? "" : "s"}`;
   const timed = languages.filter((l) => l.word_timings).map((l) => l.name);
@@ -125,6 +129,7 @@ function describeRefused() {
   $("server-name").textContent = "protocol 1.0 server (no describe)";
   fillVoices([{ id: DEFAULT_VOICE, language: "a", gender: "female" }]);
   fillRates(DEFAULT_RATES);
+  fillEncodings(["pcm_s16le"]);
   $("info-voices").textContent = "unknown (no describe): the default voice only";
   $("info-timings").textContent = "at the end of each request, if any";
   send({ type: "utterance", request_id: PROBE_ID, speed: "probe" });
@@ -170,6 +175,22 @@ function fillRates(rates) {
   const select = $("rate");
   select.replaceChildren(...rates.map((rate) => new Option(`${rate} Hz`, String(rate))));
   select.value = rates.includes(24000) ? "24000" : String(rates[rates.length - 1]);
+}
+
+// The encodings both the server offers (capabilities.encodings, §4.4) and the page can decode; G.711
+// at 8 kHz is what a telephone line carries, so choosing one picks 8 kHz too (any rate stays allowed).
+function fillEncodings(offered) {
+  const select = $("encoding");
+  const usable = ENCODINGS.filter((e) => e === "pcm_s16le" || offered.includes(e));
+  select.replaceChildren(...usable.map((e) => new Option(ENCODING_NAMES[e], e)));
+  select.value = "pcm_s16le";
+  select.disabled = usable.length < 2;
+}
+
+function onEncodingChange() {
+  if ($("encoding").value !== "pcm_s16le" && [...$("rate").options].some((o) => o.value === "8000")) {
+    $("rate").value = "8000";
+  }
 }
 
 function voiceLanguage(voiceId) {
@@ -225,6 +246,7 @@ async function speak() {
     voice: $("voice").value,
     speed: Number($("speed").value),
     sampleRate: Number($("rate").value),
+    encoding: $("encoding").value,
     t0: performance.now(),
     tokens: [],
     next: 0, // next token to write
@@ -247,7 +269,7 @@ async function speak() {
   page.run = run;
   $("cancel").disabled = false;
   const marks = page.features.has("marks") ? { marks: true } : {};
-  const voice = { voice: run.voice, speed: run.speed, sample_rate: run.sampleRate };
+  const voice = { voice: run.voice, speed: run.speed, sample_rate: run.sampleRate, ...encodingOf(run) };
   if (run.mode === "whole") {
     const id = `pg${run.n}`;
     addRequest(run, id, 0);
@@ -266,6 +288,11 @@ async function speak() {
   render();
 }
 
+// Only a non-default encoding is sent, so a request for PCM16 is exactly a version 1 request (§4.1).
+function encodingOf(run) {
+  return run.encoding === "pcm_s16le" ? {} : { encoding: run.encoding };
+}
+
 function addRequest(run, id, offset) {
   const request = {
     id,
@@ -273,7 +300,8 @@ function addRequest(run, id, offset) {
     offset, // where its text starts in run.text
     cursor: offset, // where the next segment is looked for
     sampleRate: run.sampleRate,
-    joiner: new PcmJoiner(),
+    encoding: run.encoding,
+    joiner: audioDecoder(run.encoding),
     samples: 0,
     bytes: 0,
     segments: [], // {start, end, start_s, end_s}
@@ -331,6 +359,7 @@ function sendSentence(run, sentence) {
     voice: run.voice,
     speed: run.speed,
     sample_rate: run.sampleRate,
+    ...encodingOf(run),
     ...marks,
   });
 }
@@ -369,7 +398,9 @@ function onStart(frame) {
     return;
   }
   request.sampleRate = frame.sample_rate;
-  request.joiner = new PcmJoiner();
+  // The bracket's audio is in the encoding synthesis_start states (§5.1): a v1 server sends PCM16.
+  request.encoding = frame.encoding ?? "pcm_s16le";
+  request.joiner = audioDecoder(request.encoding);
   page.bracket = request;
 }
 
@@ -492,6 +523,7 @@ function stats() {
         bytes: r.bytes,
         samples: r.samples,
         sample_rate: r.sampleRate,
+        encoding: r.encoding,
         segments: r.segments.length,
         words: r.spans.length,
       }))
@@ -796,6 +828,7 @@ function init() {
     $("speed-out").textContent = `${Number($("speed").value).toFixed(2)}×`;
   });
   $("voice").addEventListener("change", updatePath);
+  $("encoding").addEventListener("change", onEncodingChange);
   for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", updatePath);
   $("speak").addEventListener("click", speak);
   $("cancel").addEventListener("click", cancel);

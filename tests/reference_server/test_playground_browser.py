@@ -17,8 +17,11 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT
+
+from protocol.encodings import decode_to_pcm16
 
 TEXT = "Hello there. This is a deployment check."
 MIN_SECONDS = 0.8 + 1.2
@@ -145,7 +148,13 @@ def test_the_pages_protocol_core_in_the_browser(page):
                        ...joiner.push(new Uint8Array([0x05]))];
         const text = 'Hi — e\\u0301t\\u00e9 🎉 in 2026, “quoted”.  Done!\\n';
         const spans = b.wordSpans('Say hello there.', {start: 4, end: 16}, {start_s: 1, end_s: 2});
+        const alaw = b.audioDecoder('pcm_alaw');
         return {
+          mulawTable: Array.from(b.G711_TABLES.pcm_mulaw),
+          alawTable: Array.from(b.G711_TABLES.pcm_alaw),
+          alawPush: Array.from(alaw.push(new Uint8Array([0xd5, 0x55, 0x2a]))),
+          alawPending: alaw.pending,
+          pcmDecoder: b.audioDecoder('pcm_s16le') instanceof b.PcmJoiner,
           control: kind(utf8(' {"type":"x"}\\n')),
           textFrame: kind('{"type":"x"}'),
           bom: kind(bytes(0xef, 0xbb, 0xbf, 0x7b, 0x7d)),
@@ -171,6 +180,13 @@ def test_the_pages_protocol_core_in_the_browser(page):
     assert results["sentences"] == {"sentences": ["One. ", "Two! "], "rest": "Thr"}
     assert results["located"] == {"start": 3, "end": 6}  # "b\nc": any whitespace matches any
     assert results["spans"] == [[4, 9, 1.0, 1.5, True], [10, 16, 1.5, 2.0, True]]
+    # G.711 (§3.3.1): the page's tables give every code the value CPython's audioop (held to ITU-T G.711's
+    # tables in tests/protocol/test_encodings.py) gives it; one byte is one sample, nothing is carried.
+    codes = bytes(range(256))
+    for name, law in (("mulawTable", "pcm_mulaw"), ("alawTable", "pcm_alaw")):
+        assert results[name] == list(np.frombuffer(decode_to_pcm16(codes, law), "<i2")), name
+    assert results["alawPush"] == [8, -8, results["alawTable"][0x2A]] and results["alawPending"] is False
+    assert results["pcmDecoder"] is True
 
 
 def test_without_utterances_and_marks_it_sends_a_request_per_sentence(page):
@@ -188,3 +204,30 @@ def test_without_utterances_and_marks_it_sends_a_request_per_sentence(page):
     assert [r["status"] for r in figures["requests"]] == ["completed", "completed"]
     assert all(r["segments"] == 0 for r in figures["requests"])  # no marks asked for, none sent
     assert figures["samplesScheduled"] == sum(r["audio_bytes"] // 2 for r in figures["requests"])
+
+
+def test_plays_a_mulaw_stream_at_8_khz(page):
+    """The encoding picker (capabilities.encodings, §4.4): G.711 μ-law picks 8 kHz, the request asks for
+    it, and every byte of the bracket is decoded through the page's table into one sample played."""
+    assert page.evaluate("() => [...document.querySelectorAll('#encoding option')].map(o => o.value)") == [
+        "pcm_s16le",
+        "pcm_mulaw",
+        "pcm_alaw",
+    ]
+    page.select_option("#encoding", "pcm_mulaw")
+    assert page.input_value("#rate") == "8000"
+    page.check('input[name="mode"][value="whole"]')
+    page.fill("#text", "Hello there.")
+    page.click("#speak")
+    page.wait_for_function("() => window.playground.stats().state !== 'speaking'", timeout=WAIT_MS)
+    figures = stats(page)
+    assert figures["state"] == "done", json.dumps(figures)
+    [request] = figures["requests"]
+    assert (request["status"], request["encoding"], request["sample_rate"]) == (
+        "completed",
+        "pcm_mulaw",
+        8000,
+    )
+    assert figures["samplesScheduled"] == request["samples"] == request["audio_bytes"] == request["bytes"]
+    assert figures["samplesScheduled"] >= 0.8 * 8000  # "Hello there." lasts at least 0.8 s
+    assert figures["peak"] > 0.02, "the graph rendered silence"
