@@ -209,11 +209,14 @@ def configure_logging(
     root.setLevel(level.upper())
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.DEBUG if level == "debug" else logging.WARNING)
-    # Libraries that install their own handlers (uvicorn when given a log config) log through root instead.
+    # Libraries that install their own handlers and levels (uvicorn when given a log config or a log level)
+    # log through root instead, at the level chosen here.
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "hypercorn.error", "bedrock_agentcore"):
         named = logging.getLogger(name)
         for old in list(named.handlers):
             named.removeHandler(old)
+        named.setLevel(logging.NOTSET)
+        named.disabled = False
         named.propagate = True
 
 
