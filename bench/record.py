@@ -26,7 +26,8 @@ RESULTS_DIR = Path(__file__).with_name("results")
 PACKAGES = (
     "numpy",
     "onnxruntime",
-    "kokoro-onnx",
+    "phonemizer-fork",
+    "misaki",
     "torch",
     "kokoro",
     "starlette",

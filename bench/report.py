@@ -62,7 +62,7 @@ def _machine(results: dict[str, dict[str, Any]]) -> str:
     return (
         f"CPU run: {env.get('cpu_model') or 'unknown CPU'}, {env.get('cpus_usable')} usable CPU(s) of "
         f"{env.get('cpu_count')}; {load}; Python {env.get('python')}, onnxruntime "
-        f"{packages.get('onnxruntime')}, kokoro-onnx {packages.get('kokoro-onnx')}; "
+        f"{packages.get('onnxruntime')}, phonemizer-fork {packages.get('phonemizer-fork')}; "
         f"{env.get('date', '')[:10]}; benchmarks took {wall / 60:.1f} min in all."
     )
 
