@@ -40,6 +40,7 @@ from protocol.reader import (
     AudioSeen,
     Closed,
     ErrorSeen,
+    MarksSeen,
     Opened,
     ReaderEvent,
     StreamReader,
@@ -50,6 +51,7 @@ __all__ = [
     "CompleteView",
     "ErrorView",
     "Finding",
+    "MarkView",
     "Message",
     "Observer",
     "StartView",
@@ -258,6 +260,36 @@ class ErrorView:
         )
 
 
+@dataclass(frozen=True)
+class MarkView:
+    """A ``marks`` frame inside a bracket (§5.5), read leniently, and when it came.
+
+    Attributes:
+        segment: its ``segment`` (``None`` when missing or not an integer).
+        start_s: its ``start_s`` (``None`` when missing or not a number).
+        end_s: its ``end_s`` (``None`` when missing or not a number).
+        received: audio bytes of the bracket received before it.
+        obj: the frame as received.
+    """
+
+    segment: int | None
+    start_s: float | None
+    end_s: float | None
+    received: int
+    obj: dict[str, Any]
+
+    @classmethod
+    def read(cls, reading: ControlReading, received: int) -> MarkView:
+        """Read ``reading`` leniently; ``received`` bytes of the bracket's audio came before it."""
+        return cls(
+            reading.integer("segment"),
+            reading.number("start_s"),
+            reading.number("end_s"),
+            received,
+            reading.obj,
+        )
+
+
 @dataclass
 class Answer:
     """What the server sent for one request: its bracket (§6.1).
@@ -269,6 +301,7 @@ class Answer:
         frames: the length of each audio message, in order.
         complete: the ``synthesis_complete`` once it arrived.
         index: the ``synthesis_start``'s message index in the session.
+        marks: the ``marks`` frames inside the bracket, in order (§5.5).
     """
 
     request_id: str
@@ -277,14 +310,19 @@ class Answer:
     frames: list[int] = field(default_factory=list)
     complete: CompleteView | None = None
     index: int = 0
+    marks: list[MarkView] = field(default_factory=list)
+
+    def seconds(self, received: int) -> float:
+        """``received`` bytes of this bracket's audio in seconds (see :attr:`duration_s`)."""
+        declared = self.start.obj.get("encoding")
+        width = ENCODINGS[declared].sample_width if declared in ENCODINGS else 2
+        return received / width / self.start.sample_rate
 
     @property
     def duration_s(self) -> float:
         """Seconds of audio received, at the declared (or requested) sample rate, in the declared
         encoding's samples (§3.3.1; 2 bytes each unless ``synthesis_start`` names a G.711 encoding)."""
-        declared = self.start.obj.get("encoding")
-        width = ENCODINGS[declared].sample_width if declared in ENCODINGS else 2
-        return len(self.audio) / width / self.start.sample_rate
+        return self.seconds(len(self.audio))
 
 
 class Observer:
@@ -324,11 +362,11 @@ class Observer:
         """Announce a request sent, in sending order (``None``: the server assigns its id).
 
         ``request`` is the request's members (its ``sample_rate``, ``voice``, ``speed`` stand in for a
-        ``synthesis_start`` that lacks them); ``utterance``: it is an utterance (§15), whose fragments'
-        refusals leave its bracket owed.
+        ``synthesis_start`` that lacks them; ``"marks": true`` asks for marks, §5.5); ``utterance``: it
+        is an utterance (§15), whose fragments' refusals leave its bracket owed.
         """
-        self.reader.expect(request_id, utterance=utterance)
         params = dict(request or {})
+        self.reader.expect(request_id, utterance=utterance, marks=params.get("marks") is True)
         if request_id is None:
             self._assigned.append(params)
         else:
@@ -375,6 +413,10 @@ class Observer:
                 answer = self.answers.get(event.key) if event.key is not None else None
                 if answer is not None:
                     answer.complete = CompleteView.read(event.reading)
+            elif isinstance(event, MarksSeen):
+                answer = self.answers.get(event.key) if event.key is not None else None
+                if answer is not None:
+                    answer.marks.append(MarkView.read(event.reading, sum(answer.frames)))
             elif isinstance(event, ErrorSeen):
                 self.errors.append((index, ErrorView.read(event)))
         return outcome.events

@@ -109,6 +109,10 @@ class Session:
     def _now(self) -> float:
         return round(time.monotonic() - self._opened, 6)
 
+    def clock(self) -> float:
+        """Seconds since the session opened: the clock of :attr:`Message.t` and of the log."""
+        return self._now()
+
     def note(self, **entry: Any) -> None:
         """Append an entry to the client log (``t`` is added)."""
         if len(self.log) >= LOG_LIMIT:

@@ -7,15 +7,15 @@ offer it (§1.5): the cases are then UNIMPLEMENTED.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from conformance.audio import check_speech
 from conformance.cases import Level, Unimplemented, case
+from conformance.describe import ask
 from conformance.probe import Probe
 from conformance.session import Answer, Session
 from conformance.texts import FAST, NATIVE, SHORT
-from protocol.messages import Capabilities, Describe, parse_server_control
+from protocol.messages import Capabilities
 
 UNLISTED_VOICE = "zz_not_listed"
 """A voice name of the §4.1 shape that no server lists."""
@@ -27,25 +27,12 @@ async def _describe(session: Session) -> Capabilities:
     Raises:
         Unimplemented: the server answered ``unknown_type``: it does not offer describe.
     """
-    session.observer.reader.expect_describe()
-    await session.send(Describe(request_id="voices").to_json().encode())
-    found: list[Capabilities] = []
-
-    def answered() -> bool:
-        for message in session.messages:
-            if message.is_control:
-                obj = json.loads(message.data)
-                if obj.get("type") == "capabilities":
-                    found[:] = [parse_server_control(obj)]  # type: ignore[list-item]
-                    return True
-        return any(error.code == "unknown_type" for _, error in session.observer.errors)
-
-    await session.wait(answered, "the answer to describe")
-    if not found:
+    offer = await ask(session, "voices")
+    if offer is None:
         raise Unimplemented(
             "the server answered describe with unknown_type: it does not offer describe (§4.4)"
         )
-    return found[0]
+    return offer.capabilities()
 
 
 def _text_for(capabilities: Capabilities, code: str) -> str:
