@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
@@ -33,7 +34,8 @@ from starlette.websockets import WebSocket
 
 from protocol.chunker import IncrementalSentenceChunker
 from protocol.encodings import ENCODINGS
-from protocol.errors import ProtocolError
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.frontend import speech_text
 from protocol.limits import Limits
 from protocol.messages import (
     FEATURES,
@@ -42,6 +44,7 @@ from protocol.messages import (
     ServerInfo,
     SynthesisRequest,
     VoiceInfo,
+    Word,
     parse_invocations_request,
 )
 from protocol.pcm import float_to_pcm16, wav_header
@@ -63,6 +66,11 @@ __all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+_TOKEN = re.compile(r"\S+")
+
+WORD_TIMINGS = frozenset({"a", "b"})
+"""Languages whose requests the tone server gives word timings (§5.3, §14.1): English, as Kokoro's G2P
+does everywhere; the others are listed with ``word_timings: false``."""
 
 
 class ToneSynthesizer:
@@ -93,17 +101,46 @@ class ToneSynthesizer:
             return sum(w * self.pitch(v) for v, w in zip(blend.voices, blend.weights, strict=True))
         return 140.0 + zlib.crc32(voice.encode()) % 160
 
+    def spoken(self, segment: str, voice: str) -> str:
+        """What the segment says, as the reference front-end would have it spoken (§14.2: markdown not read
+        aloud, figures as words, in the voice's language)."""
+        try:
+            return speech_text(segment, voice[:1] or "a")
+        except (TypeError, ValueError):
+            return segment
+
+    def seconds(self, segment: str, voice: str, speed: float) -> float:
+        """Seconds of audio for ``segment``: its spoken text's letters and syllables, plus padding."""
+        text = self.spoken(segment, voice)
+        syllables = len(_CJK.findall(text))
+        spoken = self.seconds_per_char * (len(text) - syllables) + self.syllable_seconds * syllables
+        return (self.padding_s + spoken) / speed
+
     def render(self, segment: str, voice: str, speed: float, sample_rate: int) -> bytes:
         """PCM16LE mono at ``sample_rate``: a tone whose pitch depends on ``voice``, faded in and out."""
-        syllables = len(_CJK.findall(segment))
-        spoken = self.seconds_per_char * (len(segment) - syllables) + self.syllable_seconds * syllables
-        seconds = (self.padding_s + spoken) / speed
-        n = max(2, round(seconds * sample_rate))
+        n = max(2, round(self.seconds(segment, voice, speed) * sample_rate))
         t = np.arange(n) / sample_rate
         pitch = self.pitch(voice)
         envelope = np.minimum(1.0, np.minimum(t, t[::-1]) * 40.0)
         wave = 0.25 * np.sin(2 * math.pi * pitch * t) + 0.08 * np.sin(2 * math.pi * 2.5 * pitch * t)
         return float_to_pcm16((wave * envelope).astype(np.float32))
+
+    def words(self, segment: str, voice: str, start_s: float, end_s: float) -> tuple[Word, ...] | None:
+        """Word timings of a segment spanning ``[start_s, end_s]`` of its request's audio (§5.3): its spoken
+        tokens, each as long as its letters, between the padding at either end; ``None`` for a language
+        without word timings (:data:`WORD_TIMINGS`)."""
+        if voice[:1] not in WORD_TIMINGS:
+            return None
+        tokens = _TOKEN.findall(self.spoken(segment, voice))
+        if not tokens:
+            return ()
+        pad = min(self.padding_s / 2, (end_s - start_s) / 4)
+        t, step = start_s + pad, (end_s - start_s - 2 * pad) / sum(map(len, tokens))
+        out = []
+        for token in tokens:
+            out.append(Word(token, round(t, 3), round(t + step * len(token), 3)))
+            t += step * len(token)
+        return tuple(out)
 
     def work_s(self, pcm: bytes, sample_rate: int) -> float:
         """Seconds of emulated work for ``pcm``."""
@@ -154,6 +191,7 @@ class ToneSession:
             utterances=server.utterances,
             capabilities=server.capabilities,
             voice_blends=server.voice_blends,
+            marks=server.marks,
         )
         self.utterances: dict[str, ToneUtterance] = {}
         """Accepted utterances not yet answered, by request id."""
@@ -161,6 +199,10 @@ class ToneSession:
         """Close the WebSocket once the session is finished (§7.1); a mutant may clear it."""
         self.answered = 0
         """Requests whose ``synthesis_complete`` was queued."""
+        self.spoken_s: dict[str, float] = {}
+        """Seconds of audio synthesized so far, per request: where its next segment starts (§5.5)."""
+        self.words: dict[str, list[Word]] = {}
+        """Word timings of each request so far, when its language has them (§5.3)."""
         self._wake = asyncio.Event()
         self._outbox = asyncio.Event()
         self._deadline_moved = asyncio.Event()
@@ -283,18 +325,38 @@ class ToneSession:
                     if not session.audio(request_id, pcm):
                         break  # cancelled (§4.2)
                     self.kick()
-                session.complete(request_id)
+                words = self.words.pop(request_id, None)
+                session.complete(request_id, None if session.is_cancelled(request_id) else words)
                 self.after_complete(request_id)
+            self.spoken_s.pop(request_id, None)
             self.utterances.pop(request_id, None)
             self.kick()
 
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
-        """The request's audio, segment by segment, off the event loop's critical path (§8)."""
+        """The request's audio, segment by segment, off the event loop's critical path (§8).
+
+        Each segment goes through :meth:`mark` before it is yielded; a mutant that synthesizes its own way
+        does the same."""
         synth = self.server.synth
         async for segment in self.segments(request):
             pcm = synth.render(segment, request.voice, request.speed, request.sample_rate)
             await asyncio.sleep(synth.work_s(pcm, request.sample_rate))
+            self.mark(request, segment, pcm)
             yield pcm
+
+    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
+        """A segment's audio ``pcm`` is about to be sent: note its word timings and, if the request asked
+        for marks, queue its ``marks`` frame (§5.5) ahead of the audio."""
+        request_id = request.request_id
+        assert request_id is not None
+        synth = self.server.synth
+        start = self.spoken_s.get(request_id, 0.0)
+        end = start + len(pcm) / 2 / request.sample_rate
+        self.spoken_s[request_id] = end
+        words = synth.words(segment, request.voice, start, end)
+        if words is not None:
+            self.words.setdefault(request_id, []).extend(words)
+        self.session.marks(request_id, synth.spoken(segment, request.voice), start, end, words)
 
     async def segments(self, request: SynthesisRequest) -> AsyncIterator[str]:
         """The request's segments; an utterance's as they become ready, until it has ended (§15.3)."""
@@ -360,11 +422,15 @@ class ToneServer:
     formats: tuple[str, ...] = ("wav", "pcm", *AV_FORMATS)
     """``POST /invocations`` formats: WAV, PCM and, where PyAV is installed, Ogg/Opus, FLAC and AAC
     (§11.7, encoded as the reference server encodes them); MP3 (§11.5) is not offered."""
+    marks = True
+    """Offer the marks of §5.5."""
 
     def __init__(self) -> None:
         self.limits = Limits()
         self.voices = KOKORO_VOICES
         self.synth = ToneSynthesizer()
+        self.sessions = 0
+        """Sessions open now; ``limits.max_sessions`` at most (§2.3, §9.4)."""
         self._ids = 0
 
     @property
@@ -375,7 +441,7 @@ class ToneServer:
             server=ServerInfo("tone", "1", "tone"),
             voices=tuple(VoiceInfo.kokoro(voice) for voice in sorted(self.voices)),
             languages=tuple(
-                LanguageInfo.kokoro(code, word_timings=False)
+                LanguageInfo.kokoro(code, word_timings=code in WORD_TIMINGS)
                 for code in LANGUAGES
                 if any(voice[0] == code for voice in self.voices)
             ),
@@ -384,26 +450,55 @@ class ToneServer:
             features=tuple(
                 f
                 for f in FEATURES
-                if (f != "utterance" or self.utterances) and (f != "voice_blend" or self.voice_blends)
+                if (f != "utterance" or self.utterances)
+                and (f != "voice_blend" or self.voice_blends)
+                and (f != "marks" or self.marks)
             ),
         )
 
     def app(self) -> Starlette:
-        """The ASGI app: ``GET /ping``, ``POST /invocations``, the WebSocket route (§2)."""
+        """The ASGI app: ``GET /ping``, ``POST /invocations``, the WebSocket route (§2); the HTTP layer's own
+        errors (404, 405) in the one error shape of §11.6."""
         return Starlette(
             routes=[
                 Route("/ping", self.ping, methods=["GET"]),
                 Route("/invocations", self.invocations, methods=["POST"]),
                 WebSocketRoute("/invocations-bidirectional-stream", self.websocket),
-            ]
+            ],
+            exception_handlers={HTTPException: self.http_error},
         )
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        """Starlette's 404 and 405 as ``{"error": {"code", "message"}}`` (§11.6)."""
+        assert isinstance(exc, HTTPException)
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
+        body = {"error": {"code": code, "message": f"{request.method} {request.url.path}: {exc.detail}"}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     async def ping(self, request: Request) -> Response:
         return JSONResponse({"status": "Healthy"})
 
     async def websocket(self, websocket: WebSocket) -> None:
+        """Accept at once (§2.3); past ``max_sessions`` refuse with the fatal ``too_many_sessions`` (§9.4),
+        else serve the session, holding its place until it ends."""
         await websocket.accept()
-        await self.session_class(self, websocket).run()
+        if self.sessions >= self.limits.max_sessions:
+            await self.refuse_session(websocket)
+            return
+        self.sessions += 1
+        try:
+            await self.session_class(self, websocket).run()
+        finally:
+            self.sessions -= 1
+
+    async def refuse_session(self, websocket: WebSocket) -> None:
+        """The fatal ``too_many_sessions`` error frame, then the WebSocket Close 1013 (§9.1, §9.4)."""
+        session = ServerSession()
+        session.abort(ErrorCode.TOO_MANY_SESSIONS, f"{self.limits.max_sessions} sessions are open")
+        with contextlib.suppress(Exception):
+            for frame in session.data_to_send():
+                await websocket.send_text(frame)  # type: ignore[arg-type]
+            await websocket.close(session.close_code or 1013)
 
     # -- POST /invocations (§11) -------------------------------------------------------------------------
 
@@ -484,8 +579,10 @@ class ToneServer:
         # Whole container units per chunk, as the encoder hands them out (§11.4).
         chunks = [data[i : i + step] for data in body for i in range(0, len(data), step)]
         for seq, chunk in enumerate(chunks):
-            event = {"type": "audio_chunk", "request_id": request_id, "seq": seq}
+            event: dict[str, Any] = {"type": "audio_chunk", "request_id": request_id, "seq": seq}
             event["data"] = base64.b64encode(chunk).decode("ascii")
+            if fmt == "wav" and seq == 0:
+                event["header_bytes"] = 44  # the WAV header leads the first chunk (§11.4)
             yield encode_event(event, event="audio_chunk")
         complete = {
             "type": "synthesis_complete",

@@ -62,13 +62,12 @@ class LateCancel(ToneServer):
 class _WholeTextFirstSession(ToneSession):
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
         synth = self.server.synth
-        segments = [
-            synth.render(s, request.voice, request.speed, request.sample_rate)
-            for s in synth.segments(request.text)
-        ]
+        texts = synth.segments(request.text)
+        segments = [synth.render(s, request.voice, request.speed, request.sample_rate) for s in texts]
         # Every segment is synthesized before the first byte leaves.
         await asyncio.sleep(sum(synth.work_s(p, request.sample_rate) for p in segments))
-        for pcm in segments:
+        for text, pcm in zip(texts, segments, strict=True):
+            self.mark(request, text, pcm)
             yield pcm
 
 
@@ -112,8 +111,7 @@ class _LoudWrappingSynthesizer(ToneSynthesizer):
     def render(self, segment: str, voice: str, speed: float, sample_rate: int) -> bytes:
         if "!" not in segment:
             return super().render(segment, voice, speed, sample_rate)
-        seconds = (self.padding_s + self.seconds_per_char * len(segment)) / speed
-        n = max(2, round(seconds * sample_rate))
+        n = max(2, round(self.seconds(segment, voice, speed) * sample_rate))
         t = np.arange(n) / sample_rate
         envelope = np.minimum(1.0, np.minimum(t, t[::-1]) * 40.0)
         wave = 1.3 * np.sin(2 * math.pi * 220.0 * t) * envelope  # shouting: beyond full scale

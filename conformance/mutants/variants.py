@@ -116,13 +116,12 @@ class JsonObjectAudioFrame(ToneServer):
 class _BlockingSession(ToneSession):
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
         synth = self.server.synth
-        pcm = [
-            synth.render(s, request.voice, request.speed, request.sample_rate)
-            for s in synth.segments(request.text)
-        ]
+        texts = synth.segments(request.text)
+        pcm = [synth.render(s, request.voice, request.speed, request.sample_rate) for s in texts]
         # The whole request is synthesized on the event loop: no ping, message or /ping is served meanwhile.
         time.sleep(sum(synth.work_s(p, request.sample_rate) for p in pcm))
-        for piece in pcm:
+        for text, piece in zip(texts, pcm, strict=True):
+            self.mark(request, text, piece)
             yield piece
 
 
@@ -238,6 +237,7 @@ class _WrongRateSession(ToneSession):
             # Always the model's rate: synthesis_start still declares the requested one.
             pcm = synth.render(segment, request.voice, request.speed, 24000)
             await asyncio.sleep(synth.work_s(pcm, 24000))
+            self.mark(request, segment, pcm)
             yield pcm
 
 
