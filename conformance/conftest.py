@@ -441,3 +441,27 @@ def refusals(target: Target, client_loop: LoopThread) -> Recording:
 def long_text(target: Target, client_loop: LoopThread) -> Recording:
     """:func:`conformance.recordings.long_text`, recorded once per run."""
     return recordings.long_text(target, client_loop)
+
+
+@pytest.fixture(scope="session")
+def described(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.described`, recorded once per run."""
+    return recordings.described(target, client_loop)
+
+
+@pytest.fixture(scope="session")
+def marked(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.marked`, recorded once per run."""
+    return recordings.marked(target, client_loop)
+
+
+@pytest.fixture(scope="session")
+def normalized(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.normalized`, recorded once per run."""
+    return recordings.normalized(target, client_loop)
+
+
+@pytest.fixture(scope="session")
+def crowded(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.crowded`, recorded once per run."""
+    return recordings.crowded(target, client_loop)

@@ -14,11 +14,20 @@
 * :func:`long_text`: :data:`conformance.texts.LONG` at speed 2 while the simulator pings the container
   every 0.25 s, ``GET /ping`` is polled and a second session opens: keepalive (§8), health checks while
   busy (§2.2), handshakes while busy (§2.3) and text beyond Kokoro's single-pass limit (§4.1).
+* :func:`described`: two requests, and two ``describe`` messages sent while the first is active: the
+  answer to describe (§4.4).
+* :func:`marked`: a request asking for marks, the same text without, and two bad ``marks`` members
+  (§5.5), on a server that lists ``marks``.
+* :func:`normalized`: :data:`NORMALIZED`, texts in pairs that differ only in markdown, figures or
+  escapes (§14.2).
+* :func:`crowded`: ``max_sessions`` sessions, one more, then one dropped mid-synthesis and one more again:
+  refusing a session (§2.3, §9.4) and freeing a dropped one's place (§7.4).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -26,28 +35,40 @@ from typing import Any
 import httpx
 
 from conformance import deadline
+from conformance.describe import DEFAULT_LIMITS, ask
 from conformance.loop import LoopThread
 from conformance.probe import Recording, record
 from conformance.session import Session
 from conformance.target import Target
-from conformance.texts import FAST, LONG, LONG_SENTENCE, LOUD, SENTENCES, SHORT
+from conformance.texts import FAST, LONG, LONG_SENTENCE, LOUD, SENTENCES, SHORT, STREAMED, TWO_SENTENCES
 from protocol.messages import Describe, SynthesisRequest
 
 __all__ = [
+    "AFTER_DROP_GRACE",
+    "BAD_MARKS",
     "BLENDED",
     "BLEND_CANONICAL",
     "BLEND_REFUSALS",
+    "DESCRIBED",
+    "DESCRIBES",
     "ENCODED",
     "KEEPALIVE_SETTINGS",
     "LONG_SEGMENT",
+    "MARKED",
     "MARKER_TEXT",
+    "MAX_CROWD",
+    "NORMALIZED",
     "PIPELINED",
     "REFUSED",
     "VARIATIONS",
     "blends",
+    "crowded",
+    "described",
     "encodings",
     "long_segment",
     "long_text",
+    "marked",
+    "normalized",
     "pipelined",
     "refusals",
     "variations",
@@ -313,3 +334,261 @@ def long_text(target: Target, loop: LoopThread) -> Recording:
             await asyncio.gather(*side, return_exceptions=True)
 
     return record(target, loop, "long", scenario, settings=KEEPALIVE_SETTINGS)
+
+
+DESCRIBED = (
+    SynthesisRequest(TWO_SENTENCES, request_id="dr1", speed=FAST),
+    SynthesisRequest(TWO_SENTENCES, request_id="dr2", speed=FAST),
+)
+"""The describe session's requests: the describes go out while the first is active and the second queued."""
+
+DESCRIBES = ("d1", None)
+"""The ``request_id`` of each ``describe`` sent (``None``: the member is left out)."""
+
+
+def described(target: Target, loop: LoopThread) -> Recording:
+    """:data:`DESCRIBED` sent at once; at the first one's ``synthesis_start``, the :data:`DESCRIBES`; then
+    ``close``. ``extra`` keeps the message index and time at which the describes went out and the requests
+    not yet completed then."""
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        await _send_all(session, recording, DESCRIBED)
+        await session.wait(lambda: "dr1" in session.answers, "dr1's synthesis_start")
+        recording.extra["pending"] = [r for r in recording.expect if r not in session.completes_seen()]
+        recording.extra["describe_index"] = len(session.messages)
+        recording.extra["describe_t"] = session.clock()
+        for request_id in DESCRIBES:
+            session.observer.reader.expect_describe()
+            await session.send(Describe(request_id=request_id).to_json().encode())
+        await session.close()
+        await session.drain_after_close(recording.expect)
+
+    return record(target, loop, "describe", scenario)
+
+
+MARKED = (
+    SynthesisRequest(SHORT, request_id="mk0", speed=FAST),
+    SynthesisRequest(TWO_SENTENCES, request_id="mk1", speed=FAST, marks=True),
+    SynthesisRequest(TWO_SENTENCES, request_id="mk2", speed=FAST),
+)
+"""The marks session's requests: one without marks first (so neither of the pair is a session's first
+request), then the same two sentences with and without marks."""
+
+BAD_MARKS = (
+    ({"text": SHORT, "request_id": "mk3", "marks": "yes"}, "invalid_field"),
+    ({"text": SHORT, "request_id": "mk4", "speed": 5, "marks": "yes"}, "invalid_speed"),
+)
+"""Requests with a ``marks`` member that is not a boolean, and the code each must get (§5.5, §9.2: ``speed``
+is checked before ``marks``)."""
+
+
+def marked(target: Target, loop: LoopThread) -> Recording:
+    """``describe``; on a server that lists ``marks``, :data:`MARKED` and :data:`BAD_MARKS`; then ``close``.
+
+    ``extra["features"]`` is the list of features offered (``None``: describe is not offered).
+    """
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        offer = await ask(session, "marks-features")
+        recording.extra["features"] = None if offer is None else sorted(offer.features)
+        if offer is not None and "marks" in offer.features:
+            await _send_all(session, recording, MARKED)
+            for message, _ in BAD_MARKS:
+                recording.expect.append(message["request_id"])
+                session.expect(message["request_id"], message)
+                await session.send(json.dumps(message).encode())
+        await session.close()
+        await session.drain_after_close(recording.expect)
+
+    return record(target, loop, "marks", scenario)
+
+
+NORMALIZED = {
+    "markdown": "## Plan\n- **Buy** the _milk_, call `Bob`.",
+    "plain": "Plan. Buy the milk, call Bob.",
+    "digits": "Call 4 8 1 5 1 6 2 3 4 2 now.",
+    "escaped": "Call \\[12\\] \\[34\\] \\[56\\] \\[78\\] now.",
+    "bare": "Call now.",
+}
+"""The normalization session's texts (§14.2): markdown and the same words plain; ten figures, and four
+numbers in escaped brackets (which a server reading markdown must speak: unescaped they would be citations,
+dropped), each beside the bare sentence without them. Five short requests: the session is cheap."""
+
+
+def normalized(target: Target, loop: LoopThread) -> Recording:
+    """:data:`NORMALIZED` at speed 2, sent at once, then ``close``."""
+    requests = tuple(
+        SynthesisRequest(text, request_id=f"n-{name}", speed=FAST) for name, text in NORMALIZED.items()
+    )
+
+    async def scenario(session: Session, recording: Recording) -> None:
+        await _send_all(session, recording, requests)
+        await session.close()
+        await session.drain_after_close(recording.expect)
+
+    return record(target, loop, "normalization", scenario)
+
+
+MAX_CROWD = 128
+"""Most sessions the crowd recording opens: a server whose ``max_sessions`` is larger is not crowded (its
+cases are SKIPPED with the reason), since each session costs the suite a TLS connection."""
+
+CROWD_BATCH = 8
+"""Sessions opened at once while crowding the server."""
+
+CROWD_SETTINGS = {"accept_timeout_s": 3.0}
+"""Simulator settings while crowding: a server busy accepting a batch of sessions on a loaded machine may take
+longer than SageMaker's 250 ms to accept one (2.3.1 holds it to that); here only a refusal counts."""
+
+AFTER_DROP_GRACE = (10.0, 6.0)
+"""How long a dropped session may keep its place in ``max_sessions``: the larger of these seconds and this
+many times the held request's time to first audio (the server finishes the segment in flight, §7.4)."""
+
+
+async def _too_many(target: Target, recording: Recording) -> Session | None:
+    """Open the session one past the limit and read what the server does with it (§2.3, §9.4)."""
+    extra = recording.extra
+    mark = target.wire_mark()
+    async with target.bidi() as bidi:
+        session = Session(bidi, faithful_data_types=target.faithful_data_types, name="one-too-many")
+        try:
+            await bidi.opened()
+        except Exception as exc:  # the service's 424: the container refused the handshake
+            extra["refused_handshake"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            return None
+        # A request, so that a server that admits the session answers something instead of nothing.
+        try:
+            await session.request(SHORT, request_id="crowd-extra", speed=FAST)
+        except Exception as exc:  # the stream already ended: what arrived before is read below
+            extra["extra_send_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        fatal_at: list[int] = []
+
+        def settled() -> bool:
+            # The refusal, even without its ``fatal`` member (a schema defect, judged by 3.2.1).
+            refused = any(e.fatal or e.code == "too_many_sessions" for _, e in session.observer.errors)
+            if refused:
+                fatal_at[:] = fatal_at or [len(session.messages) - 1]
+                return True
+            return session.observer.completed("crowd-extra")
+
+        try:
+            await session.wait(settled, "too_many_sessions or an answer")
+        except AssertionError as exc:  # the stream ended first
+            extra["extra_ended"] = str(exc)[:300]
+        extra["extra_served"] = session.observer.completed("crowd-extra")
+        if fatal_at:
+            try:
+                await asyncio.wait_for(session.drain(), deadline.bound(3.0))
+                extra["closed_after_fatal"] = True
+            except TimeoutError:
+                extra["closed_after_fatal"] = False
+            extra["after_fatal"] = [
+                f"{'control ' + m.data[:80].decode('utf-8', 'replace') if m.is_control else 'audio'}"
+                for m in session.messages[fatal_at[0] + 1 :]
+            ]
+    for _ in range(20):  # the simulator records how the container closed once the session is over
+        logs = [
+            log for log in target.wire_since(mark) if log["session_id"] not in mark and log["api"] == "bidi"
+        ]
+        if logs and logs[0]["outcome"]:
+            extra["extra_outcome"] = logs[0]["outcome"]
+            break
+        await asyncio.sleep(0.1)
+    return session
+
+
+async def _admitted(target: Target, grace_s: float, extra: dict[str, Any]) -> None:
+    """Open sessions until one is admitted and answers a request, for up to ``grace_s`` (§7.4)."""
+    started = time.monotonic()
+    attempts = 0
+    while True:
+        attempts += 1
+        async with target.bidi() as bidi:
+            session = Session(bidi, faithful_data_types=target.faithful_data_types, name=f"after-{attempts}")
+            await session.request(SHORT, request_id="crowd-after", speed=FAST)
+            observer = session.observer
+            try:
+                await session.wait(lambda o=observer: o.fatal or o.completed("crowd-after"), "an answer")
+            except AssertionError as exc:  # the session ended (or never opened) without an answer
+                extra["refusal"] = str(exc)[:300]
+            if observer.completed("crowd-after"):
+                extra["admitted_after_s"] = round(time.monotonic() - started, 3)
+                extra["admitted_attempts"] = attempts
+                await session.close()
+                await session.drain()
+                return
+            if observer.errors:
+                extra["refusal"] = [e.code for _, e in observer.errors]
+        if time.monotonic() - started > grace_s:
+            extra["admitted_after_s"] = None
+            extra["admitted_attempts"] = attempts
+            return
+        await asyncio.sleep(0.5)
+
+
+def crowded(target: Target, loop: LoopThread) -> Recording:
+    """Fill the server to ``max_sessions`` and go one past it; then drop a session mid-synthesis and open
+    another (§2.3, §7.4, §9.4).
+
+    The limit is ``capabilities.limits.max_sessions`` (§4.4), or the protocol's default (64) from a server
+    without ``describe``. One session (the holder) asks, and the rest of the limit opens idle; the holder then
+    speaks :data:`~conformance.texts.STREAMED` at speed 1, and at its first audio the session one too many
+    opens and sends a request (its messages, log and findings are the recording's). Then the holder's input
+    ends without ``close`` (SageMaker drops the container's WebSocket) and sessions open until one is admitted
+    and answers, for up to :data:`AFTER_DROP_GRACE`. ``extra`` keeps what happened.
+    """
+    recording = Recording("crowd", faithful_data_types=target.faithful_data_types)
+    mark = target.wire_mark()
+    extra = recording.extra
+
+    async def main() -> None:
+        async with contextlib.AsyncExitStack() as idle, contextlib.AsyncExitStack() as held:
+            bidi = await held.enter_async_context(target.bidi())
+            holder = Session(bidi, faithful_data_types=target.faithful_data_types, name="holder")
+            offer = await ask(holder, "limits")
+            limit = DEFAULT_LIMITS.max_sessions if offer is None else offer.limit("max_sessions")
+            extra["max_sessions"] = limit
+            if limit is None:
+                extra["skip"] = (
+                    "the server lists no max_sessions in capabilities.limits: it bounds no sessions"
+                )
+                return
+            if limit > MAX_CROWD:
+                extra["skip"] = f"max_sessions is {limit:g}: the suite crowds servers of at most {MAX_CROWD}"
+                return
+
+            async def open_idle() -> None:
+                session = await idle.enter_async_context(target.bidi())
+                await session.opened()
+
+            opened = 1
+            while opened < limit:
+                batch = min(CROWD_BATCH, int(limit) - opened)
+                await asyncio.gather(*(open_idle() for _ in range(batch)))
+                opened += batch
+            extra["opened"] = opened
+            sent = time.monotonic()
+            await holder.request(STREAMED, request_id="crowd-held")
+            await holder.wait(
+                lambda: "crowd-held" in holder.answers and bool(holder.answers["crowd-held"].frames),
+                "the held request's first audio",
+            )
+            first_audio_s = time.monotonic() - sent
+            extra["held_first_audio_s"] = round(first_audio_s, 3)
+            session = await _too_many(target, recording)
+            if session is not None:
+                recording.messages, recording.log = session.messages, session.log
+                recording.observer, recording.ended = session.observer, session.ended
+            await held.aclose()  # the holder's input ends mid-synthesis: a disconnect (§7.4)
+            grace = max(AFTER_DROP_GRACE[0], AFTER_DROP_GRACE[1] * first_audio_s)
+            extra["grace_s"] = round(grace, 3)
+            await _admitted(target, grace, extra)
+
+    configure = target.configure(**CROWD_SETTINGS) if target.simulated else contextlib.nullcontext()
+    try:
+        with configure:
+            loop.run(main(), deadline.remaining())
+    except Exception as exc:
+        recording.error = f"{type(exc).__name__}: {exc}"
+    recording.wire = target.wire_since(mark)
+    return recording

@@ -8,9 +8,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from botocore.exceptions import ClientError, EventStreamError
 
+from conformance import deadline
 from conformance.audio import check_speech
 from conformance.bodies import decode_pcm, decode_sse, decode_wav
 from conformance.cases import Case, Level, Unimplemented, case, param
@@ -18,6 +20,7 @@ from conformance.probe import Probe
 from conformance.texts import FAST, SHORT
 from protocol import schemas
 from protocol.reader import code_named_in
+from protocol.sse import SSEDecoder
 from simulator import FaultPlan, SplitPolicy
 
 MAX_PARTS = 200_000
@@ -197,6 +200,34 @@ def test_pcm_streamed(conf: Probe) -> None:
 )
 def test_sse(conf: Probe) -> None:
     _sse(conf, None)
+
+
+@case(
+    "11.4.2",
+    "§11.4",
+    Level.SHOULD,
+    requirements=("R11.4-7",),
+    requirement="the first `audio_chunk` of a `wav` stream SHOULD carry the member `header_bytes` with the "
+    "value `44`",
+    description="InvokeEndpointWithResponseStream with transport sse, format wav, 8 kHz; each event read on "
+    "its own with a WHATWG event-stream decoder",
+    expectation="the first audio_chunk carries header_bytes: 44; no other chunk carries it",
+)
+def test_sse_wav_header_bytes(conf: Probe) -> None:
+    _, parts = _stream(conf, _body("wav", "sse"))
+    decoder = SSEDecoder()
+    chunks = []
+    for event in (e for part in parts for e in decoder.feed(part)):
+        obj = _json_or_none(event.data)
+        if event.event == "audio_chunk" and isinstance(obj, dict):
+            chunks.append(obj)
+    assert chunks, "the stream has no audio_chunk event that holds a JSON object"
+    marked = [(n, c.get("header_bytes")) for n, c in enumerate(chunks) if "header_bytes" in c]
+    conf.observe(chunks=len(chunks), header_bytes=marked)
+    assert chunks[0].get("header_bytes") == 44, (
+        f"the first audio_chunk of the wav stream has header_bytes {chunks[0].get('header_bytes')!r}, not 44"
+    )
+    assert len(marked) == 1, f"audio_chunk events other than the first carry header_bytes: {marked[1:]}"
 
 
 def _split_cases(number: int, what: str, decoder: str, requirements: tuple[str, ...]) -> list[Any]:
@@ -393,6 +424,48 @@ def test_refusal_body_shape(conf: Probe) -> None:
     assert not problems, (
         f"the refusal body {str(original)[:200]!r} breaks http_error.schema.json: {problems[:3]}"
     )
+
+
+_HTTP_LAYER = (
+    ("GET", "/no-such-route", 404, "not_found"),
+    ("GET", "/invocations", 405, "method_not_allowed"),
+)
+"""Requests no protocol rule answers (§11.6): a path the container does not serve, a method a path does not
+take."""
+
+
+@case(
+    "11.6.12",
+    "§11.6",
+    Level.SHOULD,
+    requirements=("R11.6-3",),
+    requirement="A server SHOULD use it for the errors of its HTTP layer too: `404` with `not_found` for a "
+    "path it does not serve, `405` with `method_not_allowed` for a method a path does not take.",
+    description="straight to the container (SageMaker routes neither): "
+    + "; ".join(f"{method} {path}" for method, path, _, _ in _HTTP_LAYER),
+    expectation="; ".join(
+        f"{status} with a body of http_error.schema.json naming {code}" for _, _, status, code in _HTTP_LAYER
+    ),
+)
+def test_http_layer_errors_in_the_one_shape(conf: Probe) -> None:
+    url = conf.require_container("send it requests SageMaker does not route")
+    problems = []
+    for method, path, status, code in _HTTP_LAYER:
+
+        def call(method: str = method, path: str = path) -> httpx.Response:
+            return httpx.request(method, f"{url}{path}", timeout=deadline.bound(10.0))
+
+        response = conf.blocking(call, f"{method} {path} answered")
+        body = _json_or_none(response.content)
+        shape = [] if body is None else list(schemas.validator("http_error").iter_errors(body))
+        error = body.get("error") if isinstance(body, dict) else None
+        seen = error.get("code") if isinstance(error, dict) else None
+        if response.status_code != status or body is None or shape or seen != code:
+            problems.append(
+                f"{method} {path}: {response.status_code} {response.headers.get('content-type')!r} "
+                f"{response.content[:120]!r} (expected {status} with code {code})"
+            )
+    assert not problems, "; ".join(problems)
 
 
 # --- faults as the service reports them (§12.2, §12.5) ------------------------------------------------------

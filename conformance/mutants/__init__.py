@@ -20,6 +20,7 @@ from conformance.mutants.admission import AssignsWithoutSkipping, LenientTimesta
 from conformance.mutants.aws_sample import AwsSampleServer, AwsSampleTextOnly
 from conformance.mutants.base import ToneServer
 from conformance.mutants.defects import DEFECTS, DefectServer
+from conformance.mutants.features import FinishesAbandoned, MarksForAll
 from conformance.mutants.synthesis import BigFrames, LateCancel, SegmentFrames, WholeTextFirst, WrapsAround
 from conformance.mutants.variants import (
     BlockingSynthesis,
@@ -115,6 +116,8 @@ MUTANTS: dict[str, Mutant] = {
             Mutant(d.name, functools.partial(DefectServer, d), d.caught_by, d.requirements, d.breaks)
             for d in DEFECTS
         ),
+        Mutant("marks-for-all", MarksForAll, ("5.5.3",), ("R5.5-7",)),
+        Mutant("finishes-abandoned", FinishesAbandoned, ("7.4.2",), ("R7.4-1",)),
         # Utterances (§15): a version 1 server is the control, each other breaks one rule.
         Mutant("no-utterances", WithoutUtterances, ()),  # conforming: utterances are OPTIONAL (§1.5)
         Mutant("flush-ends-utterance", FlushEndsUtterance, ("15.4.1",), ("R15.4-2", "R15.3-4")),

@@ -25,11 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
 from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from protocol.frontend import speech_text
 from protocol.voices import KOKORO_VOICES, is_blend, parse_voice
 
 __all__ = ["DEFECTS", "DROP", "Defect", "DefectServer", "DefectSession"]
@@ -69,6 +72,16 @@ def _json(frame: Frame) -> dict[str, Any] | None:
 
 def _dump(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _fatal_too_many(limit: int) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "code": "too_many_sessions",
+        "message": f"{limit} sessions are open",
+        "request_id": None,
+        "fatal": True,
+    }
 
 
 def _error(code: str, request_id: Any) -> str:
@@ -202,26 +215,26 @@ def _remember_ids(session: DefectSession, obj: dict[str, Any]) -> Any:
 
 def _queue_never_full(session: DefectSession, obj: dict[str, Any]) -> Any:
     # A request beyond max_queue is swallowed instead of refused with queue_full (§4.1).
-    if _is_request(obj) and len(session.session.pending_ids()) >= session.server.limits.max_queue:
+    if _is_request(obj) and len(session.session.pending_ids) >= session.server.limits.max_queue:
         return DROP
     return None
 
 
 def _duplicate_swallowed(session: DefectSession, obj: dict[str, Any]) -> Any:
-    if _is_request(obj) and obj.get("request_id") in session.session.pending_ids():
+    if _is_request(obj) and obj.get("request_id") in session.session.pending_ids:
         return DROP  # neither refused with duplicate_request_id nor answered (§4.1)
     return None
 
 
 def _ignores_queued_cancel(session: DefectSession, obj: dict[str, Any]) -> Any:
-    pending = session.session.pending_ids()
+    pending = session.session.pending_ids
     if _is_cancel(obj) and obj.get("request_id") in pending[1:]:
         return DROP  # a queued request's cancel is ignored: it is synthesized in full (§4.2)
     return None
 
 
 def _ignores_active_cancel(session: DefectSession, obj: dict[str, Any]) -> Any:
-    pending = session.session.pending_ids()
+    pending = session.session.pending_ids
     if _is_cancel(obj) and pending and obj.get("request_id") == pending[0]:
         return DROP  # the active request's cancel is ignored: it is spoken to the end, status completed
     return None
@@ -229,13 +242,13 @@ def _ignores_active_cancel(session: DefectSession, obj: dict[str, Any]) -> Any:
 
 def _unknown_cancel_swallowed(session: DefectSession, obj: dict[str, Any]) -> Any:
     rid = obj.get("request_id")
-    if _is_cancel(obj) and (rid is None or rid not in session.session.pending_ids()):
+    if _is_cancel(obj) and (rid is None or rid not in session.session.pending_ids):
         return DROP  # no unknown_request (§4.2)
     return None
 
 
 def _idle_cancel_refused(session: DefectSession, obj: dict[str, Any]) -> Any:
-    if _is_cancel(obj) and obj.get("request_id") is None and not session.session.pending_ids():
+    if _is_cancel(obj) and obj.get("request_id") is None and not session.session.pending_ids:
         session.send(_error("unknown_request", None))
         return DROP
     return None
@@ -243,7 +256,7 @@ def _idle_cancel_refused(session: DefectSession, obj: dict[str, Any]) -> Any:
 
 def _cancel_sticks(session: DefectSession, obj: dict[str, Any]) -> Any:
     # A cancel-all on an idle session also cancels the next request (§4.2: later requests are unaffected).
-    if _is_cancel(obj) and obj.get("request_id") is None and not session.session.pending_ids():
+    if _is_cancel(obj) and obj.get("request_id") is None and not session.session.pending_ids:
         session.sticky_cancel = True
         return None
     if _is_request(obj) and session.sticky_cancel and isinstance(obj.get("request_id"), str):
@@ -367,6 +380,116 @@ def _error_body_string(request: dict[str, Any], response: Response, body: bytes)
         return None
     error = json.loads(body)["error"]
     return json.dumps({"error": f"{error['code']}: {error['message']}"}).encode(), False, {}
+
+
+# -- describe, marks (§4.4, §5.5) -------------------------------------------------------------------------
+
+
+def _describe_held(session: DefectSession, obj: dict[str, Any]) -> Any:
+    # A describe that arrives while requests are queued or active waits for them, like a request (§4.4).
+    if obj.get("type") == "describe" and session.session.pending_ids:
+        session.held.append(obj)
+        return DROP
+    return None
+
+
+def _describe_released(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    if session.held and not session.session.pending_ids:
+        answers = [session.server.capabilities.answering(_request_id(o)).to_json() for o in session.held]
+        session.held = []
+        return [*frames, *answers]
+    return frames
+
+
+def _request_id(obj: dict[str, Any]) -> str | None:
+    rid = obj.get("request_id")
+    return rid if isinstance(rid, str) and 0 < len(rid) <= 128 else None
+
+
+def _capabilities_unasked(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    # The server announces itself with its first frame, unasked (§4.4).
+    if frames and not session.announced:
+        session.announced = True
+        return [session.server.capabilities.to_json(), *frames]
+    return frames
+
+
+def _is_marks(obj: dict[str, Any]) -> bool:
+    return obj.get("type") == "marks"
+
+
+def _later_segment(obj: dict[str, Any]) -> bool:
+    return _is_marks(obj) and isinstance(obj.get("segment"), int) and obj["segment"] > 0
+
+
+def _remember_marked(session: DefectSession, obj: dict[str, Any]) -> Any:
+    if obj.get("marks") is True and isinstance(obj.get("request_id"), str):
+        session.marked.add(obj["request_id"])
+    return None
+
+
+def _words_dropped_when_marked(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    # Asked for marks, the request's word timings go only into its marks: synthesis_complete loses them.
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        if obj.get("type") == "synthesis_complete" and obj.get("request_id") in session.marked:
+            return {k: v for k, v in obj.items() if k != "words"}
+        return obj
+
+    return _map_controls(change)(session, frames)
+
+
+def _bad_marks_ignored(session: DefectSession, obj: dict[str, Any]) -> Any:
+    # A marks member that is not a boolean is ignored like an unknown member instead of refused (§5.5).
+    marks = obj.get("marks")
+    if "marks" in obj and marks is not None and not isinstance(marks, bool):
+        return {k: v for k, v in obj.items() if k != "marks"}
+    return None
+
+
+# -- text normalization, word timings (§14) ---------------------------------------------------------------
+
+
+class _ReadsMarkdownAloud(ToneSynthesizer):
+    """Reads markdown as plain text: every marker is spoken by its name."""
+
+    NAMES = (("**", " asterisk asterisk "), ("*", " asterisk "), ("_", " underscore "), ("`", " backtick "))
+
+    def spoken(self, segment: str, voice: str) -> str:
+        text = re.sub(r"(?m)^(#+)", lambda m: " hash" * len(m.group(1)), segment)
+        text = re.sub(r"(?m)^- ", " dash ", text)
+        for marker, name in self.NAMES:
+            text = text.replace(marker, name)
+        try:
+            return speech_text(text, voice[:1] or "a", markdown=False)
+        except (TypeError, ValueError):
+            return text
+
+
+class _DropsFigures(ToneSynthesizer):
+    """A G2P that skips what it cannot read: every digit is dropped before the text is spoken."""
+
+    def spoken(self, segment: str, voice: str) -> str:
+        return super().spoken(re.sub(r"\d", "", segment), voice)
+
+
+class _UnescapesFirst(ToneSynthesizer):
+    """Removes markdown's backslash escapes before it reads markdown, so escaped syntax is syntax again."""
+
+    def spoken(self, segment: str, voice: str) -> str:
+        return super().spoken(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", segment), voice)
+
+
+class _NoWordTimings(ToneSynthesizer):
+    """Has no word timings, although the server lists English with ``word_timings: true``."""
+
+    def words(self, segment: str, voice: str, start_s: float, end_s: float) -> None:
+        return None
+
+
+def _no_header_bytes(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if request.get("transport") != "sse" or response.status_code != 200:
+        return None
+    return re.sub(rb',\s*"header_bytes":\s*44', b"", body), True, {}
 
 
 # -- the table -------------------------------------------------------------------------------------------
@@ -978,6 +1101,118 @@ DEFECTS: tuple[Defect, ...] = (
         outgoing=_map_controls(_list_unspoken_voice),
     ),
     Defect(
+        "describe-waits",
+        "Answers a describe only once the requests queued or active when it came are completed (§4.4)",
+        ("R4.4-2",),
+        ("4.4.2",),
+        incoming=_describe_held,
+        outgoing=_describe_released,
+    ),
+    Defect(
+        "capabilities-unasked",
+        "Sends a capabilities frame unasked, ahead of the first frame of every session (§4.4)",
+        ("R4.4-4",),
+        ("4.4.3",),
+        outgoing=_capabilities_unasked,
+    ),
+    Defect(
+        "marks-first-only",
+        "Sends the marks frame of a request's first segment only (§5.5)",
+        ("R5.5-4",),
+        ("5.5.1",),
+        outgoing=_map_controls(lambda o: None if _later_segment(o) else o),
+    ),
+    Defect(
+        "marks-spans-from-zero",
+        "Gives every segment's marks start_s 0, overlapping the segments before it (§5.5)",
+        ("R5.5-6",),
+        ("5.5.2",),
+        outgoing=_map_controls(lambda o: {**o, "start_s": 0.0} if _later_segment(o) else o),
+    ),
+    Defect(
+        "marks-drop-words",
+        "Leaves words out of synthesis_complete when the request asked for marks (they were in the marks) "
+        "(§5.5)",
+        ("R5.5-8",),
+        ("5.5.4",),
+        incoming=_remember_marked,
+        outgoing=_words_dropped_when_marked,
+    ),
+    Defect(
+        "marks-bad-ignored",
+        'Ignores a marks member that is not a boolean ("yes") instead of refusing it with invalid_field '
+        "(§5.5)",
+        ("R5.5-3",),
+        ("5.5.5",),
+        incoming=_bad_marks_ignored,
+    ),
+    Defect(
+        "no-words",
+        "Lists English with word_timings true but sends no words (§14.1)",
+        ("R14.1-2",),
+        ("14.1.1",),
+        server={"synth": _NoWordTimings()},
+    ),
+    Defect(
+        "reads-markdown",
+        "Reads markdown aloud: hashes, asterisks, underscores, backticks and bullets spoken by name (§14.2)",
+        ("R14.2-1",),
+        ("14.2.1",),
+        server={"synth": _ReadsMarkdownAloud()},
+    ),
+    Defect(
+        "drops-figures",
+        "Drops every digit of the text, as a G2P that cannot read figures does (§14.2)",
+        ("R14.2-2",),
+        ("14.2.2",),
+        server={"synth": _DropsFigures()},
+    ),
+    Defect(
+        "unescapes-first",
+        "Removes backslash escapes before reading markdown: escaped [12] is a citation again, and dropped "
+        "(§14.2)",
+        ("R14.2-4",),
+        ("14.2.3",),
+        server={"synth": _UnescapesFirst()},
+    ),
+    Defect(
+        "sse-no-header-bytes",
+        "Leaves header_bytes out of the first audio_chunk of an SSE wav stream (§11.4)",
+        ("R11.4-7",),
+        ("11.4.2",),
+        http=_http_rewrite(_no_header_bytes),
+    ),
+    Defect(
+        "plain-http-errors",
+        "Answers 404 and 405 with the web framework's plain-text bodies, not the one error shape (§11.6)",
+        ("R11.6-3",),
+        ("11.6.12",),
+        server={"plain_http_errors": True},
+    ),
+    Defect(
+        "refuses-busy-handshake",
+        "Refuses the WebSocket handshake (403) when max_sessions are open, instead of accepting and then "
+        "refusing with too_many_sessions (§2.3)",
+        ("R2.3-5",),
+        ("2.3.3",),
+        server={"refuse_busy_handshake": True},
+    ),
+    Defect(
+        "too-many-without-frame",
+        "Closes a session past max_sessions with 1013 and no too_many_sessions error frame (§9.4)",
+        ("R9.4-1",),
+        ("9.4.1",),
+        server={"too_many_frame": False},
+    ),
+    Defect(
+        "too-many-stays-open",
+        "Sends the fatal too_many_sessions frame to a session past max_sessions, then serves it anyway "
+        "(§9.4)",
+        ("R9.4-2",),
+        ("9.4.2",),
+        server={"too_many_serves": True},
+    ),
+    Defect(
         "language-blind",
         "Speaks every language's text with one English-like rule: Japanese and Chinese come out far too "
         "short, as read by a G2P that skips what it cannot read (§14.1)",
@@ -1029,6 +1264,9 @@ class DefectSession(ToneSession):
         self.client_ids: set[str] = set()
         self.sticky_cancel = False
         self.close_seen = False
+        self.held: list[dict[str, Any]] = []  # describes waiting for the queue to empty
+        self.announced = False
+        self.marked: set[str] = set()  # requests that asked for marks
         self.g711: str | None = None  # the encoding of the open bracket when it is G.711
         self.g711_first = False
         self.g711_added = 0
@@ -1108,6 +1346,10 @@ class DefectServer(ToneServer):
     require_json = False
     ping_ok_times: int | None = None
     require_subprotocol = False
+    plain_http_errors = False
+    refuse_busy_handshake = False
+    too_many_frame = True
+    too_many_serves = False
 
     def __init__(self, defect: Defect) -> None:
         super().__init__()
@@ -1126,7 +1368,31 @@ class DefectServer(ToneServer):
                 return Response(b'{"status":"Unhealthy"}', 503, media_type="application/json")
         return await super().ping(request)
 
+    def app(self) -> Starlette:
+        app = super().app()
+        if self.plain_http_errors:
+            app.exception_handlers.pop(HTTPException, None)  # the framework's own plain-text 404 and 405
+        return app
+
+    async def refuse_session(self, websocket: WebSocket) -> None:
+        if self.too_many_serves:
+            # The fatal frame, and then the session is served like any other.
+            await websocket.send_text(_dump(_fatal_too_many(self.limits.max_sessions)))
+            self.sessions += 1
+            try:
+                await self.session_class(self, websocket).run()
+            finally:
+                self.sessions -= 1
+            return
+        if not self.too_many_frame:
+            await websocket.close(1013)
+            return
+        await super().refuse_session(websocket)
+
     async def websocket(self, websocket: WebSocket) -> None:
+        if self.refuse_busy_handshake and self.sessions >= self.limits.max_sessions:
+            await websocket.close(1013)  # before accept: the handshake is refused (HTTP 403)
+            return
         if self.require_subprotocol and not websocket.headers.get("sec-websocket-protocol"):
             await websocket.close(1002)
             return
