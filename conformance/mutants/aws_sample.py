@@ -13,9 +13,9 @@ behaviour, everything else (parsing, codes, ordering, audio framing, cancel, dra
 * after ``close`` the WebSocket handler returns without a Close frame, so uvicorn drops the connection
   (the peer sees 1006; §7.1 requires 1000).
 
-Like the sample it offers no voice blends (version 1.1, §4.1). The suite must report those four defects,
-each on its own clauses, and nothing else: this is the server of
-issue 12, which once got 139 of 157 cases FAILED for them. :class:`AwsSampleTextOnly` also reads client
+Like the sample it offers no voice blends (version 1.1, §4.1) and lists no word timings (§14.1). The suite
+must report those four defects, each on its own clauses, and nothing else: this is the server of issue 12,
+which once got 139 of 157 cases FAILED for them. :class:`AwsSampleTextOnly` also reads client
 messages with ``receive_text()``, as the sample's handler did: a BINARY frame raises ``KeyError('text')``
 and kills the session (§3.1, §2.4). It must differ from :class:`AwsSampleServer` by the verdict of the
 binary-frame case (3.1.1).
@@ -58,6 +58,7 @@ class AwsSampleServer(ToneServer):
     name = "aws-sample"
     session_class = _AwsSampleSession
     utterances = False  # a version 1 server: the sample has no utterances (§15.1)
+    word_timings: frozenset[str] = frozenset()  # its synthesis_complete has no words: it lists none (§14.1)
     voice_blends = False  # a version 1 server: a blend names no voice (its blend cases are UNIMPLEMENTED)
 
 

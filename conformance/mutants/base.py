@@ -424,6 +424,8 @@ class ToneServer:
     (§11.7, encoded as the reference server encodes them); MP3 (§11.5) is not offered."""
     marks = True
     """Offer the marks of §5.5."""
+    word_timings: frozenset[str] = WORD_TIMINGS
+    """Languages listed with ``word_timings: true`` in ``capabilities`` (§14.1)."""
 
     def __init__(self) -> None:
         self.limits = Limits()
@@ -441,7 +443,7 @@ class ToneServer:
             server=ServerInfo("tone", "1", "tone"),
             voices=tuple(VoiceInfo.kokoro(voice) for voice in sorted(self.voices)),
             languages=tuple(
-                LanguageInfo.kokoro(code, word_timings=code in WORD_TIMINGS)
+                LanguageInfo.kokoro(code, word_timings=code in self.word_timings)
                 for code in LANGUAGES
                 if any(voice[0] == code for voice in self.voices)
             ),
