@@ -35,6 +35,7 @@ __all__ = ["BENCHMARKS", "Context", "benchmark_module", "result_dict", "run_benc
 
 BENCHMARKS = (
     "transport_latency",
+    "first_audio",
     "agent_latency",
     "transport_sizes",
     "audio_formats",

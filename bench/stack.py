@@ -50,6 +50,7 @@ class ReferenceServer:
         log_level: the server's log level (``warning`` keeps benchmark output readable).
         segmentation, scheduling: the server's ``--segmentation`` (``deadline`` or ``sentence``, §10.1)
             and ``--scheduling`` (``deadline`` or ``fifo``, §10.2); ``None`` keeps its default.
+        lead_in: the server's ``--lead-in`` (``early`` or ``off``); ``None`` keeps its default.
 
     Use ``async with ReferenceServer(...) as server``; :attr:`url` is ``http://127.0.0.1:PORT``.
     """
@@ -62,8 +63,10 @@ class ReferenceServer:
         log_level: str = "warning",
         segmentation: str | None = None,
         scheduling: str | None = None,
+        lead_in: str | None = None,
     ) -> None:
         self.backend = backend
+        self.lead_in = lead_in
         self.lookahead = lookahead
         self.segmentation = segmentation
         self.scheduling = scheduling
@@ -77,6 +80,8 @@ class ReferenceServer:
             argv += ["--segmentation", segmentation]
         if scheduling is not None:
             argv += ["--scheduling", scheduling]
+        if lead_in is not None:
+            argv += ["--lead-in", lead_in]
         self.command = shlex.join(argv)
         self._container = CommandContainer(self.command, self.url, startup_timeout_s=STARTUP_TIMEOUT_S)
         self.startup_s: float | None = None
@@ -93,6 +98,7 @@ class ReferenceServer:
             "lookahead": self.lookahead,
             "segmentation": self.segmentation,
             "scheduling": self.scheduling,
+            "lead_in": self.lead_in,
             "command": self.command,
         }
 

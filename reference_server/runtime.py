@@ -38,9 +38,9 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -171,6 +171,23 @@ class SegmentRecord:
     queued_s: float
 
 
+@dataclass(slots=True)
+class _SegmentWork:
+    """One segment of ``deadline`` segmentation while it is made; between the two steps of a segment
+    whose lead-in went out early, its alignments wait here for the decoder."""
+
+    text: str
+    boundary: Boundary
+    starts_sentence: bool
+    units: float
+    predicted: float
+    budget_s: float | None
+    queued_s: float
+    alignments: list[Any] = field(default_factory=list)
+    sent: int = 0  # samples of its start already sent (the lead-in)
+    compute_s: float = 0.0  # seconds of synthesis so far
+
+
 def _sentences(text: str, language: str) -> list[str]:
     """The sentences of one front-end piece, as the backend's G2P would cut them (``protocol.chunker``)."""
     tag = LANGUAGE_TAGS.get(language, "en").split("-")[0]
@@ -266,6 +283,7 @@ class RequestAudio:
         self.language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
         self._sentences: deque[str] = deque()  # sentences of the text taken, not yet begun
         self._rest = ""  # the rest of a sentence that was cut
+        self._pending: _SegmentWork | None = None  # a segment whose lead-in went out before its decoding
         self._segmenter = Segmenter(language_code(self.language))
         self.compute_s = 0.0
         self.segments: list[SegmentRecord] = []
@@ -299,13 +317,20 @@ class RequestAudio:
                     return None
                 if self._runtime.settings.segmentation == "sentence":
                     return self._advance_sentence(grant)
+                if self._pending is not None:
+                    return self._advance_pending()
                 return self._advance_deadline(grant)
         finally:
             self.compute_s += time.perf_counter() - started
 
     def has_pending(self) -> bool:
         """Text taken and not yet spoken remains (a waiting utterance need not wait for more)."""
-        return self._segments is not None or bool(self._rest) or bool(self._sentences)
+        return (
+            self._segments is not None
+            or self._pending is not None
+            or bool(self._rest)
+            or bool(self._sentences)
+        )
 
     def _finish(self) -> AudioPiece | None:
         self._exhausted = True
@@ -313,10 +338,12 @@ class RequestAudio:
         tail = self._resampler.flush()
         return AudioPiece(float_to_pcm16(tail), None) if len(tail) else None
 
-    def _emit(self, audio: np.ndarray, words: tuple[Word, ...] | None, text: str) -> AudioPiece:
+    def _emit(self, audio: np.ndarray, words: tuple[Word, ...] | None, text: str | None) -> AudioPiece:
         """Resample, shift word timings onto the request's timeline, queue the audio for the listener.
 
-        ``text`` is what the segment says; the piece carries it with the segment's span (§5.5)."""
+        ``text`` is what the segment says; the piece carries it with the segment's span (§5.5).
+        ``None``: the piece is the start of a segment whose text and span come with its next piece
+        (a lead-in sent before the decoder ran)."""
         runtime = self._runtime
         pcm = float_to_pcm16(self._resampler.feed(audio))
         if words is not None:
@@ -401,17 +428,66 @@ class RequestAudio:
         predicted = runtime.speed.predict_compute(units, self.language, request.speed)
         clock = runtime.scheduler.clock
         queued_s = self.listener.queued_s(clock())
+        work = _SegmentWork(segment_text, cut.kind, starts_sentence, units, predicted, budget_s, queued_s)
         started = clock()
-        audio, words = self._synthesize(segment_text)
-        compute_s = clock() - started
+        if grant.first and self._lead_in_early():
+            alignments = list(runtime.backend.align(segment_text, request.voice, request.speed))
+            lead_in = alignments[0].lead_in_samples if alignments else 0
+            if lead_in:
+                # Step 1 of 2: the lead-in now, as digital silence; the decoder runs in the next step.
+                work.alignments, work.sent, work.compute_s = alignments, lead_in, clock() - started
+                self._pending = work
+                return self._emit(np.zeros(lead_in, dtype=np.float32), None, None)
+            audio, words = self._decode(alignments)
+        else:
+            audio, words = self._synthesize(segment_text)
+        work.compute_s = clock() - started
+        return self._finish_segment(work, audio, words, grant.first)
+
+    def _lead_in_early(self) -> bool:
+        """A speech's first segment may send its lead-in before the decoder runs (``settings.lead_in``):
+        the backend can align alone, and the request did not ask for marks (a marks frame comes before
+        its segment's audio, §5.5, and the segment's span is known only once it is decoded)."""
+        runtime = self._runtime
+        return (
+            getattr(runtime.settings, "lead_in", "off") == "early"
+            and bool(getattr(runtime.backend, "aligns", False))
+            and not getattr(self._request, "marks", False)
+            and not self._whole
+        )
+
+    def _advance_pending(self) -> AudioPiece | None:
+        """Step 2 of a segment whose lead-in went out early: decode it and send the rest of its audio."""
+        pending, self._pending = self._pending, None
+        assert pending is not None
+        clock = self._runtime.scheduler.clock
+        started = clock()
+        audio, words = self._decode(pending.alignments)
+        pending.compute_s += clock() - started
+        return self._finish_segment(pending, audio, words, True)
+
+    def _decode(self, alignments: list[Any]) -> tuple[np.ndarray, tuple[Word, ...] | None]:
+        """Decode a segment's aligned passes and join them as :meth:`_synthesize` does."""
+        backend = self._runtime.backend
+        return self._join(backend.decode(alignment) for alignment in alignments)
+
+    def _finish_segment(
+        self, work: _SegmentWork, audio: np.ndarray, words: tuple[Word, ...] | None, first: bool
+    ) -> AudioPiece:
+        """Trim a synthesized segment at its cuts, record it and emit it; ``work.sent`` samples of its
+        start (a lead-in sent early, all silence) are already out and are left off the piece."""
+        segment_text, boundary, sent = work.text, work.boundary, work.sent
+        request, runtime = self._request, self._runtime
         sample_rate = runtime.backend.sample_rate
-        runtime.speed.observe(units, self.language, request.speed, len(audio) / sample_rate, compute_s)
+        runtime.speed.observe(
+            work.units, self.language, request.speed, len(audio) / sample_rate, work.compute_s
+        )
         kept, removed_s = trim_at_cuts(
             audio,
             sample_rate,
-            starts_sentence=starts_sentence,
+            starts_sentence=work.starts_sentence,
             ends_sentence=not self._rest,
-            boundary=cut.kind,
+            boundary=boundary,
         )
         if words is not None:
             end_s = len(kept) / sample_rate
@@ -425,19 +501,29 @@ class RequestAudio:
             )
         self._record(
             SegmentRecord(
-                units,
+                work.units,
                 len(segment_text),
                 len(segment_text.split()),
-                cut.kind.name,
-                grant.first,
-                budget_s,
-                predicted,
-                compute_s,
+                boundary.name,
+                first,
+                work.budget_s,
+                work.predicted,
+                work.compute_s,
                 len(kept) / sample_rate,
-                queued_s,
+                work.queued_s,
             )
         )
-        piece = self._emit(kept, words, segment_text)
+        if sent:
+            # The lead-in is silence and a segment that starts a sentence keeps its head (trim_at_cuts).
+            assert removed_s == 0.0 and len(kept) >= sent
+            shift_s = sent / sample_rate
+            start_s = self._offset_s - shift_s
+            if words is not None:
+                words = tuple(Word(w.word, w.start_s - shift_s, w.end_s - shift_s) for w in words)
+            piece = self._emit(kept[sent:], words, segment_text)
+            piece = replace(piece, start_s=round(start_s, 3))
+        else:
+            piece = self._emit(kept, words, segment_text)
         if not self._rest and not self._sentences:
             more = self._next_text()
             if isinstance(more, str):
@@ -454,10 +540,14 @@ class RequestAudio:
         """Run the backend on one segment's text; its passes (one, unless the text exceeds Kokoro's
         510 tokens) are joined, their word timings shifted onto the joined audio."""
         request, backend = self._request, self._runtime.backend
+        return self._join(backend.synthesize(text, request.voice, request.speed))
+
+    def _join(self, segments: Iterable[Any]) -> tuple[np.ndarray, tuple[Word, ...] | None]:
+        backend = self._runtime.backend
         parts: list[np.ndarray] = []
         words: list[Word] | None = []
         offset = 0.0
-        for segment in backend.synthesize(text, request.voice, request.speed):
+        for segment in segments:
             parts.append(np.asarray(segment.audio, dtype=np.float32))
             if segment.words is None or words is None:
                 words = None

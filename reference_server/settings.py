@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "ENV_PREFIX",
+    "LEAD_INS",
     "LOOPBACK_HOSTS",
     "PLAYGROUND_MODES",
     "SCHEDULINGS",
@@ -46,6 +47,8 @@ SEGMENTATIONS = ("deadline", "sentence")
 """How request text is cut into synthesis segments (:attr:`Settings.segmentation`, PROTOCOL.md §10.1)."""
 SCHEDULINGS = ("deadline", "fifo")
 """The order sessions get the model in (:attr:`Settings.scheduling`, PROTOCOL.md §10.2)."""
+LEAD_INS = ("early", "off")
+"""When a speech's lead-in silence is sent (:attr:`Settings.lead_in`, PROTOCOL.md §10.1)."""
 ENV_PREFIX = "KOKORO_"
 """Every setting ``name`` is read from the environment variable ``KOKORO_<NAME>``."""
 PLAYGROUND_MODES = ("auto", "on", "off")
@@ -100,6 +103,10 @@ class Settings:
         first_audio_target_s: the synthesis time a speech's first segment may take; with a model that
             fast (a GPU) the whole first sentence is one segment, otherwise the first segment is a few
             words at a natural break (default 0.15 s).
+        lead_in: ``"early"`` (default): a speech's first segment sends Kokoro's lead-in silence as soon
+            as the text side has predicted its length, and the rest of the segment once the decoder has
+            run (onnx backend with ``onnx`` installed; not for requests that ask for marks);
+            ``"off"``: each segment's audio goes out in one piece once it is synthesized.
         limits: the protocol limits of §10.
     """
 
@@ -116,6 +123,7 @@ class Settings:
     segmentation: str = "deadline"
     scheduling: str = "deadline"
     first_audio_target_s: float = 0.15
+    lead_in: str = "early"
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -137,6 +145,8 @@ class Settings:
             raise SettingsError(
                 f"scheduling must be one of {', '.join(SCHEDULINGS)}, not {self.scheduling!r}"
             )
+        if self.lead_in not in LEAD_INS:
+            raise SettingsError(f"lead_in must be one of {', '.join(LEAD_INS)}, not {self.lead_in!r}")
         if not self.first_audio_target_s >= 0:
             raise SettingsError(f"first_audio_target_s must not be negative, not {self.first_audio_target_s}")
         if self.synthesis_workers < 1:
@@ -247,6 +257,13 @@ _OPTIONS: tuple[_Option, ...] = (
         "first_audio_target_s",
         float,
         "synthesis time a speech's first segment may take, in seconds (default 0.15)",
+    ),
+    _Option(
+        "lead_in",
+        str,
+        "early: send a speech's lead-in silence before its first segment is decoded; off: with the "
+        "segment (default early; PROTOCOL.md §10.1)",
+        choices=LEAD_INS,
     ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),

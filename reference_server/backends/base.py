@@ -37,12 +37,15 @@ from reference_server.backends.g2p import WARM_UP_TEXTS, PhonemeSegment, Phonemi
 __all__ = [
     "ENGLISH_VOICES",
     "FRAME_SAMPLES",
+    "LEAD_IN_ERROR_BOUND",
     "SAMPLE_RATE",
+    "Alignment",
     "Backend",
     "BackendNotLoadedError",
     "Segment",
     "UnknownVoiceError",
     "installed_voices",
+    "lead_in_frames",
     "word_timings",
 ]
 
@@ -54,6 +57,26 @@ FRAME_SAMPLES = 600
 
 ENGLISH_VOICES: frozenset[str] = frozenset(voice for voice in KOKORO_VOICES if voice[0] in "ab")
 """The 28 American (``a…``) and British (``b…``) voices."""
+
+LEAD_IN_ERROR_BOUND = 0.002
+"""Largest magnitude of Kokoro's own samples in a lead-in (:attr:`Alignment.lead_in_samples`), so the
+largest difference between the digital silence sent in their place and the one-pass audio: -54 dB below
+full scale, 65 in PCM16."""
+
+
+def lead_in_frames(start_frames: int, speed: float) -> int:
+    """Frames at the start of a pass that are silence (to :data:`LEAD_IN_ERROR_BOUND`), from the start
+    token's predicted duration ``start_frames`` (frames of :data:`FRAME_SAMPLES` samples).
+
+    The first phoneme's sound starts before the start token's frames end: the F0 and noise predictors
+    and the decoder's convolutions smear it back. Measured on the int8 ONNX (4 voices en-US/en-GB,
+    11 words, speeds 0.5 to 2), the first sample above 0.002 came at least 59 % of the way into the
+    start token's frames at speed >= 0.8 (at least 51 % at 0.8) and at least 37 % at 0.5, so the lead-in
+    is taken as 45 % of them (30 % below speed 0.8): 6 to 9 frames (150 to 225 ms) at speed 1.
+    """
+    share = 0.45 if speed >= 0.8 else 0.3
+    return max(0, math.floor(start_frames * share))
+
 
 MIN_SPEED = 0.5
 MAX_SPEED = 2.0
@@ -101,6 +124,45 @@ class Segment:
     audio: np.ndarray
     words: tuple[Word, ...] | None
     phonemes: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Alignment:
+    """One pass whose text side has run (phonemes → each token's duration) and whose audio is not decoded.
+
+    Kokoro-82M is two halves: the text side (ALBERT encoder, duration, F0 and noise predictors) aligns
+    the phonemes to frames of :data:`FRAME_SAMPLES` samples; the decoder (iSTFTNet generator) turns the
+    aligned features into audio, and costs about 95 % of the pass on a CPU. Once the text side has run,
+    the audio's length, the word timings and the length of the lead-in silence are known.
+
+    Attributes:
+        segment: the phoneme segment spoken.
+        durations: each token's length in frames (``len(segment.phonemes) + 2``); the audio will be
+            ``FRAME_SAMPLES * sum(durations)`` samples.
+        words: word timings in seconds from the pass's first sample (:func:`word_timings`).
+        lead_in_samples: how many samples at the start of the audio are silence (to within
+            :data:`LEAD_IN_ERROR_BOUND`): ``FRAME_SAMPLES * lead_in_frames(durations[0], speed)``. They
+            may be sent as zeros before :meth:`Backend.decode` has run.
+        features: the backend's decoder inputs (opaque).
+    """
+
+    segment: PhonemeSegment
+    durations: tuple[int, ...]
+    words: tuple[Word, ...]
+    lead_in_samples: int
+    features: Any
+
+    @property
+    def samples(self) -> int:
+        """The decoded audio's length in samples (at :data:`SAMPLE_RATE`)."""
+        return FRAME_SAMPLES * sum(self.durations)
+
+    @classmethod
+    def of(cls, segment: PhonemeSegment, durations: Sequence[int], speed: float, features: Any) -> Alignment:
+        """An alignment with its word timings and lead-in worked out from ``durations`` (at ``speed``)."""
+        durations = tuple(int(d) for d in durations)
+        lead_in = FRAME_SAMPLES * lead_in_frames(durations[0], speed) if durations else 0
+        return cls(segment, durations, word_timings(segment, durations), lead_in, features)
 
 
 def word_timings(segment: PhonemeSegment, durations: Sequence[int]) -> tuple[Word, ...]:
@@ -155,6 +217,9 @@ class Backend(abc.ABC):
     name: ClassVar[str]
     sample_rate: ClassVar[int] = SAMPLE_RATE
     voice_blends: ClassVar[bool] = True
+    aligns: bool = False
+    """:meth:`align` and :meth:`decode` work: the text side and the decoder run as two steps (onnx, when
+    the ``onnx`` package is installed to split the graph)."""
 
     def __init__(self, languages: Iterable[str] | None = None) -> None:
         self.languages = available_languages() if languages is None else frozenset(languages)
@@ -205,6 +270,34 @@ class Backend(abc.ABC):
             pack = pack + self._packs[name] * float(weight)
         return pack, language_of(str(blend))
 
+    def align(self, text: str, voice: str, speed: float = 1.0) -> Iterator[Alignment]:
+        """Run only the text side of each pass of ``text``: one :class:`Alignment` per pass, in order.
+
+        The same arguments, checks and passes as :meth:`synthesize`; ``decode`` of each alignment gives
+        exactly the audio :meth:`synthesize` gives.
+
+        Raises:
+            NotImplementedError: :attr:`aligns` is false.
+            UnknownVoiceError, ValueError, BackendNotLoadedError: as :meth:`synthesize`.
+        """
+        if not self.aligns:
+            raise NotImplementedError(f"the {self.name} backend does not run the text side alone")
+        voice, speed, phonemizer = self._check(voice, speed)
+        pack, _ = self.resolve_voice(voice)
+        return (self._align(segment, pack, speed) for segment in phonemizer.segments(text, voice))
+
+    def _align(self, segment: PhonemeSegment, pack: Any, speed: float) -> Alignment:
+        raise NotImplementedError
+
+    def decode(self, alignment: Alignment) -> Segment:
+        """Run the decoder on an :class:`Alignment`: the pass's :class:`Segment` (``alignment.samples``
+        samples, the word timings of the alignment).
+
+        Raises:
+            NotImplementedError: :attr:`aligns` is false.
+        """
+        raise NotImplementedError(f"the {self.name} backend does not decode alignments")
+
     def _parse_voice(self, voice: str) -> VoiceBlend:
         try:
             return parse_voice(voice, self.voices)
@@ -241,6 +334,10 @@ class Backend(abc.ABC):
             ValueError: ``speed`` is not a finite number in [0.5, 2.0].
             BackendNotLoadedError: :meth:`load` has not run.
         """
+        voice, speed, phonemizer = self._check(voice, speed)
+        return self._segments(phonemizer, text, voice, speed)
+
+    def _check(self, voice: str, speed: float) -> tuple[str, float, Phonemizer]:
         voice = str(self._parse_voice(voice))  # canonical: its first letter is its language
         if isinstance(speed, bool) or not isinstance(speed, int | float) or not math.isfinite(speed):
             raise ValueError(f"speed must be a number, not {speed!r}")
@@ -249,7 +346,7 @@ class Backend(abc.ABC):
         phonemizer = self._phonemizer
         if phonemizer is None:
             raise BackendNotLoadedError(f"the {self.name} backend is not loaded")
-        return self._segments(phonemizer, text, voice, float(speed))
+        return voice, float(speed), phonemizer
 
     def _segments(self, phonemizer: Phonemizer, text: str, voice: str, speed: float) -> Iterator[Segment]:
         pack, _ = self.resolve_voice(voice)
