@@ -45,7 +45,6 @@ CASES = [
     ("Certainly, I can", "am_adam", 1.0),
     ("Fine.", "bf_isabella", 1.3),
     ("Seven", "bm_lewis", 0.7),
-    ("She said so.", "af_nicole", 0.9),
 ]
 
 
