@@ -103,10 +103,12 @@ class Settings:
         first_audio_target_s: the synthesis time a speech's first segment may take; with a model that
             fast (a GPU) the whole first sentence is one segment, otherwise the first segment is a few
             words at a natural break (default 0.15 s).
-        lead_in: ``"early"`` (default): a speech's first segment sends Kokoro's lead-in silence as soon
-            as the text side has predicted its length, and the rest of the segment once the decoder has
-            run (onnx backend with ``onnx`` installed; not for requests that ask for marks);
-            ``"off"``: each segment's audio goes out in one piece once it is synthesized.
+        lead_in: ``"off"`` (default): each segment's audio goes out in one piece once it is synthesized;
+            ``"early"``: a speech's first segment sends part of Kokoro's lead-in silence as soon as the
+            text side has predicted its length, and the rest of the segment once the decoder has run (onnx
+            backend with ``onnx`` installed; not for requests that ask for marks). The voice starts
+            0.15-0.23 s sooner, but a client sees its first audio while the decoder still runs and then a
+            wait, inside the silence, that a player counts as an underrun; so it is not the default.
         limits: the protocol limits of §10.
     """
 
@@ -123,7 +125,7 @@ class Settings:
     segmentation: str = "deadline"
     scheduling: str = "deadline"
     first_audio_target_s: float = 0.15
-    lead_in: str = "early"
+    lead_in: str = "off"
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -262,7 +264,7 @@ _OPTIONS: tuple[_Option, ...] = (
         "lead_in",
         str,
         "early: send a speech's lead-in silence before its first segment is decoded; off: with the "
-        "segment (default early; PROTOCOL.md §10.1)",
+        "segment (default off; PROTOCOL.md §10.1)",
         choices=LEAD_INS,
     ),
     _limit("max_message_bytes", "longest client message in bytes"),

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, ServerProcess
 from packaging.version import Version
+from server_harness import ROOT, ServerProcess
 
 from reference_server.settings import load_settings
 

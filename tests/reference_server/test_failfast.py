@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, free_port
+from server_harness import ROOT, free_port
 
 from reference_server import assets
 from reference_server.__main__ import EXIT_ASSETS

@@ -13,9 +13,9 @@ import json
 import httpx
 import numpy as np
 import pytest
-from conftest import GUARD_S
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from server_harness import GUARD_S
 from tone_backend import SAMPLE_RATE, ToneBackend, expected_samples
 
 from protocol.encodings import encode_pcm16

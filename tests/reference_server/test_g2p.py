@@ -68,7 +68,7 @@ def test_espeak_languages_speak_what_kokoro_pipeline_would(phonemizer, code):
 
 def test_japanese_is_misaki_japanese_g2p_not_english(phonemizer):
     """JAG2P() (KPipeline's 'j') and our G2P give the same phonemes; kana are not read as Latin letters."""
-    # misaki.ja imports pyopenjtalk (the `crosscheck` extra, installed by `make test`); our G2P does not need it.
+    # misaki.ja imports pyopenjtalk (the `crosscheck` extra, which `make test` installs); we do not need it.
     from misaki.ja import JAG2P
 
     library = JAG2P()

@@ -16,7 +16,7 @@ import wave
 import httpx
 import numpy as np
 import pytest
-from conftest import GUARD_S, run, wait_for
+from server_harness import GUARD_S, run, wait_for
 from tone_backend import FAIL_MARKER, SAMPLE_RATE, VOICES, ToneBackend, expected_samples
 
 from protocol import schemas

@@ -14,7 +14,7 @@ import time
 import httpx
 import numpy as np
 import pytest
-from conftest import ServerProcess, _kokoro_assets_available, run
+from server_harness import ServerProcess, kokoro_assets_available, run
 from ws_conversation import GUARD_S, open_session
 
 from protocol.pcm import parse_wav_header
@@ -96,7 +96,7 @@ def test_long_text_is_cut_into_segments_and_cancel_stops_it(kokoro_server):
 
 @pytest.fixture(scope="module")
 def torch_server():
-    missing = _kokoro_assets_available()
+    missing = kokoro_assets_available()
     if missing:
         pytest.fail(missing)
     server = ServerProcess("--backend", "torch")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from server_harness import ROOT
 
 from protocol.encodings import decode_to_pcm16
 

@@ -7,7 +7,7 @@ import sys
 from dataclasses import fields
 
 import pytest
-from conftest import ROOT
+from server_harness import ROOT
 
 from protocol.limits import Limits
 from reference_server.settings import (

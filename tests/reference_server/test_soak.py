@@ -12,7 +12,7 @@ import asyncio
 
 import httpx
 import numpy as np
-from conftest import KOKORO_MAX_SESSIONS, run, wait_for
+from server_harness import KOKORO_MAX_SESSIONS, run, wait_for
 from ws_conversation import GUARD_S, open_session
 
 from protocol.errors import ErrorCode

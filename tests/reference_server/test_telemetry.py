@@ -9,8 +9,8 @@ import socket
 
 import httpx
 import pytest
-from conftest import GUARD_S, run, wait_for
 from prometheus_client.parser import text_string_to_metric_families
+from server_harness import GUARD_S, run, wait_for
 from tone_backend import SAMPLE_RATE, ToneBackend, expected_samples
 from ws_conversation import open_session
 
@@ -142,7 +142,7 @@ def test_metrics_are_off_by_default_and_a_taken_port_stops_the_start(serve):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        from conftest import ServerThread
+        from server_harness import ServerThread
 
         from reference_server.settings import Settings
 

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import run
+from server_harness import run
 from tone_backend import SAMPLE_RATE, ToneBackend, expected_samples
 from ws_conversation import open_session
 

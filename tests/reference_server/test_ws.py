@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import run, wait_for
+from server_harness import run, wait_for
 from tone_backend import FAIL_MARKER, SAMPLE_RATE, ToneBackend, expected_samples, voice_frequency
 from ws_conversation import GUARD_S, open_session
 

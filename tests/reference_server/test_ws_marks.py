@@ -10,7 +10,7 @@ Real Kokoro with marks runs in the playground's browser test.
 from __future__ import annotations
 
 import pytest
-from conftest import run
+from server_harness import run
 from tone_backend import SAMPLE_RATE, WORD_S, ToneBackend
 from ws_conversation import open_session
 
