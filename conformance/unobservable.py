@@ -30,6 +30,7 @@ UNOBSERVABLE: dict[str, str] = {
     "R4.2-3": CLIENT,
     "R5.4-2": CLIENT,
     "R11.4-4": CLIENT,
+    "R11.4-8": CLIENT,
     "R12.3-1": CLIENT,
     "R12.3-2": CLIENT,
     "R15.4-1": CLIENT,

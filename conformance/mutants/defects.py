@@ -673,6 +673,57 @@ def _container_sse_says_pcm(request: dict[str, Any], response: Response, body: b
     return body.replace(f'"encoding":"{fmt}"'.encode(), b'"encoding":"pcm_s16le"', 1), True, {}
 
 
+_UTTERANCE_TYPES = ("utterance", "append", "flush", "end")
+
+
+def _fragment_text(obj: dict[str, Any]) -> str | None:
+    """The ``text`` of an utterance message (§15.1), or ``None``."""
+    text = obj.get("text")
+    return text if obj.get("type") in _UTTERANCE_TYPES and isinstance(text, str) else None
+
+
+def _refuse_fragment(session: DefectSession, obj: dict[str, Any], code: str) -> Any:
+    """Refuse an utterance message with ``code``, naming it as the session would (§5.4, §15.6)."""
+    refusal = json.loads(_error(code, obj.get("request_id")))
+    session.send(_dump({**refusal, "message_type": obj.get("type")}))
+    return DROP
+
+
+def _high_half_refused(session: DefectSession, obj: dict[str, Any]) -> Any:
+    text = _fragment_text(obj)
+    if obj.get("type") != "end" and text and "\ud800" <= text[-1] <= "\udbff":
+        return _refuse_fragment(session, obj, "invalid_json")
+    return None
+
+
+def _halves_not_joined(session: DefectSession, obj: dict[str, Any]) -> Any:
+    """The low half completing a held high half: each half becomes "?" (UTF-8 with errors="replace")."""
+    text = _fragment_text(obj)
+    # The defect reaches into the session: it holds the half, so the refusals of §15.2 stay as they are.
+    pending = session.session._pending.get(obj.get("request_id"))
+    if text and "\udc00" <= text[0] <= "\udfff" and pending is not None and pending.held_half:
+        pending.held_half = ""
+        return {**obj, "text": "??" + text[1:]}
+    return None
+
+
+def _lone_low_half_dropped(session: DefectSession, obj: dict[str, Any]) -> Any:
+    """A low half beginning a text while no half is held: dropped instead of refused."""
+    text = _fragment_text(obj)
+    pending = session.session._pending.get(obj.get("request_id"))
+    held = pending is not None and pending.held_half
+    if text and "\udc00" <= text[0] <= "\udfff" and not held:
+        return {**obj, "text": text[1:]}
+    return None
+
+
+def _blank_fragment_refused(session: DefectSession, obj: dict[str, Any]) -> Any:
+    text = _fragment_text(obj)
+    if obj.get("type") != "utterance" and text and text.isspace():
+        return _refuse_fragment(session, obj, "text_required")
+    return None
+
+
 DEFECTS: tuple[Defect, ...] = (
     Defect(
         "refuses-unknown-members",
@@ -1247,6 +1298,46 @@ DEFECTS: tuple[Defect, ...] = (
         ("R11.4-6",),
         ("11.7.4", "11.7.5", "11.7.6"),
         http=_http_rewrite(_container_sse_says_pcm),
+    ),
+    Defect(
+        "utterance-invalid-field",
+        "Offers no utterances but refuses utterance, append, flush and end with invalid_field, not "
+        "unknown_type (§15.1)",
+        ("R15.1-1",),
+        ("15.4.1", "15.6.1"),
+        incoming=_refuse("invalid_field", lambda o: o.get("type") in _UTTERANCE_TYPES),
+        server={"utterances": False},
+    ),
+    Defect(
+        "refuses-high-half",
+        "Refuses a fragment ending with a high surrogate half (invalid_json) instead of holding it (§15.2)",
+        ("R15.2-2",),
+        ("15.3.1", "15.6.1"),
+        incoming=_high_half_refused,
+    ),
+    Defect(
+        "halves-not-joined",
+        "Speaks the two halves of a surrogate pair split across fragments as two '?' instead of joining "
+        "them into one code point (§15.2)",
+        ("R15.2-3",),
+        ("15.3.1",),
+        incoming=_halves_not_joined,
+    ),
+    Defect(
+        "accepts-lone-low-half",
+        "Drops a low surrogate half that begins a fragment while no half is held instead of refusing it "
+        "with invalid_json (§15.2)",
+        ("R15.2-4",),
+        ("15.6.1",),
+        incoming=_lone_low_half_dropped,
+    ),
+    Defect(
+        "refuses-blank-fragment",
+        "Refuses an append, flush or end whose text is whitespace only (text_required), as §4.1 does a "
+        "request's text (§15.2)",
+        ("R15.2-5",),
+        ("15.3.1",),
+        incoming=_blank_fragment_refused,
     ),
 )
 """Every one-defect mutant of the table, in spec order."""
