@@ -9,16 +9,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from botocore.exceptions import ClientError, EventStreamError
 
 from conformance import deadline
-from conformance.audio import check_speech
+from conformance.audio import check_speech, rms
 from conformance.bodies import decode_pcm, decode_sse, decode_wav
 from conformance.cases import Case, Level, Unimplemented, case, param
 from conformance.probe import Probe
 from conformance.texts import FAST, SHORT
 from protocol import schemas
+from protocol.encodings import decode_to_pcm16
 from protocol.reader import code_named_in
 from protocol.sse import SSEDecoder
 from simulator import FaultPlan, SplitPolicy
@@ -228,6 +230,62 @@ def test_sse_wav_header_bytes(conf: Probe) -> None:
         f"the first audio_chunk of the wav stream has header_bytes {chunks[0].get('header_bytes')!r}, not 44"
     )
     assert len(marked) == 1, f"audio_chunk events other than the first carry header_bytes: {marked[1:]}"
+
+
+G711_TYPES = {"pcm_mulaw": "audio/pcmu", "pcm_alaw": "audio/pcma"}
+"""The registered types of RFC 4856 for a G.711 body (§11.3), lowercased: media types ignore case."""
+
+
+def _g711(conf: Probe, name: str) -> None:
+    try:
+        content_type, parts = _stream(conf, _body("pcm", encoding=name))
+    except ClientError as exc:
+        original = str(exc.response.get("OriginalMessage", ""))
+        if exc.response.get("OriginalStatusCode") == 400 and "unsupported_encoding" in original:
+            raise Unimplemented(f"the server does not offer {name} (400 unsupported_encoding)") from None
+        raise
+    declared = content_type.replace(" ", "").lower()
+    if declared == f"audio/pcm;rate={RATE};encoding=s16le;channels=1":
+        raise Unimplemented(f"the server ignored encoding {name} and answered PCM16 (version 1)")
+    expected = f"{G711_TYPES[name]};rate={RATE}"
+    assert declared == expected, f"asked for {name}: Content-Type {content_type!r}, not {expected!r}"
+    decoded = decode_to_pcm16(b"".join(parts), name)
+    _check_pcm(conf, decoded)
+    # The same text as PCM16: as many samples, as loud (within G.711's error).
+    linear = decode_pcm(_stream(conf, _body("pcm"))[1])
+    samples, reference = len(decoded) // 2, len(linear) // 2
+    level_db = 20 * np.log10(max(rms(decoded), 1e-9) / max(rms(linear), 1e-9))
+    conf.observe(samples=samples, pcm16_samples=reference, level_vs_pcm16_db=round(float(level_db), 2))
+    assert abs(samples - reference) <= 0.05 * reference, (
+        f"{samples} samples of {name} against {reference} of PCM16 for the same text: not one byte a sample"
+    )
+    assert abs(level_db) <= 2.0, f"decoded {name} is {level_db:.1f} dB off the PCM16 answer's level"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        param(
+            name,
+            Case(
+                f"11.3.{n}",
+                "§11.3",
+                Level.MUST,
+                'With `"encoding": "pcm_mulaw"` or `"pcm_alaw"` the body MUST be G.711 codes instead, '
+                "one byte per sample, no header, under the registered types of RFC 4856",
+                f"InvokeEndpointWithResponseStream with format pcm, encoding {name}, 8 kHz, and the same "
+                "text as pcm_s16le",
+                f"Content-Type {G711_TYPES[name].replace('pcm', 'PCM')};rate=8000; the body, decoded with a "
+                "G.711 decoder, is plausible speech as many samples long and as loud (±2 dB) as the PCM16 "
+                "body; a server without it answers 400 unsupported_encoding or PCM16 (UNIMPLEMENTED)",
+                requirements=("R11.3-2",),
+            ),
+        )
+        for n, name in enumerate(G711_TYPES, 2)
+    ],
+)
+def test_g711_body(conf: Probe, name: str) -> None:
+    _g711(conf, name)
 
 
 def _split_cases(number: int, what: str, decoder: str, requirements: tuple[str, ...]) -> list[Any]:

@@ -33,7 +33,8 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from protocol.chunker import IncrementalSentenceChunker
-from protocol.encodings import ENCODINGS
+from protocol.encodings import DEFAULT_ENCODING, ENCODINGS, encode_pcm16
+from protocol.encodings import encoding as encoding_named
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.frontend import speech_text
 from protocol.limits import Limits
@@ -513,7 +514,7 @@ class ToneServer:
                 known_voices=self.voices,
                 mp3_available=False,
                 formats=self.formats,
-                encodings=("pcm_s16le",),  # PCM16 bodies only (§11.3)
+                encodings=tuple(ENCODINGS),  # PCM16 and, for format pcm, G.711 bodies (§11.3)
                 voice_blends=self.voice_blends,
             )
         except ProtocolError as exc:
@@ -530,14 +531,18 @@ class ToneServer:
         ]
         pcm = b"".join(pieces)
         await asyncio.sleep(self.synth.work_s(pcm, speech.sample_rate))
-        body = self.encode(parsed.format, speech.sample_rate, pieces, stream=parsed.stream)
+        body = self.encode(
+            parsed.format, speech.sample_rate, pieces, stream=parsed.stream, encoding=speech.encoding
+        )
         if parsed.transport == "sse":
             return StreamingResponse(
                 self._sse(request_id, parsed.format, speech, pcm, body),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache"},
             )
-        if parsed.format == "pcm":
+        if parsed.format == "pcm" and speech.encoding != DEFAULT_ENCODING:
+            media_type = f"{encoding_named(speech.encoding).media_type};rate={speech.sample_rate}"
+        elif parsed.format == "pcm":
             media_type = f"audio/pcm;rate={speech.sample_rate};encoding=s16le;channels=1"
         else:
             media_type = MEDIA_TYPES[parsed.format]
@@ -545,10 +550,20 @@ class ToneServer:
             return Response(b"".join(body), media_type=media_type)
         return StreamingResponse(self._chunks(body), media_type=media_type)
 
-    def encode(self, fmt: str, sample_rate: int, pieces: list[bytes], *, stream: bool) -> list[bytes]:
-        """The body as the encoder hands it out, piece by piece: the WAV header (§11.2) and the PCM, or
-        whole Ogg pages, FLAC frames or ADTS frames (§11.7; the reference server's
-        :class:`~reference_server.encoders.FormatEncoder`)."""
+    def encode(
+        self,
+        fmt: str,
+        sample_rate: int,
+        pieces: list[bytes],
+        *,
+        stream: bool,
+        encoding: str = DEFAULT_ENCODING,
+    ) -> list[bytes]:
+        """The body as the encoder hands it out, piece by piece: the WAV header (§11.2) and the PCM (G.711
+        codes for ``format: "pcm"`` with a G.711 ``encoding``, §11.3), or whole Ogg pages, FLAC frames or
+        ADTS frames (§11.7; the reference server's :class:`~reference_server.encoders.FormatEncoder`)."""
+        if fmt == "pcm" and encoding != DEFAULT_ENCODING:
+            return [encode_pcm16(b"".join(pieces), encoding)]
         if fmt in ("wav", "pcm"):
             pcm = b"".join(pieces)
             header = wav_header(sample_rate, data_bytes=None if stream else len(pcm)) if fmt == "wav" else b""
@@ -570,7 +585,7 @@ class ToneServer:
             "type": "synthesis_start",
             "request_id": request_id,
             "sample_rate": speech.sample_rate,
-            "encoding": "pcm_s16le" if fmt in ("wav", "pcm") else fmt,
+            "encoding": {"wav": DEFAULT_ENCODING, "pcm": speech.encoding}.get(fmt, fmt),
             "channels": 1,
             "format": fmt,
             "voice": speech.voice,

@@ -32,6 +32,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
 from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from protocol.encodings import decode_to_pcm16
 from protocol.frontend import speech_text
 from protocol.voices import KOKORO_VOICES, is_blend, parse_voice
 
@@ -357,6 +358,26 @@ def _pcm_as_l16(request: dict[str, Any], response: Response, body: bytes) -> Any
         isinstance(response, StreamingResponse),
         {"content-type": f"audio/L16;rate={rate};channels=1"},
     )
+
+
+def _g711_body(request: dict[str, Any]) -> str | None:
+    """The G.711 encoding of a binary ``format: "pcm"`` request (§11.3), else ``None``."""
+    encoding = request.get("encoding")
+    binary = request.get("format") == "pcm" and request.get("transport", "binary") == "binary"
+    return encoding if binary and encoding in ("pcm_mulaw", "pcm_alaw") else None
+
+
+def _mulaw_as_audio_basic(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if _g711_body(request) != "pcm_mulaw":
+        return None
+    return body, isinstance(response, StreamingResponse), {"content-type": "audio/basic"}
+
+
+def _g711_sent_as_pcm16(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    encoding = _g711_body(request)
+    if encoding is None:
+        return None
+    return decode_to_pcm16(body, encoding), isinstance(response, StreamingResponse), {}
 
 
 def _sse_crlf(request: dict[str, Any], response: Response, body: bytes) -> Any:
@@ -1049,6 +1070,21 @@ DEFECTS: tuple[Defect, ...] = (
         ("R11.3-1",),
         ("11.3.1",),
         http=_http_rewrite(_pcm_as_l16),
+    ),
+    Defect(
+        "mulaw-audio-basic",
+        "Answers a pcm_mulaw body under Content-Type audio/basic, not RFC 4856's audio/PCMU;rate=<Hz> "
+        "(§11.3)",
+        ("R11.3-2",),
+        ("11.3.2",),
+        http=_http_rewrite(_mulaw_as_audio_basic),
+    ),
+    Defect(
+        "g711-body-pcm16",
+        "Labels a pcm_mulaw or pcm_alaw body audio/PCMU or audio/PCMA but sends PCM16 samples (§11.3)",
+        ("R11.3-2",),
+        ("11.3.2", "11.3.3"),
+        http=_http_rewrite(_g711_sent_as_pcm16),
     ),
     Defect(
         "sse-crlf",
