@@ -9,6 +9,7 @@ part's end. The formats are OPTIONAL: a server that answers ``400 unsupported_fo
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 from typing import Any
 
@@ -34,7 +35,7 @@ SSE = {"opus": "fixed:7", "flac": "random:1-97", "aac": "misaligned"}
 """Format → the split policy of its SSE body."""
 
 
-def _fetch(conf: Probe, fmt: str, transport: str, policy: str) -> tuple[str, list[bytes]]:
+def _fetch(conf: Probe, fmt: str, transport: str, policy: str | None) -> tuple[str, list[bytes]]:
     if importlib.util.find_spec("av") is None:
         pytest.skip("decoding Ogg/Opus, FLAC and AAC needs FFmpeg through PyAV: pip install av")
     try:
@@ -122,3 +123,98 @@ def test_container_body_decodes_after_a_split(conf: Probe, fmt: str) -> None:
 )
 def test_container_sse_decodes_after_a_split(conf: Probe, fmt: str) -> None:
     _sse(conf, fmt)
+
+
+def _ogg_pages(data: bytes) -> str | None:
+    """``None`` when ``data`` is whole Ogg pages (RFC 3533 §6), else what is wrong."""
+    at = 0
+    while at < len(data):
+        if data[at : at + 4] != b"OggS" or at + 27 > len(data):
+            return f"no Ogg page starts at byte {at}"
+        segments = data[at + 26]
+        if at + 27 + segments > len(data):
+            return f"the page at byte {at} is cut inside its segment table"
+        at += 27 + segments + sum(data[at + 27 : at + 27 + segments])
+    return None if at == len(data) else f"the last page runs {at - len(data)} bytes past the chunk"
+
+
+def _adts_frames(data: bytes) -> str | None:
+    """``None`` when ``data`` is whole ADTS frames (ISO/IEC 14496-3 §1.A.2), else what is wrong."""
+    at = 0
+    while at < len(data):
+        if at + 7 > len(data) or data[at] != 0xFF or data[at + 1] & 0xF6 != 0xF0:
+            return f"no ADTS frame header starts at byte {at}"
+        length = (data[at + 3] & 3) << 11 | data[at + 4] << 3 | data[at + 5] >> 5
+        if length < 7:
+            return f"the ADTS frame at byte {at} declares {length} bytes"
+        at += length
+    return None if at == len(data) else f"the last ADTS frame runs {at - len(data)} bytes past the chunk"
+
+
+def _flac_units(data: bytes) -> str | None:
+    """``None`` when ``data`` is the FLAC stream header (``fLaC`` and its metadata blocks) and/or frames that
+    begin at its start or right after the header, else what is wrong. A frame has no length field: that a
+    chunk ends on a frame's end shows as the next chunk beginning with a frame sync code."""
+    at = 0
+    if data.startswith(b"fLaC"):
+        at, last = 4, False
+        while not last:
+            if at + 4 > len(data):
+                return f"the stream header is cut inside a metadata block header at byte {at}"
+            last = bool(data[at] & 0x80)
+            at += 4 + int.from_bytes(data[at + 1 : at + 4], "big")
+        if at > len(data):
+            return f"the stream header's last metadata block runs {at - len(data)} bytes past the chunk"
+    if at < len(data) and not (data[at] == 0xFF and data[at + 1 : at + 2] in (b"\xf8", b"\xf9")):
+        return f"no FLAC frame sync code at byte {at}"
+    return None
+
+
+UNITS = {"opus": _ogg_pages, "flac": _flac_units, "aac": _adts_frames}
+"""Format → the check that a decoded ``audio_chunk`` holds whole container units (§11.4)."""
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        param(
+            fmt,
+            Case(
+                f"11.7.{n}",
+                "§11.7",
+                Level.SHOULD,
+                "For `opus`, `flac` and `aac` each chunk SHOULD hold whole container units (Ogg pages; the "
+                "FLAC stream header or whole FLAC frames; whole ADTS frames)",
+                f"InvokeEndpointWithResponseStream with format {fmt}, transport sse, 8 kHz; each audio_chunk "
+                "decoded from base64 on its own",
+                {
+                    "opus": "each chunk is whole Ogg pages: 'OggS' at its start and after each page, the "
+                    "last page ending with the chunk",
+                    "flac": "the first chunk starts with the stream header, whole; every other chunk, and "
+                    "whatever follows the header, starts with a FLAC frame sync code",
+                    "aac": "each chunk is whole ADTS frames, the last ending with the chunk",
+                }[fmt]
+                + f"; a server without {fmt} answers 400 unsupported_format (UNIMPLEMENTED)",
+                requirements=("R11.4-9",),
+            ),
+        )
+        for n, fmt in enumerate(UNITS, len(BINARY) + len(SSE) + 1)
+    ],
+)
+def test_container_sse_chunks_hold_whole_units(conf: Probe, fmt: str) -> None:
+    _, parts = _fetch(conf, fmt, "sse", None)
+    sse = decode_sse(parts)
+    chunks = [obj for kind, obj in sse.events if kind == "audio_chunk"]
+    assert chunks, "the stream has no audio_chunk event"
+    problems = []
+    for seq, obj in enumerate(chunks):
+        try:
+            problem = UNITS[fmt](base64.b64decode(obj.get("data"), validate=True))
+        except (TypeError, ValueError):
+            problem = "its data is not base64 (judged by 11.7.4-6)"
+        if problem is not None:
+            problems.append(f"chunk {seq}: {problem}")
+    conf.observe(chunks=len(chunks), problems=problems[:5])
+    assert not problems, f"{len(problems)} of {len(chunks)} chunks are not whole units: " + "; ".join(
+        problems[:3]
+    )

@@ -1336,6 +1336,14 @@ DEFECTS: tuple[Defect, ...] = (
         http=_http_rewrite(_container_sse_says_pcm),
     ),
     Defect(
+        "sse-cuts-units",
+        "Cuts the SSE chunks of opus, flac and aac streams every 100 bytes, across Ogg pages, FLAC frames "
+        "and ADTS frames (§11.4)",
+        ("R11.4-9",),
+        ("11.7.7", "11.7.8", "11.7.9"),
+        server={"cut_units_bytes": 100},
+    ),
+    Defect(
         "utterance-invalid-field",
         "Offers no utterances but refuses utterance, append, flush and end with invalid_field, not "
         "unknown_type (§15.1)",
@@ -1477,6 +1485,8 @@ class DefectServer(ToneServer):
     refuse_busy_handshake = False
     too_many_frame = True
     too_many_serves = False
+    cut_units_bytes = 0
+    """Cut Ogg/Opus, FLAC and AAC bodies every this many bytes, whatever the container units (0: not)."""
 
     def __init__(self, defect: Defect) -> None:
         super().__init__()
@@ -1500,6 +1510,13 @@ class DefectServer(ToneServer):
         if self.plain_http_errors:
             app.exception_handlers.pop(HTTPException, None)  # the framework's own plain-text 404 and 405
         return app
+
+    def encode(self, fmt: str, sample_rate: int, pieces: list[bytes], **kwargs: Any) -> list[bytes]:
+        body = super().encode(fmt, sample_rate, pieces, **kwargs)
+        if not self.cut_units_bytes or fmt in ("wav", "pcm"):
+            return body
+        data, step = b"".join(body), self.cut_units_bytes
+        return [data[i : i + step] for i in range(0, len(data), step)]
 
     async def refuse_session(self, websocket: WebSocket) -> None:
         if self.too_many_serves:
