@@ -323,21 +323,26 @@ async def _write_stream(
     writer: AgentEventWriter,
     emit: Callable[[dict[str, Any]], None],
 ) -> None:
-    """``stream`` mode: every text delta goes straight into one utterance (PROTOCOL.md §15)."""
+    """``stream`` mode: every text delta goes straight into one utterance (PROTOCOL.md §15).
+
+    One task (:func:`_pump`) drives the model's stream from start to end, so the OpenTelemetry context that
+    Strands attaches around each step is detached in the task that attached it (advancing the generator
+    from a new task per event logged "Failed to detach context" tracebacks); this task waits on the queue,
+    keeping the utterance open while the model is silent.
+    """
     stream = agent.stream_async(prompt)
-    pending: asyncio.Task[Any] | None = None
+    events: asyncio.Queue[Any] = asyncio.Queue()
+    pump = asyncio.create_task(_pump(stream, events))
     try:
         while True:
-            pending = asyncio.create_task(_next_event(stream))
+            getting = asyncio.ensure_future(events.get())
             # Keep the utterance open while the model is silent; only once it has been opened.
-            while not (await asyncio.wait({pending}, timeout=KEEPALIVE_S))[0]:
+            while not (await asyncio.wait({getting}, timeout=KEEPALIVE_S))[0]:
                 if speaker.streaming:
                     await speaker.stream("")
-            task, pending = pending, None
-            try:
-                event = task.result()
-            except Exception as exc:
-                raise LlmFailure(f"the model failed: {type(exc).__name__}: {exc}") from exc
+            event = getting.result()
+            if isinstance(event, BaseException):
+                raise LlmFailure(f"the model failed: {type(event).__name__}: {event}") from event
             if event is _END:
                 break
             text = event.get("data") if isinstance(event, dict) else None
@@ -346,10 +351,10 @@ async def _write_stream(
             emit(writer.text_delta(text))
             await speaker.stream(text)
     finally:
-        if pending is not None:
-            pending.cancel()
-        with contextlib.suppress(Exception):
-            await stream.aclose()
+        if not pump.done():
+            pump.cancel()
+        with contextlib.suppress(BaseException):
+            await pump
     await speaker.end_stream()
     speaker.finish()
 
@@ -357,12 +362,18 @@ async def _write_stream(
 _END = object()
 
 
-async def _next_event(stream: Any) -> Any:
-    """The stream's next event, or :data:`_END` when it is exhausted."""
+async def _pump(stream: Any, events: asyncio.Queue[Any]) -> None:
+    """Put every event of ``stream`` on ``events``, then :data:`_END`, or the exception that ended it;
+    the stream is closed here, in the task that iterated it."""
     try:
-        return await anext(stream)
-    except StopAsyncIteration:
-        return _END
+        async for event in stream:
+            events.put_nowait(event)
+        events.put_nowait(_END)
+    except Exception as exc:
+        events.put_nowait(exc)
+    finally:
+        with contextlib.suppress(Exception):
+            await stream.aclose()
 
 
 async def _speak(speaker: Speaker, writer: AgentEventWriter, emit: Callable[[dict[str, Any]], None]) -> None:
