@@ -33,13 +33,17 @@ if TYPE_CHECKING:
 # reference_agent.app and .scripted import Strands (seconds): they load inside the functions that use
 # them, so a Ctrl-C while they load ends the command quietly.
 
-__all__ = ["LOCAL_ENDPOINT_NAME", "LocalStack", "main"]
+__all__ = ["LOCAL_ENDPOINT_NAME", "AgentPortError", "LocalStack", "main"]
 
 LOCAL_ENDPOINT_NAME = "kokoro-local"
 """The endpoint name the agent asks the simulator for (the simulator serves any name)."""
 
 LOCAL_REGION = "us-east-1"
 """Signing region of local calls (the simulator checks no signatures, but the client signs)."""
+
+
+class AgentPortError(OSError):
+    """The agent's port cannot be bound (taken, or not allowed); the message says which and the fix."""
 
 
 def _free_port(host: str) -> int:
@@ -163,7 +167,21 @@ class LocalStack:
                 lifespan="on",
             )
             self._server = uvicorn.Server(config)
-            self._server_task = asyncio.create_task(self._server.serve(), name="agent-server")
+            # Bound here, not by uvicorn: uvicorn answers a taken port with sys.exit(3) inside its task,
+            # which escapes the event loop as a traceback.
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            listener = socket.socket(family, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                listener.bind((self.host, self.agent_port))
+            except OSError as exc:
+                listener.close()
+                raise AgentPortError(
+                    f"the agent cannot listen on {self.host}:{self.agent_port}: {exc.strerror}; "
+                    "choose another --port (0: any free port)"
+                ) from exc
+            serving = self._server.serve(sockets=[listener])
+            self._server_task = asyncio.create_task(serving, name="agent-server")
             while not self._server.started:
                 if self._server_task.done():
                     self._server_task.result()  # raises what stopped it, if anything
@@ -271,6 +289,9 @@ async def _serve(args: argparse.Namespace) -> int:
             return 130
         if isinstance(error := starting.exception(), ContainerStartError):
             print(f"the reference server did not start: {error}", file=sys.stderr)
+            return 1
+        if isinstance(error, AgentPortError):
+            print(f"python -m reference_agent.local: {error}", file=sys.stderr)
             return 1
         starting.result()  # any other failure is a bug: let it show
         print(f"agent     {stack.agent_url}/invocations  (scripted model)", flush=True)

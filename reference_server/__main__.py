@@ -43,7 +43,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         except AssetError as exc:
             logging.getLogger("reference_server").error("cannot serve: %s", exc)
             return EXIT_ASSETS
-        server.run()
+        try:
+            server.run()
+        except SystemExit as exc:
+            # uvicorn exits with its STARTUP_FAILURE (3) when it cannot listen, after logging why; here 3
+            # means missing model files, so a port that is taken is 1, with the fix.
+            logging.getLogger("reference_server").error(
+                "could not listen on %s:%s (exit %s, see above); choose another --port (0: any free port)",
+                settings.host,
+                settings.port,
+                exc.code,
+            )
+            return 1
     except KeyboardInterrupt:
         # uvicorn has shut down (sessions closed with 1001) and re-raised the Ctrl-C it caught; or it
         # came while the stacks loaded. Either way there is nothing to report.

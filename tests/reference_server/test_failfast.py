@@ -111,3 +111,22 @@ def test_fix_command_is_as_short_as_the_directory_allows(tmp_path, monkeypatch):
     )
     assert assets.fix_command(tmp_path, torch=True).endswith("fetch --torch yes")
     assert "rebuild model.tar.gz" in assets.fix_command(tmp_path / "sm")
+
+
+def test_a_taken_port_exits_1_with_the_fix_not_the_assets_status():
+    """uvicorn exits 3 when it cannot listen; 3 is this server's status for missing model files (§2.2)."""
+    _real_assets()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "reference_server", "--port", str(port)],
+            cwd=ROOT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            capture_output=True,
+            text=True,
+            timeout=GUARD_S,
+        )
+    assert done.returncode == 1, done.stderr
+    assert f"could not listen on 127.0.0.1:{port}" in done.stderr and "choose another --port" in done.stderr
