@@ -194,6 +194,11 @@ class _Option:
         return "--" + self.name.replace("_", "-")
 
 
+class _OnOffAutoError(argparse.ArgumentTypeError, ValueError):
+    """A bad on/off/auto word: argparse shows its message as is (a plain ValueError would show the
+    function's name); it is a ValueError for the environment variables' parsing."""
+
+
 def _on_off_auto(raw: str) -> str:
     """``on`` (also ``1/true/yes``), ``off`` (also ``0/false/no``) or ``auto``."""
     word = raw.strip().lower()
@@ -203,7 +208,7 @@ def _on_off_auto(raw: str) -> str:
         return "off"
     if word == "auto":
         return "auto"
-    raise ValueError(f"use on, off or auto, not {raw!r}")
+    raise _OnOffAutoError(f"use on, off or auto, not {raw!r}")
 
 
 def _limit(name: str, what: str, parse: Callable[[str], Any] = int) -> _Option:
@@ -302,6 +307,7 @@ def build_parser(prog: str = "python -m reference_server") -> argparse.ArgumentP
             dest=option.name,
             type=option.parse,
             choices=option.choices,
+            metavar="{on,off,auto}" if option.parse is _on_off_auto else None,
             default=None,
             help=f"{option.help} [env {option.env}]",
         )
