@@ -104,6 +104,9 @@ class WireLogBook:
         log.outcome = outcome
         parts_in = log.select(leg="client", direction="in", event="PayloadPart")
         parts_out = log.select(leg="client", direction="out", event="PayloadPart")
+        # InvokeEndpoint has no PayloadParts: its bytes are the request and response bodies.
+        bodies_in = parts_in or log.select(leg="client", direction="in", event="http-request")
+        bodies_out = parts_out or log.select(leg="client", direction="out", event="http-response")
         log_event(
             logger,
             "session end",
@@ -112,8 +115,8 @@ class WireLogBook:
             outcome=outcome,
             parts_in=len(parts_in),
             parts_out=len(parts_out),
-            bytes_in=sum(r.length for r in parts_in),
-            bytes_out=sum(r.length for r in parts_out),
+            bytes_in=sum(r.length for r in bodies_in),
+            bytes_out=sum(r.length for r in bodies_out),
             duration_s=round(log.clock() - log.started_at, 3),
         )
         if settings.wire_log_dir is not None:
@@ -298,6 +301,7 @@ class SimulatorApp:
                     data = await _read_limited(response.body, None)
                     log.add("container", "in", "http-body", data)
                     await _reply(send, 200, [(b"content-type", content_type.encode()), *common], data)
+                    log.add("client", "out", "http-response", data, note="200")
                     outcome = "200"
         except ContainerUnavailable as exc:
             # The container's own answer never came: SageMaker reports that as ModelError 424.

@@ -154,7 +154,9 @@ def test_container_failing_mid_body_is_a_model_stream_error() -> None:
     run(main())
 
 
-def test_invoke_endpoint_returns_the_whole_body() -> None:
+def test_invoke_endpoint_returns_the_whole_body(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="simulator")
+
     async def main() -> None:
         async with _simulator(split=SplitPolicy.parse("byte")) as sim:  # no effect without a stream
             client = runtime_client(sim.http1_url, max_attempts=1, read_timeout=20)
@@ -165,6 +167,11 @@ def test_invoke_endpoint_returns_the_whole_body() -> None:
             assert response["Body"].read() == invocation_body("Hi.", "pcm")
 
     run(main())
+    (end,) = [getattr(r, "kokoro_fields", {}) for r in caplog.records if r.getMessage() == "session end"]
+    # The session line counts the bodies' bytes (no PayloadParts in InvokeEndpoint).
+    assert end["api"] == "invoke" and end["parts_in"] == end["parts_out"] == 0
+    assert end["bytes_in"] == len(b'{"text": "Hi.", "format": "pcm"}')
+    assert end["bytes_out"] == len(invocation_body("Hi.", "pcm"))
 
 
 def test_unknown_endpoint_and_oversized_body_are_validation_errors() -> None:
