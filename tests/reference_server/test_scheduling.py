@@ -401,8 +401,12 @@ def test_two_listeners_share_the_model_new_speech_first():
 
     async def scenario():
         one, two = Listener(), Listener()
+        history = runtime.scheduler.history
+        before = history[-1][0] if history else -1  # the warm-up's steps
         first = asyncio.create_task(_speak(runtime, BENCH_REPLY, one, clock))
-        while runtime.scheduler.history[-1][1].first is False or not one.queued_s(clock()):
+        # Until the first session's first segment is out. Not "the last step is a first one": the model
+        # thread may take the next step before this loop looks, and then that never holds again.
+        while not (any(grant.first for seq, grant in history if seq > before) and one.queued_s(clock())):
             await asyncio.sleep(0.001)
         second = asyncio.create_task(_speak(runtime, LONG_REPLIES[1][1:], two, clock))
         while not runtime.scheduler.is_waiting(two) and not two.queued_s(clock()):
