@@ -22,7 +22,16 @@ from protocol import schemas
 from protocol.pcm import SampleAligner, parse_wav_header
 from protocol.sse import SSEDecoder, decode_base64_strict
 
-__all__ = ["CONTAINERS", "Container", "SSEBody", "decode_container", "decode_pcm", "decode_sse", "decode_wav"]
+__all__ = [
+    "CONTAINERS",
+    "Container",
+    "PartsReader",
+    "SSEBody",
+    "decode_container",
+    "decode_pcm",
+    "decode_sse",
+    "decode_wav",
+]
 
 _STREAMING_SIZE = 0xFFFFFFFF
 _EVENT_BLOCK = re.compile(rb"event: ([a-z_]+)\ndata: ([^\r\n]*)\n\n")
@@ -54,7 +63,7 @@ CONTAINERS = {
 """The formats of §11.7 by name."""
 
 
-class _PartsReader:
+class PartsReader:
     """A file object that hands a demuxer the parts as they came: a read stops at the end of a part (a short
     read, as from a socket or a PayloadPart stream); it cannot seek."""
 
@@ -97,7 +106,7 @@ def decode_container(parts: Iterable[bytes], fmt: str) -> tuple[bytes, int]:
     )
     chunks: list[np.ndarray] = []
     try:
-        with av.open(_PartsReader(parts), mode="r", format=container.demuxer) as media:
+        with av.open(PartsReader(parts), mode="r", format=container.demuxer) as media:
             assert media.streams.audio, f"FFmpeg finds no audio stream in the {fmt} body"
             stream = media.streams.audio[0]
             codec = stream.codec_context

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from server_harness import GUARD_S
 from tone_backend import SAMPLE_RATE, ToneBackend, expected_samples
 
+from conformance.bodies import PartsReader  # the reader the suite feeds FFmpeg with
 from protocol.encodings import encode_pcm16
 from protocol.sse import SSEDecoder, decode_base64_strict
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder, available_formats
@@ -27,27 +28,6 @@ av = pytest.importorskip("av")
 DEMUXERS = {"opus": "ogg", "flac": "flac", "aac": "aac", "mp3": "mp3"}
 CODECS = {"opus": "opus", "flac": "flac", "aac": "aac", "mp3": "mp3float"}  # FFmpeg decoder names
 FORMATS = ["opus", "flac", "aac", "mp3"]
-
-
-class PartsReader:
-    """A file object that hands the demuxer the body's parts as they came: each read() stops at the end
-    of the current part (a short read), as a socket or a SageMaker PayloadPart stream does."""
-
-    def __init__(self, parts: list[bytes]) -> None:
-        self._parts = [p for p in parts if p]
-        self._offset = 0
-
-    def read(self, size: int = -1) -> bytes:
-        if not self._parts:
-            return b""
-        part = self._parts[0]
-        n = len(part) - self._offset if size < 0 else min(size, len(part) - self._offset)
-        data = part[self._offset : self._offset + n]
-        self._offset += n
-        if self._offset == len(part):
-            self._parts.pop(0)
-            self._offset = 0
-        return data
 
 
 def decode(parts: list[bytes], fmt: str) -> tuple[np.ndarray, int]:
