@@ -126,9 +126,11 @@ class LocalStack:
         """Start the container (through the simulator), the simulator's doors, then the agent.
 
         Raises:
+            AgentPortError: the agent's port cannot be bound (checked first, before anything starts).
             simulator.container.ContainerStartError: the TTS container did not become healthy.
-            RuntimeError: the agent's server did not start (for example, its port is taken).
+            RuntimeError: the agent's server did not start.
         """
+        listener = self._bind_agent_port()
         import uvicorn
 
         from reference_agent.app import create_app
@@ -139,7 +141,11 @@ class LocalStack:
         self.simulator = Simulator(
             self._container or self._default_container(), host=self.host, port=self.simulator_port
         )
-        await self.simulator.start()
+        try:
+            await self.simulator.start()
+        except BaseException:
+            listener.close()
+            raise
         try:
             ca_file = self.simulator.ca_file
             settings = replace(
@@ -167,19 +173,6 @@ class LocalStack:
                 lifespan="on",
             )
             self._server = uvicorn.Server(config)
-            # Bound here, not by uvicorn: uvicorn answers a taken port with sys.exit(3) inside its task,
-            # which escapes the event loop as a traceback.
-            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            listener = socket.socket(family, socket.SOCK_STREAM)
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                listener.bind((self.host, self.agent_port))
-            except OSError as exc:
-                listener.close()
-                raise AgentPortError(
-                    f"the agent cannot listen on {self.host}:{self.agent_port}: {exc.strerror}; "
-                    "choose another --port (0: any free port)"
-                ) from exc
             serving = self._server.serve(sockets=[listener])
             self._server_task = asyncio.create_task(serving, name="agent-server")
             while not self._server.started:
@@ -189,8 +182,25 @@ class LocalStack:
                 await asyncio.sleep(0.02)
             self.agent_port = self._server.servers[0].sockets[0].getsockname()[1]
         except BaseException:
+            listener.close()
             await self.stop()
             raise
+
+    def _bind_agent_port(self) -> socket.socket:
+        """The agent's listening socket, bound here rather than by uvicorn, which answers a taken port
+        with sys.exit(3) inside its task (a traceback out of the event loop)."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        listener = socket.socket(family, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind((self.host, self.agent_port))
+        except OSError as exc:
+            listener.close()
+            raise AgentPortError(
+                f"the agent cannot listen on {self.host}:{self.agent_port}: {exc.strerror}; "
+                "choose another --port (0: any free port)"
+            ) from exc
+        return listener
 
     @property
     def agent_url(self) -> str:
