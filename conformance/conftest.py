@@ -235,12 +235,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     result = item.config.stash[_RESULTS].get(item.nodeid)
     if case is None or result is None or report.when == "teardown":
         return report
-    result.duration_s += report.duration
-    meta = item.config.stash[_RESULTS].meta
-    if report.when == "setup" and "startup_s" in meta and not meta.get("startup_charged"):
-        # The first case that needs the target pays for starting it: that is not the case's own time.
-        meta["startup_charged"] = True
-        result.duration_s = max(0.0, result.duration_s - meta["startup_s"])
+    # The suite's own start-up (the target, the local agent) is not the case's time (deadline.uncharged).
+    result.duration_s = max(0.0, result.duration_s + report.duration - deadline.take_uncharged())
     if report.when == "setup":
         if report.failed:
             result.verdict = Verdict.FAILED
@@ -355,28 +351,28 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
         yield LiveTarget(endpoint, region, ca_file=config.getoption("ca_file"), **urls)
         return
     started = time.monotonic()
-    url = config.getoption("container_url")
     process: ContainerProcess | None = None
-    if url is None:
-        directory: Path | None = config.getoption("report")
-        log_dir = directory if directory is not None else Path(tempfile.mkdtemp(prefix="conformance-"))
-        process = ContainerProcess(
-            config.getoption("container_cmd"),
-            log_dir / "container.log",
-            startup_timeout_s=config.getoption("startup_timeout"),
-        )
-        meta.update(container_cmd=process.command, container_log=str(process.log_path))
-        process.start()
-        url = process.url
-    meta["container_url"] = url
-    try:
-        simulator = SimulatorTarget(url, process)
-    except BaseException:
-        if process is not None:
-            process.stop()
-        raise
+    with deadline.uncharged():  # starting the target is not the first case's time
+        url = config.getoption("container_url")
+        if url is None:
+            directory: Path | None = config.getoption("report")
+            log_dir = directory if directory is not None else Path(tempfile.mkdtemp(prefix="conformance-"))
+            process = ContainerProcess(
+                config.getoption("container_cmd"),
+                log_dir / "container.log",
+                startup_timeout_s=config.getoption("startup_timeout"),
+            )
+            meta.update(container_cmd=process.command, container_log=str(process.log_path))
+            process.start()
+            url = process.url
+        meta["container_url"] = url
+        try:
+            simulator = SimulatorTarget(url, process)
+        except BaseException:
+            if process is not None:
+                process.stop()
+            raise
     meta["startup_s"] = round(time.monotonic() - started, 2)
-    deadline.start()  # the first case's clock starts once the target is up
     try:
         yield simulator
     finally:

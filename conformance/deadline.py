@@ -14,7 +14,9 @@ real time is not certifiable anyway.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 
 __all__ = [
     "DEFAULT_CASE_TIMEOUT_S",
@@ -24,6 +26,8 @@ __all__ = [
     "expired",
     "remaining",
     "start",
+    "take_uncharged",
+    "uncharged",
 ]
 
 DEFAULT_CASE_TIMEOUT_S = 120.0
@@ -33,6 +37,7 @@ _MINIMUM_S = 0.05
 
 _seconds = DEFAULT_CASE_TIMEOUT_S
 _ends: float | None = None
+_uncharged_s = 0.0
 
 
 class CaseTimeout(TimeoutError):
@@ -45,6 +50,32 @@ def start(seconds: float | None = None) -> None:
     if seconds is not None:
         _seconds = float(seconds)
     _ends = time.monotonic() + _seconds
+
+
+@contextlib.contextmanager
+def uncharged() -> Iterator[None]:
+    """The suite's own start-up work (starting the target, importing and starting the local agent).
+
+    What runs inside is not the server's time: when it ends, the current case's clock is pushed back by
+    what it took, and the seconds add up in :func:`take_uncharged`, which the plugin subtracts from the
+    case's reported duration. Waits on the server under test never belong in here.
+    """
+    global _ends, _uncharged_s
+    began = time.monotonic()
+    try:
+        yield
+    finally:
+        spent = time.monotonic() - began
+        _uncharged_s += spent
+        if _ends is not None:
+            _ends += spent
+
+
+def take_uncharged() -> float:
+    """Seconds spent in :func:`uncharged` since the last call (then zero)."""
+    global _uncharged_s
+    spent, _uncharged_s = _uncharged_s, 0.0
+    return spent
 
 
 def case_timeout() -> float:

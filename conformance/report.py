@@ -183,7 +183,7 @@ class Results:
         cases_dir.mkdir(parents=True, exist_ok=True)
         defects = self.defects()
         index: dict[str, Any] = {
-            **{k: v for k, v in self.meta.items() if k != "startup_charged"},
+            **self.meta,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
             "duration_s": round(time.time() - self.started, 1),
             "counts": dict(self.counts()),
