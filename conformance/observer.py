@@ -353,6 +353,8 @@ class Observer:
         self.errors: list[tuple[int, ErrorView]] = []
         self.findings: list[Finding] = []
         self.fed = 0
+        self.orphans: dict[str | None, CompleteView] = {}
+        """``synthesis_complete`` frames that closed no open bracket (§6.1), by the id they name."""
         self._requests: dict[str, deque[Mapping[str, Any]]] = {}
         self._assigned: deque[Mapping[str, Any]] = deque()
 
@@ -413,6 +415,8 @@ class Observer:
                 answer = self.answers.get(event.key) if event.key is not None else None
                 if answer is not None:
                     answer.complete = CompleteView.read(event.reading)
+                elif event.key is None:
+                    self.orphans[event.reading.string("request_id")] = CompleteView.read(event.reading)
             elif isinstance(event, MarksSeen):
                 answer = self.answers.get(event.key) if event.key is not None else None
                 if answer is not None:

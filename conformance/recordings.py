@@ -318,14 +318,20 @@ def long_text(target: Target, loop: LoopThread) -> Recording:
             side.append(asyncio.create_task(_poll_ping(target.container_url, stop, checks)))
         sent = time.monotonic()
         await _send_all(session, recording, (request,))
+
+        def refused() -> bool:  # an error frame named it before its bracket opened (§6.3)
+            return "long-1" not in session.answers and any(
+                error.request_id == "long-1" for _, error in session.observer.errors
+            )
+
         try:
             # The second session opens once synthesis is under way: after the first audio message.
-            while not any(not m.is_control for m in session.messages):
+            while not any(not m.is_control for m in session.messages) and not refused():
                 if await session.receive() is None:
                     break
             extra["first_audio_s"] = round(time.monotonic() - sent, 3)
             side.append(asyncio.create_task(_second_session(target, extra)))
-            await session.wait(lambda: "long-1" in session.completes_seen(), "long-1 was completed")
+            await session.answer("long-1")  # raises if it was refused
             extra["synthesis_s"] = round(time.monotonic() - sent, 3)
             await session.close()
             await session.drain_after_close(recording.expect)

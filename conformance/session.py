@@ -312,7 +312,8 @@ class Session:
 
         Raises:
             SessionEnded: the stream ended first.
-            AssertionError: an error frame refused the request (it will get no bracket).
+            AssertionError: an error frame refused the request (it will get no bracket), or its
+                ``synthesis_complete`` came without its ``synthesis_start`` (no bracket to close, §6.1).
         """
 
         def refusal() -> Any:
@@ -321,20 +322,51 @@ class Session:
                 None,
             )
 
+        def unopened() -> bool:
+            return request_id not in self.observer.answers and request_id in self.observer.orphans
+
         def done() -> bool:
-            return self.observer.completed(request_id) or (
-                request_id not in self.observer.answers and refusal() is not None
+            return (
+                self.observer.completed(request_id)
+                or unopened()
+                or (request_id not in self.observer.answers and refusal() is not None)
             )
 
         await self.wait(done, f"{request_id!r} was completed")
-        if not self.observer.completed(request_id):
-            error = refusal()
-            raise AssertionError(f"{request_id!r} was refused: {error.code}: {error.message[:200]}")
-        return self.observer.answers[request_id]
+        if self.observer.completed(request_id):
+            return self.observer.answers[request_id]
+        if unopened():
+            raise AssertionError(
+                f"{request_id!r} got a synthesis_complete without a synthesis_start: no bracket opened for it"
+            )
+        error = refusal()
+        raise AssertionError(f"{request_id!r} was refused: {error.code}: {error.message[:200]}")
 
     async def completions(self, count: int) -> list[Answer]:
-        """Read until ``count`` brackets are closed; return every answer so far, in order."""
-        await self.wait(lambda: self.observer.completions() >= count, f"{count} request(s) were completed")
+        """Read until ``count`` brackets are closed; return every answer so far, in order.
+
+        For requests sent without an id (the server assigns it, §4.1): a refusing error frame that names no
+        request, arriving while this waits, is taken as the refusal of the request awaited (§6.3).
+
+        Raises:
+            SessionEnded: the stream ended first.
+            AssertionError: such a refusal arrived first (the request will get no bracket).
+        """
+        seen = len(self.observer.errors)
+
+        def refusal() -> Any:
+            return next(
+                (e for _, e in self.observer.errors[seen:] if e.request_id is None and e.code in _REFUSING),
+                None,
+            )
+
+        await self.wait(
+            lambda: self.observer.completions() >= count or refusal() is not None,
+            f"{count} request(s) were completed",
+        )
+        if self.observer.completions() < count:
+            error = refusal()
+            raise AssertionError(f"a request without an id was refused: {error.code}: {error.message[:200]}")
         return list(self.observer.history)
 
     async def drain(self) -> None:
