@@ -165,10 +165,25 @@ class _InterleaveSession(ToneSession):
     def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
         super().__init__(server, websocket)
         self._extra: list[bytes | str] = []
+        self._unanswered = 0
+        self._close_requested = False
 
     def on_accepted(self, request: SynthesisRequest) -> None:
         # Every request is answered at once, on its own task: brackets overlap and audio interleaves.
+        self._unanswered += 1
         asyncio.get_running_loop().create_task(self._answer(request))
+
+    def on_close_requested(self) -> None:
+        self._close_requested = True
+
+    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
+        # No marks: the session only marks its started head request, and these answers bypass its queue.
+        pass
+
+    def should_close(self) -> bool:
+        # The session's own queue never drains (the answers bypass it): close once every request is
+        # answered after close, as §7.1 asks, so the defect is the interleaving only.
+        return self._close_requested and not self._unanswered and not self._extra
 
     async def _answer(self, request: SynthesisRequest) -> None:
         request_id = request.request_id or "r0"
@@ -193,6 +208,7 @@ class _InterleaveSession(ToneSession):
             elapsed_s=time.monotonic() - started,
         )
         self._extra.append(complete.to_json())
+        self._unanswered -= 1
         self.kick()
 
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
