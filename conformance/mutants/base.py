@@ -411,6 +411,12 @@ class ToneSession:
         return self.session.close_code or 1000
 
 
+IDLE_TIMEOUT_S = 3.0
+"""The tone servers' ``utterance_idle_timeout_s`` (§10; advertised by ``describe``): shorter than the default
+20 s so that the idle-timeout case takes seconds, far longer than any pause between an utterance's messages in
+the suite."""
+
+
 class ToneServer:
     """The unbroken server. ``session_class`` is the hook most mutants replace."""
 
@@ -429,7 +435,7 @@ class ToneServer:
     """Languages listed with ``word_timings: true`` in ``capabilities`` (§14.1)."""
 
     def __init__(self) -> None:
-        self.limits = Limits()
+        self.limits = Limits(utterance_idle_timeout_s=IDLE_TIMEOUT_S)
         self.voices = KOKORO_VOICES
         self.synth = ToneSynthesizer()
         self.sessions = 0

@@ -10,11 +10,11 @@ import asyncio
 import json
 import math
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import numpy as np
 
 from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
-from protocol.limits import Limits
 from protocol.messages import SynthesisRequest
 
 __all__ = ["BigFrames", "LateCancel", "SegmentFrames", "WholeTextFirst", "WrapsAround"]
@@ -104,7 +104,7 @@ class BigFrames(ToneServer):
 
     def __init__(self) -> None:
         super().__init__()
-        self.limits = Limits(max_audio_frame_bytes=65_536)
+        self.limits = replace(self.limits, max_audio_frame_bytes=65_536)
 
 
 class _LoudWrappingSynthesizer(ToneSynthesizer):
