@@ -385,6 +385,20 @@ def _configure_espeak() -> None:
             os.environ.get("PHONEMIZER_ESPEAK_LIBRARY") or espeakng_loader.get_library_path()
         )
         EspeakWrapper.set_data_path(espeakng_loader.get_data_path())
+        phonemizer_log = logging.getLogger("phonemizer")
+        if not any(isinstance(f, _WordsMismatchHandled) for f in phonemizer_log.filters):
+            phonemizer_log.addFilter(_WordsMismatchHandled())
+
+
+class _WordsMismatchHandled(logging.Filter):
+    """Drops phonemizer's "words count mismatch" warning: :meth:`EspeakG2P._convert` checks the word count
+    itself and phonemizes word by word when it differs, so the warning says nothing a listener hears.
+
+    A filter on the logger, not a level: phonemizer resets the logger's level and handlers each time it
+    makes a backend, but keeps its filters."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("words count mismatch")
 
 
 def _recording_cutlet() -> Any:

@@ -171,3 +171,14 @@ def test_word_timings_are_the_frames_of_each_words_symbols():
     ]
     with pytest.raises(ValueError, match="durations"):
         word_timings(segment, durations[:-1])
+
+
+def test_a_word_count_mismatch_is_handled_not_logged(phonemizer, caplog):
+    """espeak-ng says "1500" in several words; EspeakG2P phonemizes word by word then, so each word keeps its
+    phonemes (and timings), and phonemizer's "words count mismatch" warning is not passed on as noise."""
+    text = "Il a payé 1500 euros pour 3 chats."
+    with caplog.at_level("INFO"):
+        [segment] = list(phonemizer.segments(text, "ff_siwis"))
+    assert [w.text for w in segment.words] == text.split()
+    assert all(w.start < w.end for w in segment.words[:-1])
+    assert not [r for r in caplog.records if r.name.startswith("phonemizer")], caplog.text
