@@ -30,6 +30,7 @@ per-session lines.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
@@ -137,16 +138,30 @@ class JsonFormatter(logging.Formatter):
 
 
 class _UvicornLines(logging.Filter):
-    """Drops uvicorn's per-connection lines and the traceback of a client's protocol fault."""
+    """uvicorn's lines as the project's: named ``uvicorn`` (its general log is the logger ``uvicorn.error``,
+    which made "INFO uvicorn.error: Started server process" read as an error), its per-connection lines
+    dropped, and one line without a traceback for a client's protocol fault and for the lifespan cancelled
+    by a forced exit (a second Ctrl-C)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.name != "uvicorn.error":
             return True
-        if record.msg in _UVICORN_CLIENT_FAULTS:
+        record.name = "uvicorn"
+        if record.msg in _UVICORN_CLIENT_FAULTS or _forced_exit(record):
+            if record.exc_info and record.msg not in _UVICORN_CLIENT_FAULTS:
+                record.msg, record.args = "lifespan cancelled: forced exit, application shutdown skipped", ()
             record.exc_info = None
             record.exc_text = None
             record.levelno, record.levelname = logging.INFO, "INFO"
         return record.msg not in _UVICORN_CONNECTION_LINES
+
+
+def _forced_exit(record: logging.LogRecord) -> bool:
+    """uvicorn's lifespan error when a second Ctrl-C forced the exit: the lifespan task was cancelled."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return str(record.msg).startswith("Exception in 'lifespan' protocol") and isinstance(
+        exc, asyncio.CancelledError | KeyboardInterrupt
+    )
 
 
 def log_settings(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -97,6 +98,7 @@ def test_configure_logging_writes_one_format_and_quiets_per_call_loggers(restore
     logging.getLogger("uvicorn.error").info("Started server process [%d]", 1)
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [line["message"] for line in lines] == ["session end", "Started server process [1]"]
+    assert lines[1]["logger"] == "uvicorn"  # not "uvicorn.error": the line is not an error
     assert lines[0]["outcome"] == "input-ended" and "note" not in lines[0]
     configure_logging("debug", "text", stream=stream, environ={})  # reconfiguring never duplicates
     assert len(logging.getLogger().handlers) == 1
@@ -111,6 +113,24 @@ def test_a_client_utf8_fault_in_uvicorn_is_one_line(restore_logging):
     except UnicodeDecodeError:
         logging.getLogger("uvicorn.error").exception("Invalid UTF-8 sequence received from client.")
     assert stream.getvalue().count("\n") == 1 and "Traceback" not in stream.getvalue()
+
+
+def test_a_forced_exit_cancelling_uvicorns_lifespan_is_one_line(restore_logging):
+    """A second Ctrl-C makes uvicorn skip the application's shutdown; the cancelled lifespan is not a
+    traceback (issue 15: no traceback on Ctrl-C)."""
+    stream = io.StringIO()
+    configure_logging("info", "text", stream=stream, environ={})
+    try:
+        raise asyncio.CancelledError
+    except asyncio.CancelledError as exc:
+        logging.getLogger("uvicorn.error").error("Exception in 'lifespan' protocol\n", exc_info=exc)
+    try:
+        raise ValueError("a real failure")
+    except ValueError as exc:
+        logging.getLogger("uvicorn.error").error("Exception in 'lifespan' protocol\n", exc_info=exc)
+    first, second = stream.getvalue().split("\n", 1)
+    assert "INFO uvicorn: lifespan cancelled: forced exit" in first and "Traceback" not in first
+    assert "ERROR uvicorn: Exception in 'lifespan' protocol" in second and "ValueError" in second
 
 
 def test_command_line_options_name_their_variables_and_defaults():
