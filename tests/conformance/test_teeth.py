@@ -12,6 +12,8 @@ its report serves every assertion about it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +21,33 @@ import pytest
 
 from conformance.cases import Level, catalogue
 from conformance.mutants import AWS_SAMPLE_DEFECTS, MUTANTS
-from conformance.mutants.teeth import ISOLATION, certify, certify_many, mutant_cmd, row_fingerprint, verdicts
+from conformance.mutants.teeth import (
+    CONTROL,
+    ISOLATION,
+    certify,
+    certify_many,
+    mutant_cmd,
+    row_fingerprint,
+    verdicts,
+)
 
 JOBS = 2
-"""Mutant runs at once: each is a pytest process, a mutant server and a simulator (two cores)."""
+"""Mutant workers at once: each a pytest process running one session per mutant, beside a mutant server."""
 
 CAUGHT = [name for name in MUTANTS if MUTANTS[name].caught_by]
+
+CANCEL_CASES = ("4.2.1", "4.2.2", "4.2.3", "7.2.1", "15.5.1")
+UTTERANCE_CASES = tuple(case.id for case in catalogue() if case.section.startswith("§15"))
+BLEND_CASES = ("4.1.16", "4.1.17", "4.1.18", "4.1.19", "4.1.20")
+
+SIDE_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "aws-sample": ("aws-sample", ()),
+    "control": ("base", ()),
+    "no-cancel": ("no-cancel", (*CANCEL_CASES, "4.1.1")),
+    "no-utterances": ("no-utterances", (*UTTERANCE_CASES, "4.1.1")),
+}
+"""Runs of the suite, each in its own ``python -m pytest`` as a user runs it: name -> (mutant, cases; none:
+the whole suite). They mostly wait on the tone server's paced audio, so they run beside the mutant workers."""
 
 
 def run_suite(tmp: Path, container_cmd: str | None, cases: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -33,14 +56,20 @@ def run_suite(tmp: Path, container_cmd: str | None, cases: tuple[str, ...] = ())
 
 
 @pytest.fixture(scope="module")
-def caught_runs() -> dict[str, dict[str, Any]]:
-    """Every mutant certified against the cases named to catch it, ``JOBS`` at a time (one run each)."""
+def side_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[dict[str, Any]]]]:
+    """:data:`SIDE_RUNS`, started at once in the background (the tests wait for the one they read)."""
+    with ThreadPoolExecutor(max_workers=len(SIDE_RUNS)) as pool:
+        yield {
+            name: pool.submit(run_suite, tmp_path_factory.mktemp(name), mutant_cmd(mutant), cases)
+            for name, (mutant, cases) in SIDE_RUNS.items()
+        }
+
+
+@pytest.fixture(scope="module")
+def caught_runs(side_runs: dict[str, Future[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Every mutant certified against the cases named to catch it, ``JOBS`` workers at a time (a session
+    each), then the control in each worker. The side runs start first and go on meanwhile."""
     return certify_many(CAUGHT, jobs=JOBS)
-
-
-CANCEL_CASES = ("4.2.1", "4.2.2", "4.2.3", "7.2.1", "15.5.1")
-UTTERANCE_CASES = tuple(case.id for case in catalogue() if case.section.startswith("§15"))
-BLEND_CASES = ("4.1.16", "4.1.17", "4.1.18", "4.1.19", "4.1.20")
 
 
 LEVELS = {case.id: case.level for case in catalogue()}
@@ -63,11 +92,26 @@ def test_mutant_is_caught(caught_runs: dict[str, dict[str, Any]], name: str) -> 
     assert not index.get("suite_errors"), f"suite errors: {index.get('suite_errors')}\n{index['output']}"
 
 
-def test_aws_sample_server_fails_only_the_cases_of_the_clauses_it_breaks(tmp_path: Path) -> None:
+def test_sessions_in_one_worker_leave_nothing_behind(caught_runs: dict[str, dict[str, Any]]) -> None:
+    """The mutants of one worker share its process: after them, the unbroken control, in the same process,
+    passes every case they failed (a case failed by what an earlier session left would fail it too)."""
+    controls = {name: index for name, index in caught_runs.items() if name.startswith(f"{CONTROL}#")}
+    assert len(controls) == JOBS, sorted(caught_runs)
+    for name, index in controls.items():
+        seen = verdicts(index)
+        assert len(seen) >= 10, f"{name}: {len(seen)} cases\n{index['output']}"
+        wrong = {case_id: verdict for case_id, verdict in seen.items() if verdict != "OK"}
+        assert not wrong, f"{name} failed cases after the mutants: {wrong}\n{index['output']}"
+        assert index["returncode"] == 0
+
+
+def test_aws_sample_server_fails_only_the_cases_of_the_clauses_it_breaks(
+    side_runs: dict[str, Future[dict[str, Any]]],
+) -> None:
     """Issue 12: the AWS sample's frame shapes and close behaviour fail only the cases of the requirements
     they break, each defect listed once (it once got 139 of 157 cases FAILED); the agent cases cannot run
     on it (SKIPPED)."""
-    index = run_suite(tmp_path, mutant_cmd("aws-sample"))
+    index = side_runs["aws-sample"].result()
     seen = verdicts(index)
     failed = sorted(c for c, v in seen.items() if v == "FAILED")
     assert failed == sorted(AWS_SAMPLE_DEFECTS), f"FAILED: {failed}\n{index['output']}"
@@ -101,9 +145,9 @@ def test_isolation_record_is_current() -> None:
     )
 
 
-def test_control_passes_every_case(tmp_path: Path) -> None:
+def test_control_passes_every_case(side_runs: dict[str, Future[dict[str, Any]]]) -> None:
     """The unbroken tone server passes the whole suite; MP3 (OPTIONAL, §11.5) is UNIMPLEMENTED."""
-    index = run_suite(tmp_path, mutant_cmd("base"))
+    index = side_runs["control"].result()
     seen = verdicts(index)
     assert len(seen) == len(catalogue()), f"{len(seen)} verdicts for {len(catalogue())} cases"
     wrong = {
@@ -113,19 +157,23 @@ def test_control_passes_every_case(tmp_path: Path) -> None:
     assert index["returncode"] == 0
 
 
-def test_server_without_optional_cancel_is_unimplemented_not_failed(tmp_path: Path) -> None:
+def test_server_without_optional_cancel_is_unimplemented_not_failed(
+    side_runs: dict[str, Future[dict[str, Any]]],
+) -> None:
     """Cancel is OPTIONAL (§1.5): a server refusing it with unknown_type gets UNIMPLEMENTED and passes."""
-    index = run_suite(tmp_path, mutant_cmd("no-cancel"), (*CANCEL_CASES, "4.1.1"))
+    index = side_runs["no-cancel"].result()
     seen = verdicts(index)
     expected = dict.fromkeys(CANCEL_CASES, "UNIMPLEMENTED")
     assert {c: seen.get(c) for c in CANCEL_CASES} == expected, index["output"]
     assert seen.get("4.1.1") == "OK" and index["returncode"] == 0, index["output"]
 
 
-def test_server_without_optional_utterances_is_unimplemented_not_failed(tmp_path: Path) -> None:
+def test_server_without_optional_utterances_is_unimplemented_not_failed(
+    side_runs: dict[str, Future[dict[str, Any]]],
+) -> None:
     """Utterances are OPTIONAL (§1.5, §15.1): a version 1 server refusing their messages with unknown_type
     gets UNIMPLEMENTED for every utterance case and passes."""
-    index = run_suite(tmp_path, mutant_cmd("no-utterances"), (*UTTERANCE_CASES, "4.1.1"))
+    index = side_runs["no-utterances"].result()
     seen = verdicts(index)
     assert len(UTTERANCE_CASES) >= 8
     expected = dict.fromkeys(UTTERANCE_CASES, "UNIMPLEMENTED")
