@@ -315,7 +315,8 @@ class Answer:
     def seconds(self, received: int) -> float:
         """``received`` bytes of this bracket's audio in seconds (see :attr:`duration_s`)."""
         declared = self.start.obj.get("encoding")
-        width = ENCODINGS[declared].sample_width if declared in ENCODINGS else 2
+        # Whatever a server put there: only a known encoding's name (a string) changes the width.
+        width = ENCODINGS[declared].sample_width if isinstance(declared, str) and declared in ENCODINGS else 2
         return received / width / self.start.sample_rate
 
     @property

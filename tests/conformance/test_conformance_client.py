@@ -195,3 +195,23 @@ def test_observer_collects_answers_and_errors() -> None:
     assert observer.errors_since(1) == []
     assert observer.answers["a"].frames == [4] and observer.answers["a"].duration_s == 2 / 24000
     assert observer.findings == []
+
+
+def test_a_start_whose_encoding_is_not_a_string_is_read_as_pcm16le() -> None:
+    """A hostile server's ``"encoding": [...]`` once made the suite itself raise TypeError (unhashable):
+    the member is a finding on its clause, and the audio is still measured (2-byte samples)."""
+    observer = observe(
+        [start(encoding=["pcm_mulaw"]), audio(b"\x01\x00\x02\x00"), complete(4)],
+        faithful_data_types=True,
+        expect=["a"],
+    )
+    assert observer.answers["a"].duration_s == 2 / 24000
+    assert observer.findings, "the malformed encoding is a finding"
+
+
+def test_a_complete_without_its_start_is_kept_by_the_id_it_names() -> None:
+    """A synthesis_complete that closes no bracket is a finding, and the observer keeps it by the id it
+    names, so a case waiting on that request ends instead of waiting out its deadline."""
+    observer = observe([complete(0, "x")], faithful_data_types=True, expect=["x"])
+    assert "x" not in observer.answers and observer.orphans["x"].status == "completed"
+    assert clauses_of(observer) == [clauses.ONE_BRACKET]
