@@ -31,7 +31,7 @@ from conformance.loop import WEDGED_LOOP_GRACE_S
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ROOT / "tests" / "conformance" / "hostile_servers.py"
 
-DEADLINES_S = {"garbage": 0.75, "malformed": 0.75, "silent": 0.5, "closer": 0.75, "flaky": 1.0}
+DEADLINES_S = {"garbage": 0.75, "malformed": 0.75, "silent": 0.3, "closer": 0.75, "flaky": 1.0}
 """``--case-timeout`` per server: short, so a run against a server that never answers stays short (the silent
 server makes every case wait its whole deadline)."""
 

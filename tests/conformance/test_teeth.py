@@ -31,7 +31,7 @@ from conformance.mutants.teeth import (
     verdicts,
 )
 
-JOBS = 2
+JOBS = 3
 """Mutant workers at once: each a pytest process running one session per mutant, beside a mutant server."""
 
 CAUGHT = [name for name in MUTANTS if MUTANTS[name].caught_by]
