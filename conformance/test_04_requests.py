@@ -289,7 +289,7 @@ def test_queue_full(conf: Probe) -> None:
             )
             await s.cancel()
             await s.close()
-            await s.drain_after_close([i for i, _ in frames[:32]], grace_s=30.0)
+            await s.drain_after_close([i for i, _ in frames[:32]])
             return [i for i, _ in frames[:32]], s.observer.errors_since(0), s.answers
 
     expected, errors, answers = conf.run(scenario())
