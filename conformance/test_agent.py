@@ -196,14 +196,14 @@ def _first(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     Level.MUST,
     requirement="as soon as it is complete, so the first sentence is heard while later ones are still being "
     "written.",
-    description="the same four-sentence scripted reply, written over about four seconds, in bidi then "
-    "batch mode",
+    description="the same four-sentence scripted reply, written over about three seconds (28 words, 10 a "
+    "second), in bidi then batch mode",
     expectation="bidi's first audio_chunk arrives while the reply is still being written (before its last "
     "text_delta) and earlier after agent_start than batch's, whose first audio follows the whole reply",
     source="reference_agent/pipeline.py",
 )
 def test_agent_bidi_speaks_before_batch(conf: Probe, agent: Invoke) -> None:
-    slow = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 6.0}
+    slow = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 10.0}
     timings = {}
     for mode in ("bidi", "batch"):
         request = {"prompt": "About the sea.", "mode": mode, "speed": 2.0, "scripted": slow}
@@ -245,7 +245,7 @@ def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
     Level.MUST,
     requirement="pipes every delta, as it comes, into one utterance (PROTOCOL.md §15): the TTS server cuts "
     "the text into segments itself and starts speaking at its first complete sentence.",
-    description="the same four-sentence scripted reply, written over about four seconds, in stream mode "
+    description="the same four-sentence scripted reply, written over about three seconds, in stream mode "
     "(each token appended to one utterance)",
     expectation="the SSE stream breaks no rule of reference_agent.checks (one utterance for the whole reply, "
     "every word spoken) and its first audio_chunk arrives while the reply is still being written",
@@ -254,7 +254,7 @@ def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
 def test_agent_stream_mode_speaks_one_utterance_while_writing(conf: Probe, agent: Invoke) -> None:
     from reference_agent.checks import check_stream
 
-    slow = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 6.0}
+    slow = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 10.0}
     chunks = _ask(conf, agent, {"prompt": "About the sea.", "mode": "stream", "speed": 2.0, "scripted": slow})
     events, _ = check_stream(chunks, expect="error")
     error = next((e for e in events if e.get("type") == "error"), None)
