@@ -12,11 +12,11 @@ Two checks:
 
 * **caught** (fast; ``tests/conformance/test_teeth.py``): only the mutant's ``caught_by`` cases run, and every
   one must be ``FAILED`` (``NON-STRICT`` for a SHOULD case).
-* **isolation** (slow; ``python -m conformance.mutants.teeth --isolation [NAME ...]``, a minute or two per
-  mutant on two cores): the whole suite runs against each mutant and the cases that are ``FAILED`` are
-  recorded in ``conformance/mutants/isolation.json``; the traceability matrix shows, per mutant, whether only
-  the cases of the requirements it breaks failed. Each entry keeps a fingerprint of the mutant's row, so a
-  test tells when a row changed since it was recorded.
+* **isolation** (slow; ``python -m conformance.mutants.teeth --isolation [NAME ...]``, about two minutes per
+  mutant, mostly waiting, so ``--jobs 6`` on two cores): the whole suite runs against each mutant and the
+  cases that are ``FAILED`` are recorded in ``conformance/mutants/isolation.json``; the traceability matrix
+  shows, per mutant, whether only the cases of the requirements it breaks failed. Each entry keeps a
+  fingerprint of the mutant's row, so a test tells when a row changed since it was recorded.
 """
 
 from __future__ import annotations
