@@ -417,7 +417,8 @@ class Session:
         ends, allowing ``grace_s`` seconds for the end (§7.1: the server closes once drained). A stream
         still open then is a finding on R7.1-3 (see :meth:`drain`), judged by the cases that own it.
 
-        ``None`` ids (assigned by the server) count as any completion. Returns whether the stream ended.
+        ``None`` ids (assigned by the server) count as any completion; refused requests (§6.3) are owed
+        nothing. Returns whether the stream ended.
 
         Raises:
             SessionEnded: the stream ended before every request completed.
@@ -427,7 +428,9 @@ class Session:
 
         def done() -> bool:
             seen = self.completes_seen()
-            return named <= seen and self.observer.completions() >= len(wanted)
+            # Nothing outstanding: every request was answered or refused (§6.3), and none is owed.
+            owed = self.observer.reader.outstanding
+            return (named <= seen and self.observer.completions() >= len(wanted)) or not owed
 
         await self.wait(done, f"all of {wanted} were completed after close")
         return await self.drain(grace_s)
