@@ -298,6 +298,34 @@ class IncrementalSentenceChunker:
         rest = " ".join(chunk.text for chunk in self.finish())
         return rest or None
 
+    @property
+    def held(self) -> str:
+        """The pending chunk: clean text received and not yet returned (markdown removed, whitespace
+        collapsed; what the markdown stripper still holds is not in it). Its last word may be unfinished."""
+        return self._buf[self._start :]
+
+    def take(self, count: int) -> Chunk:
+        """Return the first ``count`` characters of :attr:`held` as a chunk of their own, before its end is
+        certain (a server that must speak a sentence still being written, PROTOCOL.md §15.3).
+
+        The cut must fall just after whitespace, so no word is split; the chunk's text is the taken
+        characters whitespace-normalized, and the rest of the pending chunk goes on as if it had started
+        there (later chunks and boundaries are decided as before).
+
+        Raises:
+            ValueError: ``count`` is not inside :attr:`held` or does not end at whitespace.
+        """
+        held = self.held
+        if not 0 < count < len(held) or not held[count - 1].isspace():
+            raise ValueError(f"take({count}) must end at whitespace inside the {len(held)} characters held")
+        text = _normalize(held[:count])
+        start = self._start + count
+        while start < len(self._buf) and self._buf[start].isspace():
+            start += 1
+        self._start = start
+        self._scan = max(self._scan, start)
+        return Chunk(text, False)
+
     def _push(self, clean: str) -> list[Chunk]:
         self._append(clean)
         chunks = []

@@ -107,6 +107,23 @@ class SpeechFrontend:
         """End the text; return the remaining pieces (usually one or none) and reset."""
         return self._pieces(self._chunker.finish())
 
+    @property
+    def held(self) -> str:
+        """Text received and not yet returned in a piece, as the chunker holds it (markdown removed,
+        whitespace collapsed, not normalized); its last word may be unfinished."""
+        return self._chunker.held
+
+    def take(self, count: int) -> Piece | None:
+        """The first ``count`` characters of :attr:`held` as a piece now, before its sentence ends
+        (:meth:`protocol.chunker.IncrementalSentenceChunker.take`); normalized like any piece, ``None``
+        when nothing speakable is left.
+
+        Raises:
+            ValueError: ``count`` is not inside :attr:`held` or does not end at whitespace.
+        """
+        pieces = self._pieces([self._chunker.take(count)])
+        return pieces[0] if pieces else None
+
     def _pieces(self, chunks: list[Chunk]) -> list[Piece]:
         pieces = []
         for chunk in chunks:

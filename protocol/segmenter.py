@@ -576,3 +576,63 @@ class Segmenter:
             limit = max(limit, lower + self.first_units)
             fitting = [cut for cut in allowed if cut.units <= limit] or allowed
         return max(fitting, key=lambda cut: (BOUNDARY_WEIGHT[cut.kind] * cut.units, cut.units, -cut.position))
+
+    def early_cut(self, text: str, max_units: float, *, first: bool = False) -> Cut | None:
+        """The best cut of a sentence that is still being written, within ``max_units`` (§10.1, §15.3).
+
+        ``text`` is the start of a sentence whose end has not arrived: its last token may still grow
+        (``"an"`` may become ``"and"``), so only the cuts between two tokens followed by whitespace are
+        considered, never :attr:`Boundary.END`. Only a cut at whitespace between two plain words (letters,
+        apostrophes and hyphens; the first may end in ``, ; :``) qualifies: the text front-end leaves
+        such words as they are (§14.2), so the words spoken do not depend on where the text was cut; a
+        figure, symbol or abbreviation next to the cut rules it out, and so does a run of Japanese or
+        Chinese text (no whitespace). The segment is at least ``min_units`` long and the choice among the
+        cuts within ``max_units`` is :meth:`next_cut`'s; when none fits, the shortest allowed cut is
+        taken: the listener is about to run dry and the shortest segment is ready soonest. With
+        ``first`` (the listener has nothing queued) nothing is cut until ``first_units`` of complete
+        words are written, then the best break within ``max(max_units, first_units)``, as
+        :meth:`next_cut` chooses a speech's first segment.
+
+        Returns:
+            the :class:`Cut` (``text[:position]`` is the segment), or ``None`` when no cut qualifies
+            (the text is too short, or has no plain-word boundary yet).
+        """
+        if text[-1:].isspace():
+            complete = text.rstrip()
+        else:  # the last token may still grow: leave it out
+            complete = text[: max((i for i, char in enumerate(text) if char.isspace()), default=0)].rstrip()
+        if not complete:
+            return None
+        if first and spoken_units(complete) < self.first_units:
+            return None  # not yet enough text for a first segment worth speaking
+        lower = 0.0 if first else self.min_units
+        limit = max(max_units, self.first_units) if first else max_units
+        allowed = [
+            cut
+            for cut in cuts(complete, self.language)
+            if cut.kind not in (Boundary.END, Boundary.FORBIDDEN)
+            and cut.units >= lower
+            and cut.units > 0
+            and complete[cut.position - 1].isspace()
+            and _plain(complete[: cut.position].split()[-1], trailing=True)
+            and _plain(complete[cut.position :].split()[0], trailing=False)
+        ]
+        if not allowed:
+            return None
+        fitting = [cut for cut in allowed if cut.units <= limit]
+        if not fitting:
+            return min(allowed, key=lambda cut: cut.units)
+        return max(fitting, key=lambda cut: (BOUNDARY_WEIGHT[cut.kind] * cut.units, cut.units, -cut.position))
+
+
+def _plain(token: str, *, trailing: bool) -> bool:
+    """A word the text front-end leaves alone: letters with inner apostrophes or hyphens; with
+    ``trailing``, one clause mark (``, ; :``) may follow it."""
+    if trailing and token[-1:] in (",", ";", ":"):
+        token = token[:-1]
+    parts = token.replace("’", "'").replace("-", "'").split("'")
+    return bool(token) and all(part and all(_is_letter(char) for char in part) for part in parts)
+
+
+def _is_letter(char: str) -> bool:
+    return char.isalpha() or unicodedata.category(char)[0] == "M"  # Devanagari vowel signs are marks

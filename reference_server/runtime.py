@@ -67,6 +67,7 @@ __all__ = [
     "PAUSE_S",
     "WAIT_FOR_TEXT",
     "AudioPiece",
+    "OpenText",
     "Readiness",
     "RequestAudio",
     "Runtime",
@@ -75,6 +76,23 @@ __all__ = [
 
 WAIT_FOR_TEXT = object()
 """What a synthesis step returns when an utterance has spoken all it holds and more text may come."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenText:
+    """The start of a sentence whose rest comes in a later piece: an utterance's text released before its
+    sentence ended, because its listener would otherwise run out of audio (PROTOCOL.md §10.1, §15.3).
+
+    Attributes:
+        text: the words released (normalized, single-spaced).
+        boundary: the kind of cut after them (:meth:`protocol.segmenter.Segmenter.early_cut`): the
+            segment that ends there keeps the pause of that boundary (:data:`PAUSE_S`), not a sentence's
+            trailing silence, and the next piece continues the sentence (no lead-in of a new one).
+    """
+
+    text: str
+    boundary: Boundary
+
 
 logger = logging.getLogger("reference_server")
 
@@ -281,16 +299,21 @@ class RequestAudio:
         self._pieces: Iterator[Any] | None = None  # the front-end's pieces of the request's text
         # A voice or a canonical blend (§4.1): its first letter is its language (§14.1).
         self.language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
-        self._sentences: deque[str] = deque()  # sentences of the text taken, not yet begun
+        # Sentences of the text taken, not yet begun, each with the boundary after it when the sentence
+        # goes on in a later piece (OpenText), else None.
+        self._sentences: deque[tuple[str, Boundary | None]] = deque()
         self._rest = ""  # the rest of a sentence that was cut
+        self._open: Boundary | None = None  # the boundary after _rest when its sentence goes on later
+        self._continues = False  # the next sentence begun continues one whose start was spoken (OpenText)
         self._pending: _SegmentWork | None = None  # a segment whose lead-in went out before its decoding
         self._segmenter = Segmenter(language_code(self.language))
         self.compute_s = 0.0
         self.segments: list[SegmentRecord] = []
 
-    def _next_text(self) -> str | object | None:
+    def _next_text(self) -> str | OpenText | object | None:
         """The next text to synthesize (runs on a worker, under the lock): ``None`` when there is no
-        more, or :data:`WAIT_FOR_TEXT` when more may come later (utterances)."""
+        more, or :data:`WAIT_FOR_TEXT` when more may come later (utterances), or an :class:`OpenText`
+        (utterances whose listener is about to run dry)."""
         if self._pieces is None:
             self._pieces = speech_pieces(self._request.text, self._request.voice[:1])
         piece = next(self._pieces, None)
@@ -365,6 +388,8 @@ class RequestAudio:
             text = self._next_text()
             if text is WAIT_FOR_TEXT or text is None:
                 return text if text is WAIT_FOR_TEXT else self._finish()
+            if isinstance(text, OpenText):
+                text = text.text
             assert isinstance(text, str)
             self._segments = iter(runtime.backend.synthesize(text, request.voice, request.speed))
         clock = runtime.scheduler.clock
@@ -398,15 +423,15 @@ class RequestAudio:
     def _advance_deadline(self, grant: Grant) -> AudioPiece | None:
         """``deadline`` segmentation: the longest good segment that fits the grant's budget."""
         request, runtime = self._request, self._runtime
-        starts_sentence = not self._rest
-        if starts_sentence:
+        starts_sentence = not self._rest and not self._continues
+        if not self._rest:
             while not self._sentences:
                 text = self._next_text()
                 if text is WAIT_FOR_TEXT or text is None:
                     return text if text is WAIT_FOR_TEXT else self._finish()
-                assert isinstance(text, str)
-                self._sentences.extend(_sentences(text, self.language))
-            self._rest = self._sentences.popleft()
+                self._take_sentences(text)
+            self._rest, self._open = self._sentences.popleft()
+            self._continues = False
         text = self._rest
         budget_s = runtime.settings.first_audio_target_s if grant.first else grant.budget_s
         if self._whole:
@@ -424,11 +449,14 @@ class RequestAudio:
             max_units = 0.0 if grant.first else math.inf
         cut = self._segmenter.next_cut(text, max_units, first=grant.first)
         segment_text, self._rest = text[: cut.position].strip(), text[cut.position :]
+        boundary = cut.kind
+        if not self._rest and self._open is not None:  # the sentence goes on in a later piece
+            boundary, self._open, self._continues = self._open, None, True
         units = spoken_units(segment_text)
         predicted = runtime.speed.predict_compute(units, self.language, request.speed)
         clock = runtime.scheduler.clock
         queued_s = self.listener.queued_s(clock())
-        work = _SegmentWork(segment_text, cut.kind, starts_sentence, units, predicted, budget_s, queued_s)
+        work = _SegmentWork(segment_text, boundary, starts_sentence, units, predicted, budget_s, queued_s)
         started = clock()
         if grant.first and self._lead_in_early():
             alignments = list(runtime.backend.align(segment_text, request.voice, request.speed))
@@ -486,7 +514,7 @@ class RequestAudio:
             audio,
             sample_rate,
             starts_sentence=work.starts_sentence,
-            ends_sentence=not self._rest,
+            ends_sentence=not self._rest and not self._continues,
             boundary=boundary,
         )
         if words is not None:
@@ -526,8 +554,8 @@ class RequestAudio:
             piece = self._emit(kept, words, segment_text)
         if not self._rest and not self._sentences:
             more = self._next_text()
-            if isinstance(more, str):
-                self._sentences.extend(_sentences(more, self.language))
+            if isinstance(more, (str, OpenText)):
+                self._take_sentences(more)
             elif more is None:
                 # The request is spoken: end it now rather than in one more turn of the scheduler,
                 # which could wait behind another session's segment.
@@ -535,6 +563,17 @@ class RequestAudio:
                 if tail is not None:
                     piece = replace(piece, pcm=piece.pcm + tail.pcm)
         return piece
+
+    def _take_sentences(self, text: str | OpenText | object) -> None:
+        """Queue the sentences of a piece of text; an :class:`OpenText`'s last one goes on later."""
+        if isinstance(text, OpenText):
+            sentences = _sentences(text.text, self.language)
+            self._sentences.extend((sentence, None) for sentence in sentences[:-1])
+            if sentences:
+                self._sentences.append((sentences[-1], text.boundary))
+        else:
+            assert isinstance(text, str)
+            self._sentences.extend((sentence, None) for sentence in _sentences(text, self.language))
 
     def _synthesize(self, text: str) -> tuple[np.ndarray, tuple[Word, ...] | None]:
         """Run the backend on one segment's text; its passes (one, unless the text exceeds Kokoro's

@@ -31,6 +31,7 @@ __all__ = [
     "PLAYGROUND_MODES",
     "SCHEDULINGS",
     "SEGMENTATIONS",
+    "UTTERANCE_RELEASES",
     "Settings",
     "SettingsError",
     "build_parser",
@@ -47,6 +48,8 @@ SEGMENTATIONS = ("deadline", "sentence")
 """How request text is cut into synthesis segments (:attr:`Settings.segmentation`, PROTOCOL.md §10.1)."""
 SCHEDULINGS = ("deadline", "fifo")
 """The order sessions get the model in (:attr:`Settings.scheduling`, PROTOCOL.md §10.2)."""
+UTTERANCE_RELEASES = ("deadline", "sentence")
+"""When an utterance's unfinished sentence may be spoken (:attr:`Settings.utterance_release`, §15.3)."""
 LEAD_INS = ("early", "off")
 """When a speech's lead-in silence is sent (:attr:`Settings.lead_in`, PROTOCOL.md §10.1)."""
 ENV_PREFIX = "KOKORO_"
@@ -109,6 +112,11 @@ class Settings:
             backend with ``onnx`` installed; not for requests that ask for marks). The voice starts
             0.15-0.23 s sooner, but a client sees its first audio while the decoder still runs and then a
             wait, inside the silence, that a player counts as an underrun; so it is not the default.
+        utterance_release: ``"deadline"`` (default): an utterance's sentence that is still being written
+            is cut early, at a clause or word boundary of the words received, when its listener would
+            otherwise run out of audio before the sentence's end arrives (PROTOCOL.md §15.3, §10.1);
+            ``"sentence"``: the text waits for its sentence's end (or flush, end), the server before
+            that, kept to compare against. Only with ``deadline`` segmentation.
         limits: the protocol limits of §10.
     """
 
@@ -126,6 +134,7 @@ class Settings:
     scheduling: str = "deadline"
     first_audio_target_s: float = 0.15
     lead_in: str = "off"
+    utterance_release: str = "deadline"
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -147,6 +156,9 @@ class Settings:
             raise SettingsError(
                 f"scheduling must be one of {', '.join(SCHEDULINGS)}, not {self.scheduling!r}"
             )
+        if self.utterance_release not in UTTERANCE_RELEASES:
+            choices = ", ".join(UTTERANCE_RELEASES)
+            raise SettingsError(f"utterance_release must be one of {choices}, not {self.utterance_release!r}")
         if self.lead_in not in LEAD_INS:
             raise SettingsError(f"lead_in must be one of {', '.join(LEAD_INS)}, not {self.lead_in!r}")
         if not self.first_audio_target_s >= 0:
@@ -271,6 +283,13 @@ _OPTIONS: tuple[_Option, ...] = (
         "early: send a speech's lead-in silence before its first segment is decoded; off: with the "
         "segment (default off; PROTOCOL.md §10.1)",
         choices=LEAD_INS,
+    ),
+    _Option(
+        "utterance_release",
+        str,
+        "deadline: speak the start of an utterance's unfinished sentence when the listener would otherwise "
+        "run out of audio; sentence: wait for the sentence's end (default deadline; PROTOCOL.md §15.3)",
+        choices=UTTERANCE_RELEASES,
     ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),

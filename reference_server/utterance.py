@@ -8,6 +8,19 @@ words and the same audio as the request would be (§15.3). Each segment is synth
 it is certain, so speech starts with the first sentence while the rest is still being written; a
 ``flush`` ends the segment at the text received so far (§15.3), and ``end`` speaks the rest.
 
+A sentence is certain only once the next one begins, and a model writing at about ten words a second
+takes one to two seconds over a long sentence: longer than the audio of a short sentence before it
+lasts. So with ``utterance_release`` ``deadline`` (the default, §15.3, §10.1), whenever the utterance
+has nothing left to synthesize while its sentence is still being written, and its listener would run
+out of audio before even the words already written could be synthesized
+(:meth:`UtteranceAudio.release_early`), the start of that sentence is released now, cut at the best
+clause or word boundary of the complete words received (:meth:`protocol.segmenter.Segmenter.early_cut`,
+sized to the audio queued), and the rest of the sentence follows as its continuation (no new lead-in,
+the boundary's pause, :class:`reference_server.runtime.OpenText`). With slack the text waits for its
+sentence end, as before, and keeps its prosody. A listener with nothing queued (the utterance's first
+words) gets its first segment once a first segment's worth of words is written, at the best break
+within it, instead of waiting for the whole first sentence.
+
 Audio and word timings run on one timeline and through one resampler across all segments, exactly as for
 a request: word times are seconds from the utterance's first sample (§5.3, §15.3).
 """
@@ -19,8 +32,9 @@ from collections import deque
 
 from protocol.frontend import SpeechFrontend
 from protocol.messages import SynthesisRequest
-from reference_server.runtime import WAIT_FOR_TEXT, AudioPiece, RequestAudio, Runtime
-from reference_server.scheduling import Listener
+from protocol.segmenter import spoken_units
+from reference_server.runtime import WAIT_FOR_TEXT, AudioPiece, OpenText, RequestAudio, Runtime
+from reference_server.scheduling import GUARD_S, Listener
 
 __all__ = ["UtteranceAudio", "segment_frontend"]
 
@@ -53,8 +67,11 @@ class UtteranceAudio(RequestAudio):
     def __init__(self, runtime: Runtime, request: SynthesisRequest, listener: Listener | None = None) -> None:
         super().__init__(runtime, request, listener)
         self._frontend = segment_frontend(request.voice)
-        self._ready: deque[str] = deque()  # segments certain and not yet synthesized, in order
+        self._ready: deque[str | OpenText] = deque()  # text certain and not yet synthesized, in order
         self._ended = False
+        self._stepping = False  # a synthesis step of this utterance is queued or running
+        self.released: list[tuple[float, OpenText]] = []
+        """Every early release (:meth:`release_early`): when (the scheduler's clock) and what."""
         self._more = asyncio.Event()  # a segment became ready, the utterance ended, or it was closed
         self.chars = 0
         """Code points received so far (for the request's log line)."""
@@ -63,6 +80,7 @@ class UtteranceAudio(RequestAudio):
         """Add text; every segment it completes becomes ready to synthesize."""
         self.chars += len(text)
         self._take([piece.text for piece in self._frontend.feed(text)])
+        self.release_early()
 
     def flush(self) -> None:
         """End a segment at the text received so far and make all of it ready (§15.3)."""
@@ -80,12 +98,66 @@ class UtteranceAudio(RequestAudio):
         self._ready.clear()
         self._more.set()
 
-    def _take(self, segments: list[str]) -> None:
+    def release_early(self) -> OpenText | None:
+        """Release the start of the sentence being written if the listener cannot wait for its end
+        (module docstring; PROTOCOL.md §15.3). Called after every ``append`` and whenever the utterance
+        runs out of text to synthesize.
+
+        Nothing is released when ``utterance_release`` is ``sentence`` or segmentation is not
+        ``deadline``; while text is ready or being synthesized (that step decides again when it ends);
+        once the utterance has ended or was closed; or while the listener has audio queued for longer
+        than the model is predicted to take over all the complete words held (waiting costs nothing
+        yet, and more words make a better segment). A listener with nothing queued takes a first segment
+        (:meth:`protocol.segmenter.Segmenter.early_cut` with ``first``). Before the model's speed is
+        measured only such a first segment is released.
+
+        Returns:
+            the text released (also queued for synthesis and recorded in :attr:`released`), or ``None``.
+        """
+        runtime, request = self._runtime, self._request
+        settings = runtime.settings
+        if (
+            getattr(settings, "utterance_release", "sentence") != "deadline"
+            or settings.segmentation != "deadline"
+            or self._ended
+            or self._closed
+            or self._ready
+            or self._stepping
+            or self.has_pending()
+        ):
+            return None
+        held = self._frontend.held
+        now = runtime.scheduler.clock()
+        queued_s = self.listener.queued_s(now)
+        speed = runtime.speed
+        first = queued_s <= 0.0
+        if first:
+            max_units = 0.0  # the segmenter's first-segment length
+        else:
+            if not speed.measured:
+                return None
+            words = held if held[-1:].isspace() else held[: held.rfind(" ") + 1]  # complete words
+            predicted = speed.predict_compute(spoken_units(words), self.language, request.speed)
+            if predicted + GUARD_S < queued_s:
+                return None
+            max_units = speed.max_units(max(0.0, queued_s - GUARD_S), self.language, request.speed)
+        cut = self._segmenter.early_cut(held, max_units, first=first)
+        if cut is None:
+            return None
+        piece = self._frontend.take(cut.position)
+        if piece is None:
+            return None
+        released = OpenText(piece.text, cut.kind)
+        self.released.append((now, released))
+        self._take([released])
+        return released
+
+    def _take(self, segments: list[str | OpenText]) -> None:
         if segments:
             self._ready.extend(segments)
             self._more.set()
 
-    def _next_text(self) -> str | object | None:
+    def _next_text(self) -> str | OpenText | object | None:
         if self._ready:
             return self._ready.popleft()
         return None if self._ended else WAIT_FOR_TEXT
@@ -101,9 +173,15 @@ class UtteranceAudio(RequestAudio):
             if self._closed:
                 return None
             if not self.has_pending() and not self._ready and not self._ended:
-                self._more.clear()
-                await self._more.wait()
+                self.release_early()
+                if not self._ready:
+                    self._more.clear()
+                    await self._more.wait()
                 continue
-            piece = await super().next()
+            self._stepping = True
+            try:
+                piece = await super().next()
+            finally:
+                self._stepping = False
             if piece is not WAIT_FOR_TEXT:
                 return piece  # type: ignore[return-value]
