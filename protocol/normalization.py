@@ -684,12 +684,12 @@ def _compiled(code: str) -> re.Pattern[str]:
     if code == "h":
         parts.append(r"(?P<numero>(?<![\w])#(?=\d))")
     parts += [
-        rf"(?P<currency>(?<![\w$€£¥₹])(?P<cur_pre>{symbols})\s?(?P<amount_pre>{number})(?![.,]\d)(?:\s(?P<scale_pre>{scales})|(?P<scale_pre2>k|K|M|B|bn|mn))?(?![\w])"
-        rf"|{_START}(?P<amount_post>{number})(?![.,]\d)(?:\s?(?P<scale_post>{scales}))?\s?(?P<cur_post>{symbols})(?![\w$€£¥₹]))",
-        rf"(?P<percent>(?:(?P<sign_p>{_SIGN})|{_START})(?P<amount_p>{number})(?![.,]\d)\s?%)",
-        rf"(?P<unit>(?:(?P<sign_u>{_SIGN})|{_START})(?P<amount_u>{number})(?![.,]\d)\s?(?P<unit_name>{units})(?![\w/]))",
-        r"(?P<operator>(?<=\d)\s?(?P<op>[×÷=+*–—])\s?(?=[-−]?\d))",
-        r"(?P<approx>(?<![\w])[~≈]\s?(?=\d))",
+        rf"(?P<currency>(?<![\w$€£¥₹])(?P<cur_pre>{symbols})\s*(?P<amount_pre>{number})(?![.,]\d)(?:\s+(?P<scale_pre>{scales})|(?P<scale_pre2>k|K|M|B|bn|mn))?(?![\w])"
+        rf"|{_START}(?P<amount_post>{number})(?![.,]\d)(?:\s*(?P<scale_post>{scales}))?\s*(?P<cur_post>{symbols})(?![\w$€£¥₹]))",
+        rf"(?P<percent>(?:(?P<sign_p>{_SIGN})|{_START})(?P<amount_p>{number})(?![.,]\d)\s*%)",
+        rf"(?P<unit>(?:(?P<sign_u>{_SIGN})|{_START})(?P<amount_u>{number})(?![.,]\d)\s*(?P<unit_name>{units})(?![\w/]))",
+        r"(?P<operator>(?<=\d)\s*(?P<op>[×÷=+*–—])\s*(?=[-−]?\d))",
+        r"(?P<approx>(?<![\w])[~≈]\s*(?=\d))",
         rf"(?P<number>(?:(?P<sign>{_SIGN})|(?<![\w.,]))(?P<amount>{number}){_END})",
         r"(?P<version>(?<![\w.])v?\d+(?:\.\d+){2,}(?![\w.]))",
     ]
