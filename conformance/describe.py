@@ -77,7 +77,7 @@ async def ask(session: Session, request_id: str = "caps") -> Offer | None:
     """
     sent = len(session.messages)
     errors = len(session.observer.errors)
-    session.observer.reader.expect_describe()
+    session.observer.reader.expect_describe(request_id)
     await session.send(Describe(request_id=request_id).to_json().encode())
     found: list[Offer] = []
 

@@ -201,7 +201,7 @@ def blends(target: Target, loop: LoopThread) -> Recording:
     """
 
     async def scenario(session: Session, recording: Recording) -> None:
-        session.observer.reader.expect_describe()
+        session.observer.reader.expect_describe("bl-describe")
         await session.send(Describe(request_id="bl-describe").to_json().encode())
         found: list[dict[str, Any]] = []
 
@@ -364,7 +364,7 @@ def described(target: Target, loop: LoopThread) -> Recording:
         recording.extra["describe_index"] = len(session.messages)
         recording.extra["describe_t"] = session.clock()
         for request_id in DESCRIBES:
-            session.observer.reader.expect_describe()
+            session.observer.reader.expect_describe(request_id)
             await session.send(Describe(request_id=request_id).to_json().encode())
         await session.close()
         await session.drain_after_close(recording.expect)

@@ -281,7 +281,7 @@ class StreamReader:
         self._active: str | None = None
         self._assigned: set[str] = set()
         self._utterances: set[str] = set()
-        self._describes = 0
+        self._describes: list[str | None] = []  # the request_id of each describe not yet answered
         self._marked: set[str] = set()  # requests that asked for marks (§5.5), until answered
 
     # -- requests ------------------------------------------------------------------------------------------
@@ -301,9 +301,10 @@ class StreamReader:
             else:
                 self._marked.discard(request_id)  # an id used again, this time without marks
 
-    def expect_describe(self) -> None:
-        """Announce a ``describe`` sent: a ``capabilities`` frame (or ``unknown_type``) answers it (§4.4)."""
-        self._describes += 1
+    def expect_describe(self, request_id: str | None = None) -> None:
+        """Announce a ``describe`` sent with ``request_id``: a ``capabilities`` frame answers it (§4.4), or
+        from a server without ``describe`` an ``unknown_type`` error naming the same id (§1.7, §9.2)."""
+        self._describes.append(request_id)
 
     @property
     def outstanding(self) -> list[str | None]:
@@ -326,7 +327,7 @@ class StreamReader:
             self._active,
             set(self._assigned),
             utterances,
-            self._describes,
+            list(self._describes),
             marked,
         )
 
@@ -334,7 +335,7 @@ class StreamReader:
         """Go back to a state :meth:`snapshot` returned."""
         expected, brackets, active, assigned, utterances, describes, marked = state  # type: ignore[misc]
         self._expected, self._open, self._active = deque(expected), dict(brackets), active
-        self._assigned, self._utterances, self._describes = set(assigned), set(utterances), describes
+        self._assigned, self._utterances, self._describes = set(assigned), set(utterances), list(describes)
         self._marked = set(marked)
 
     # -- messages ------------------------------------------------------------------------------------------
@@ -395,7 +396,8 @@ class StreamReader:
             self._complete(reading, out)
         elif reading.kind == "capabilities":
             if self._describes:
-                self._describes -= 1
+                named = reading.string("request_id")
+                self._describes.remove(named if named in self._describes else self._describes[0])
             else:
                 out.broke(
                     Rule.CAPABILITIES_ANSWER_DESCRIBE, "a capabilities frame without a describe to answer"
@@ -561,8 +563,8 @@ class StreamReader:
         if code is None or not _CODE.fullmatch(code):
             code = code_named_in(reading.obj.get("message"))
         request_id = reading.string("request_id")
-        if code == ErrorCode.UNKNOWN_TYPE and self._describes:
-            self._describes -= 1  # describe is not offered (§1.7)
+        if code == ErrorCode.UNKNOWN_TYPE and request_id in self._describes:
+            self._describes.remove(request_id)  # describe is not offered (§1.7)
         # unknown_type is how a server without utterances refuses the opener (§15.1): no bracket.
         if request_id in self._utterances and code in _REJECTING and code != ErrorCode.UNKNOWN_TYPE:
             message_type = reading.obj.get("message_type")

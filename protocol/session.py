@@ -949,7 +949,7 @@ class ClientSession:
         A version 1 server refuses it with ``unknown_type`` instead (§1.7); that error also settles the
         expectation.
         """
-        self._reader.expect_describe()
+        self._reader.expect_describe(request_id)
         return Describe(request_id=request_id).to_json().encode()
 
     @property
