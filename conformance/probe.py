@@ -142,6 +142,7 @@ class Probe:
         self.result = result
         self._sessions: list[tuple[Session, int, int]] = []
         self._recordings: list[Recording] = []
+        self._adopted: list[tuple[str, list[dict[str, Any]], list[Finding]]] = []
         self._mark = target.wire_mark()
         self._checks: list[Finding] = []
         self.observations: dict[str, Any] = {}
@@ -222,6 +223,11 @@ class Probe:
         """Put ``session``'s log and findings from now on into this case (for sessions shared by cases)."""
         self._sessions.append((session, len(session.log), len(session.observer.findings)))
 
+    def adopt(self, session: str, entries: list[dict[str, Any]], findings: list[Finding]) -> None:
+        """Judge in this case a part of a session that ran outside it (for it, in a group of cases): the
+        client-log ``entries`` and ``findings`` of that part go into the report."""
+        self._adopted.append((session, entries, findings))
+
     def use(self, recording: Recording) -> Recording:
         """Judge ``recording`` in this case: its logs and findings go into the report. Returns it."""
         self._recordings.append(recording)
@@ -246,6 +252,8 @@ class Probe:
             found += recording.findings
         for session, _, first in self._sessions:
             found += session.observer.findings[first:]
+        for _, _, findings in self._adopted:
+            found += findings
         return found + self._checks
 
     def observe(self, **values: Any) -> None:
@@ -286,6 +294,8 @@ class Probe:
             result.wire_log.extend(recording.wire)
             if recording.error:
                 result.observations.setdefault("recording_errors", {})[recording.name] = recording.error
+        for name, entries, _ in self._adopted:
+            result.client_log.append({"session": name, "entries": entries})
         for session, first, _ in self._sessions:
             entry: dict[str, Any] = {"session": session.name, "entries": session.log[first:]}
             if session.log_dropped:

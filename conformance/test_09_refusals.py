@@ -8,11 +8,13 @@ the rows after it, so one failure does not hide the verdicts of the others.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -23,7 +25,9 @@ from hypothesis.errors import Flaky, HypothesisDeprecationWarning
 from conformance import clauses, deadline, expect
 from conformance.badinputs import ROWS, BadInput
 from conformance.cases import Level, case, param
+from conformance.describe import ask
 from conformance.loop import LoopThread
+from conformance.observer import Answer, ErrorView, Finding
 from conformance.probe import Probe, Recording
 from conformance.recordings import MARKER_TEXT, REFUSED
 from conformance.session import Session, SessionEnded
@@ -31,7 +35,7 @@ from conformance.target import Target
 from conformance.texts import FAST, SHORT, TWO_SENTENCES
 from protocol.errors import ProtocolError
 from protocol.limits import Limits
-from protocol.messages import parse_client_message
+from protocol.messages import Describe, parse_client_message
 
 
 class SharedSession:
@@ -44,8 +48,8 @@ class SharedSession:
         self._stack: contextlib.AsyncExitStack | None = None
         self._opened = 0
 
-    async def use[T](self, probe: Probe, body: Callable[[Session], Awaitable[T]]) -> T:
-        """Run ``body`` on the shared session (opened if needed); discard the session if ``body`` raised."""
+    async def open(self) -> Session:
+        """The shared session, opened if there is none or it ended."""
         if self.session is None or self.session.ended:
             await self.discard()
             self._opened += 1
@@ -54,12 +58,7 @@ class SharedSession:
             self.session = Session(
                 bidi, faithful_data_types=self.target.faithful_data_types, name=f"{self.name}-{self._opened}"
             )
-        probe.attach(self.session)
-        try:
-            return await body(self.session)
-        except BaseException:
-            await self.discard()
-            raise
+        return self.session
 
     async def discard(self) -> None:
         """End the session's input (SageMaker then drops the container's WebSocket)."""
@@ -87,19 +86,212 @@ def shared(target: Target, client_loop: LoopThread) -> Iterator[SharedSession]:
         client_loop.run(shared.close(), 10.0)
 
 
-@pytest.mark.parametrize("row", [param(row, row.case) for row in ROWS])
-def test_bad_input(conf: Probe, shared: SharedSession, row: BadInput) -> None:
-    after = f"after-{row.case.id}"
+GROUP_SIZE = 8
+"""Rows judged with one valid request. Behind each row's message goes a ``describe``, whose answer ends the
+row's error frames and shows the session still reads messages; behind the group goes one valid request, which
+shows it still synthesizes. Speaking one request per row was a third of the suite's time on two cores."""
 
-    async def body(session: Session) -> tuple[Any, list[Any]]:
-        start = session.observer.fed
+ROW_WAIT_S = 10.0
+"""Longest a row waits for the answer to the ``describe`` behind its message (within the case's deadline)."""
+
+REQUEST_WAIT_S = 10.0
+"""Longest a row or a group waits for its valid request to complete (within the case's deadline): about 25
+times what :data:`~conformance.texts.SHORT` takes a CPU server, so that a session whose synthesis died with a
+refusal is judged on the row that killed it, within the deadline of the case that ran its group."""
+
+
+@dataclass
+class RowOutcome:
+    """What a bad-input row's exchange gave.
+
+    Attributes:
+        errors: the error frames that answered the row's message.
+        answer: the valid request judged with the row (the group's, or the row's own when retried alone).
+        problem: what went wrong before a verdict on the error frames (the session ended, nothing answered).
+        session: the name of the session it ran on.
+        log: its client-log entries (the row's exchange, then the valid request's).
+        findings: the findings the session recorded meanwhile.
+    """
+
+    errors: list[ErrorView]
+    answer: Answer | None = None
+    problem: str | None = None
+    session: str = ""
+    log: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+class _Slice:
+    """The part of a session's log, findings and error frames from the moment it was made to :meth:`end`."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.log, self.findings = len(session.log), len(session.observer.findings)
+        self.first_error = len(session.observer.errors)
+        self.stop: tuple[int, int] | None = None
+
+    def end(self) -> None:
+        """Stop the slice here."""
+        self.stop = len(self.session.log), len(self.session.observer.findings)
+
+    def errors(self) -> list[ErrorView]:
+        """The error frames observed since the slice began."""
+        return [error for _, error in self.session.observer.errors[self.first_error :]]
+
+    def outcome(self, errors: list[ErrorView], *more: _Slice, **values: Any) -> RowOutcome:
+        """The row's outcome: ``errors``, and the log and findings of this slice and of ``more``."""
+        log: list[dict[str, Any]] = []
+        findings: list[Finding] = []
+        for part in (self, *more):
+            log_end, findings_end = part.stop or (None, None)
+            log += part.session.log[part.log : log_end]
+            findings += part.session.observer.findings[part.findings : findings_end]
+        return RowOutcome(errors, session=self.session.name, log=log, findings=findings, **values)
+
+
+class BadInputRows:
+    """Runs the bad-input rows in groups on the shared session and keeps each row's :class:`RowOutcome`.
+
+    A group is up to :data:`GROUP_SIZE` rows, in the order the run selected them, starting at the first row
+    without an outcome. Each row: its message, then ``describe`` (§4.4) naming ``after-<case>``; the error
+    frames before the answer are the row's. Then one valid request for the group. When it does not complete,
+    or the session ended, every row of the group not yet judged runs again alone (its message, then its own
+    valid request, as the suite did for every row before), so the verdict falls on the row that broke the
+    session, not on its neighbours. A server without ``describe`` gets every row alone.
+    """
+
+    def __init__(self, shared: SharedSession, rows: list[BadInput]) -> None:
+        self.shared = shared
+        self.rows = rows
+        self.outcomes: dict[str, RowOutcome] = {}
+        self.describes: bool | None = None
+
+    async def outcome(self, row: BadInput) -> RowOutcome:
+        """The row's outcome, running its group first if needed."""
+        if row.case.id not in self.outcomes:
+            try:
+                await self._group(row)
+            except BaseException:
+                await self.shared.discard()
+                raise
+        return self.outcomes[row.case.id]
+
+    async def _group(self, row: BadInput) -> None:
+        if self.describes is None:
+            session = await self.shared.open()
+            try:
+                self.describes = await ask(session, "bad-inputs-caps") is not None
+            except AssertionError:
+                self.describes = False
+        if not self.describes:
+            self.outcomes[row.case.id] = await self._alone(row)
+            return
+        start = next((i for i, r in enumerate(self.rows) if r.case.id == row.case.id), None)
+        group = [row] if start is None else [r for r in self.rows[start:] if r.case.id not in self.outcomes]
+        judged: list[tuple[BadInput, _Slice, list[ErrorView]]] = []
+        for member in group[:GROUP_SIZE]:
+            session = await self.shared.open()
+            mark = _Slice(session)
+            try:
+                errors = await self._delimited(session, member)
+            except (SessionEnded, TimeoutError) as exc:
+                problem = (
+                    str(exc)
+                    if isinstance(exc, SessionEnded)
+                    else (f"nothing answered the describe sent behind the message within {ROW_WAIT_S:g} s")
+                )
+                self.outcomes[member.case.id] = mark.outcome(mark.errors(), problem=problem)
+                await self.shared.discard()
+                break
+            mark.end()
+            judged.append((member, mark, errors))
+        else:
+            session = await self.shared.open()
+            tail = _Slice(session)
+            after = f"after-{group[0].case.id}-group"
+            try:
+                request = await session.request(SHORT, speed=FAST, request_id=after)
+                answer = await asyncio.wait_for(session.answer(request), deadline.bound(REQUEST_WAIT_S))
+                if (
+                    answer.complete is not None
+                    and answer.complete.status in ("completed", None)
+                    and answer.audio
+                ):
+                    for member, mark, errors in judged:
+                        self.outcomes[member.case.id] = mark.outcome(errors, tail, answer=answer)
+                    return
+            except (SessionEnded, TimeoutError, AssertionError):
+                pass
+            await self.shared.discard()
+        for member, _, _ in judged:  # the group's request failed: each row alone says which broke it
+            self.outcomes[member.case.id] = await self._alone(member)
+
+    async def _delimited(self, session: Session, row: BadInput) -> list[ErrorView]:
+        """Send the row's message, then ``describe``; the error frames that came before its answer."""
+        first = len(session.observer.errors)
         await session.send(row.frame, data_type=row.data_type)
-        answer = await session.answer(await session.request(SHORT, speed=FAST, request_id=after))
-        return answer, session.observer.errors_since(start)
+        sent = len(session.messages)
+        probe_id = f"after-{row.case.id}"
+        session.observer.reader.expect_describe(probe_id)
+        await session.send(Describe(request_id=probe_id).to_json().encode())
 
-    answer, errors = conf.run(shared.use(conf, body))
-    expect.one_error(conf, errors, row.code, row.request_id)
-    expect.completed(answer)
+        def answered() -> bool:
+            if any(e.request_id == probe_id for _, e in session.observer.errors[first:]):
+                return True
+            return any(
+                m.is_control and json.loads(m.data).get("type") == "capabilities"
+                for m in session.messages[sent:]
+            )
+
+        await asyncio.wait_for(
+            session.wait(answered, f"the answer to the describe behind {row.case.id}'s message"),
+            deadline.bound(ROW_WAIT_S),
+        )  # TimeoutError: the caller says what was awaited
+        return [e for _, e in session.observer.errors[first:] if e.request_id != probe_id]
+
+    async def _alone(self, row: BadInput) -> RowOutcome:
+        """The row with its own valid request right behind its message."""
+        session = await self.shared.open()
+        mark = _Slice(session)
+        try:
+            await session.send(row.frame, data_type=row.data_type)
+            request = await session.request(SHORT, speed=FAST, request_id=f"after-{row.case.id}")
+            answer = await asyncio.wait_for(session.answer(request), deadline.bound(REQUEST_WAIT_S))
+        except (SessionEnded, TimeoutError, AssertionError) as exc:
+            await self.shared.discard()
+            problem = (
+                str(exc)
+                if not isinstance(exc, TimeoutError)
+                else (
+                    f"the valid request sent behind the message was not answered within {REQUEST_WAIT_S:g} s"
+                )
+            )
+            return mark.outcome(mark.errors(), problem=problem)
+        return mark.outcome(mark.errors(), answer=answer)
+
+
+@pytest.fixture(scope="module")
+def bad_input_rows(request: pytest.FixtureRequest, shared: SharedSession) -> BadInputRows:
+    """The rows this run selected, in order, run in groups as their cases come."""
+    selected = [
+        item.callspec.params["row"]
+        for item in request.session.items
+        if getattr(item, "originalname", None) == "test_bad_input" and hasattr(item, "callspec")
+    ]
+    return BadInputRows(shared, selected)
+
+
+@pytest.mark.parametrize("row", [param(row, row.case) for row in ROWS])
+def test_bad_input(conf: Probe, bad_input_rows: BadInputRows, row: BadInput) -> None:
+    outcome = conf.run(bad_input_rows.outcome(row))
+    conf.adopt(outcome.session, outcome.log, outcome.findings)
+    if outcome.answer is not None:
+        conf.observe(valid_request=outcome.answer.request_id)
+    if outcome.problem is not None:
+        raise AssertionError(outcome.problem)
+    expect.one_error(conf, outcome.errors, row.code, row.request_id)
+    assert outcome.answer is not None
+    expect.completed(outcome.answer)
 
 
 # --- random malformed messages ---------------------------------------------------------------------------

@@ -139,6 +139,27 @@ def _twice_if(frame: Frame, kind: str) -> tuple[Frame, ...]:
     return (frame, frame) if (_json(frame) or {}).get("type") == kind else (frame,)
 
 
+def _stall_after(code: str) -> Outgoing:
+    """An ``outgoing`` hook: after an error frame with ``code``, no request is answered any more (no audio,
+    no bracket), as when the refusal killed the server's synthesis worker; error frames and ``capabilities``
+    still go out (the reader lives on)."""
+
+    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+        out: list[Frame] = []
+        for frame in frames:
+            obj = _json(frame)
+            if session.stalled and (
+                obj is None or obj.get("type") in ("synthesis_start", "synthesis_complete", "marks")
+            ):
+                continue
+            out.append(frame)
+            if obj is not None and obj.get("type") == "error" and obj.get("code") == code:
+                session.stalled = True
+        return out
+
+    return hook
+
+
 def _is_request(obj: dict[str, Any]) -> bool:
     return obj.get("type") in (None, "synthesize")
 
@@ -967,6 +988,14 @@ DEFECTS: tuple[Defect, ...] = (
         outgoing=lambda s, frames: [g for f in frames for g in _twice_if(f, "error")],
     ),
     Defect(
+        "stalls-after-bad-speed",
+        "Stops answering requests after it refuses a speed: the refusal killed its synthesis worker, while "
+        "error frames and describe are still answered (§6.3)",
+        ("R6.3-2",),
+        ("9.1.44", "9.1.45", "9.1.46"),
+        outgoing=_stall_after("invalid_speed"),
+    ),
+    Defect(
         "error-without-id",
         "Leaves request_id null in every error frame, even when the message had a valid one (§6.3)",
         ("R6.3-3",),
@@ -1406,6 +1435,7 @@ class DefectSession(ToneSession):
         self.g711_first = False
         self.g711_added = 0
         self.blends: dict[Any, str] = {}  # request id → the blend as the client wrote it
+        self.stalled = False  # see _stall_after
 
     def send(self, frame: Frame) -> None:
         """Queue a frame of the defect's own (sent before the session's next frames)."""
