@@ -992,7 +992,7 @@ DEFECTS: tuple[Defect, ...] = (
         "Stops answering requests after it refuses a speed: the refusal killed its synthesis worker, while "
         "error frames and describe are still answered (§6.3)",
         ("R6.3-2",),
-        ("9.1.44", "9.1.45", "9.1.46"),
+        ("9.1.44", "9.1.45", "9.1.46", "9.2.4"),
         outgoing=_stall_after("invalid_speed"),
     ),
     Defect(
