@@ -344,9 +344,10 @@ def long_text(target: Target, loop: LoopThread) -> Recording:
 
 DESCRIBED = (
     SynthesisRequest(TWO_SENTENCES, request_id="dr1", speed=FAST),
-    SynthesisRequest(TWO_SENTENCES, request_id="dr2", speed=FAST),
+    SynthesisRequest(SHORT, request_id="dr2", speed=FAST),
 )
-"""The describe session's requests: the describes go out while the first is active and the second queued."""
+"""The describe session's requests: the describes go out while the first is active and the second queued
+(the first is long enough to be still active; the second only has to be waiting)."""
 
 DESCRIBES = ("d1", None)
 """The ``request_id`` of each ``describe`` sent (``None``: the member is left out)."""
