@@ -82,13 +82,14 @@ PIPELINED = (
 """The pipelined session's requests (the second at 16 kHz, so brackets differ in rate)."""
 
 VARIATIONS = {
-    "base": SynthesisRequest(SENTENCES[0], request_id="v-base"),
-    "8000": SynthesisRequest(SENTENCES[0], request_id="v-8000", sample_rate=8000),
-    "22050": SynthesisRequest(SENTENCES[0], request_id="v-22050", sample_rate=22050),
-    "speed": SynthesisRequest(SENTENCES[0], request_id="v-speed", speed=2.0),
-    "voice": SynthesisRequest(SENTENCES[0], request_id="v-voice", voice="am_michael"),
+    "base": SynthesisRequest(SENTENCES[0], request_id="v-base", speed=FAST),
+    "8000": SynthesisRequest(SENTENCES[0], request_id="v-8000", sample_rate=8000, speed=FAST),
+    "22050": SynthesisRequest(SENTENCES[0], request_id="v-22050", sample_rate=22050, speed=FAST),
+    "speed": SynthesisRequest(SENTENCES[0], request_id="v-speed", speed=1.0),
+    "voice": SynthesisRequest(SENTENCES[0], request_id="v-voice", voice="am_michael", speed=FAST),
 }
-"""The variations session's requests: the same sentence with one parameter changed each."""
+"""The variations session's requests: the same sentence with one parameter changed each. The base is at
+speed 2 (half the synthesis work); the speed variation is speed 1."""
 
 MARKER_TEXT = "Zebra quartz marker seventy one."
 """Words an error message has no reason to quote unless it quotes the request's text (§9.3, §13)."""
@@ -244,9 +245,10 @@ def blends(target: Target, loop: LoopThread) -> Recording:
 
 LONG_SEGMENT = (
     SynthesisRequest(LONG_SENTENCE, request_id="seg-1"),
-    SynthesisRequest(LOUD, request_id="loud-1"),
+    SynthesisRequest(LOUD, request_id="loud-1", speed=FAST),
 )
-"""The long-segment session's requests: both at speed 1, 24 kHz (the largest frames a server makes)."""
+"""The long-segment session's requests: the long sentence at speed 1, 24 kHz (the largest frames a server
+makes), the shouted one at speed 2 (as loud, in half the audio)."""
 
 
 def long_segment(target: Target, loop: LoopThread) -> Recording:

@@ -76,7 +76,8 @@ def test_frames_at_most_the_recommended_size(conf: Probe, long_segment: Recordin
     requirements=("R3.3.1-7",),
     requirement="A server that converts floating-point audio to samples MUST clip values beyond full scale "
     "to −32,768 and 32,767, never let them wrap around",
-    description=f"speak a shouted text ({LONG_SEGMENT[1].text!r}) and a long sentence at speed 1; look for "
+    description=f"speak a shouted text ({LONG_SEGMENT[1].text!r}) at speed 2 and a long sentence at speed 1; "
+    "look for "
     f"steps of more than {WRAP_JUMP} between consecutive samples",
     expectation="there are none (a wrapped sample jumps by nearly 65,536)",
 )
