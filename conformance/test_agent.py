@@ -28,10 +28,11 @@ ORDER_RULE = (
     "with ``audio_stream_start`` before every ``audio_chunk`` and no ``text_delta`` after "
     "``audio_stream_end`` (all text is spoken before the audio stream ends)"
 )
-SLOW_REPLY = (
-    "The sea covers most of the planet. It holds more life than any forest. "
-    "Its tides follow the moon. Sailors have read its moods for thousands of years."
-)
+SLOW_REPLY = "Yes. The sea covers most of the planet, and its tides follow the moon."
+SLOW = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 7.0}
+"""A reply written as a model writes it: 14 words over about two seconds. Its short first sentence is spoken
+while the long second one is still being written (in bidi and stream modes), and it is little audio to
+synthesize twice."""
 AGENT_TIMEOUT_S = 180.0
 
 Invoke = Callable[[dict[str, Any]], list[bytes]]
@@ -196,17 +197,16 @@ def _first(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     Level.MUST,
     requirement="as soon as it is complete, so the first sentence is heard while later ones are still being "
     "written.",
-    description="the same four-sentence scripted reply, written over about three seconds (28 words, 10 a "
+    description="the same two-sentence scripted reply, written over about two seconds (14 words, 7 a "
     "second), in bidi then batch mode",
     expectation="bidi's first audio_chunk arrives while the reply is still being written (before its last "
     "text_delta) and earlier after agent_start than batch's, whose first audio follows the whole reply",
     source="reference_agent/pipeline.py",
 )
 def test_agent_bidi_speaks_before_batch(conf: Probe, agent: Invoke) -> None:
-    slow = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 10.0}
     timings = {}
     for mode in ("bidi", "batch"):
-        request = {"prompt": "About the sea.", "mode": mode, "speed": 2.0, "scripted": slow}
+        request = {"prompt": "About the sea.", "mode": mode, "speed": 2.0, "scripted": SLOW}
         events = _judge(conf, _ask(conf, agent, request))
         last_text = [e for e in events if e.get("type") == "text_delta"][-1]["t_ms"]
         timings[mode] = (_first(events, "audio_chunk")["t_ms"], last_text)
@@ -245,7 +245,7 @@ def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
     Level.MUST,
     requirement="pipes every delta, as it comes, into one utterance (PROTOCOL.md §15): the TTS server cuts "
     "the text into segments itself and starts speaking at its first complete sentence.",
-    description="the same four-sentence scripted reply, written over about three seconds, in stream mode "
+    description="the same two-sentence scripted reply, written over about two seconds, in stream mode "
     "(each token appended to one utterance)",
     expectation="the SSE stream breaks no rule of reference_agent.checks (one utterance for the whole reply, "
     "every word spoken) and its first audio_chunk arrives while the reply is still being written",
@@ -254,8 +254,7 @@ def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
 def test_agent_stream_mode_speaks_one_utterance_while_writing(conf: Probe, agent: Invoke) -> None:
     from reference_agent.checks import check_stream
 
-    slow = {"reply": SLOW_REPLY, "first_token_ms": 100, "tokens_per_s": 10.0}
-    chunks = _ask(conf, agent, {"prompt": "About the sea.", "mode": "stream", "speed": 2.0, "scripted": slow})
+    chunks = _ask(conf, agent, {"prompt": "About the sea.", "mode": "stream", "speed": 2.0, "scripted": SLOW})
     events, _ = check_stream(chunks, expect="error")
     error = next((e for e in events if e.get("type") == "error"), None)
     if error is not None and "does not offer utterances" in str(error.get("message")):
