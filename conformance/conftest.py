@@ -58,12 +58,12 @@ from conformance.target import (
 
 DEFAULT_CONTAINER_CMD = (
     f"{shlex.quote(sys.executable)} -m reference_server --host 127.0.0.1 --port {{port}} --backend onnx "
-    "--utterance-idle-timeout-s 4"
+    "--utterance-idle-timeout-s 3"
 )
 """The reference server, started the way a third party's container runs: a separate process on a free
 loopback port (Kokoro-82M ONNX on the CPU). Its one setting that is not the default is
-``utterance_idle_timeout_s``, 4 s instead of 20 s (a limit §10 lets a server choose, which it advertises in
-``describe``): case 15.5.3 waits it out, and 16 s less keeps the run short. No case pauses an utterance that
+``utterance_idle_timeout_s``, 3 s instead of 20 s (a limit §10 lets a server choose, which it advertises in
+``describe``): case 15.5.3 waits it out, and 17 s less keeps the run short. No case pauses an utterance that
 long; they wait at most a first segment's synthesis."""
 
 _RESULTS = pytest.StashKey[Results]()

@@ -142,7 +142,7 @@ def test_disconnect_mid_synthesis(conf: Probe) -> None:
     requirement="Audio frames MUST appear only between a `synthesis_start` and the matching "
     "`synthesis_complete`.",
     description="open three sessions at once; each sends one of the three REFERENCE.md sentences with its "
-    "own request id and sample rate (8000, 16000, 24000 Hz)",
+    "own request id and sample rate (8000, 16000, 24000 Hz), at speed 2",
     expectation="each session sees only its own bracket, at its own rate, with plausible speech of its own "
     "text",
 )
@@ -151,7 +151,8 @@ def test_concurrent_sessions_do_not_cross_talk(conf: Probe) -> None:
 
     async def one(n: int) -> Answer:
         async with conf.session(f"concurrent-{n}") as s:
-            answer = await s.answer(await s.request(SENTENCES[n], request_id=f"x{n}", sample_rate=rates[n]))
+            request = await s.request(SENTENCES[n], request_id=f"x{n}", sample_rate=rates[n], speed=FAST)
+            answer = await s.answer(request)
             await s.close()
             await s.drain()
             assert list(s.answers) == [f"x{n}"], f"session {n} saw brackets {list(s.answers)}"
@@ -162,4 +163,4 @@ def test_concurrent_sessions_do_not_cross_talk(conf: Probe) -> None:
 
     for n, answer in enumerate(conf.run(scenario())):
         assert answer.start.sample_rate == rates[n], f"session {n}: {answer.start.sample_rate} Hz"
-        expect.spoken(answer, SENTENCES[n])
+        expect.spoken(answer, SENTENCES[n], speed=FAST)
