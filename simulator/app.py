@@ -70,6 +70,11 @@ _ROUTE = re.compile(
 )
 _EVENTSTREAM = b"application/vnd.amazon.eventstream"
 
+YIELD_EVERY_PARTS = 256
+"""A response stream split into many parts gives the event loop a turn every this many parts: an ASGI
+``send`` that only buffers never suspends, so without it a body split byte by byte held the loop (and the
+session's ``max_session_s``) for minutes."""
+
 # Request headers SageMaker forwards to the container on POST /invocations (InvokeEndpoint API).
 _FORWARDED_HEADERS = {
     "content-type": "Content-Type",
@@ -344,11 +349,13 @@ class SimulatorApp:
         cursor = settings.faults.cursor(invocation)
 
         async def emit(parts: list[bytes]) -> Fault | None:
-            for part in parts:
+            for n, part in enumerate(parts, 1):
                 size, fault = cursor.take(len(part))
                 if size or fault is None:
                     if settings.part_latency_s:
                         await asyncio.sleep(settings.part_latency_s)
+                    elif n % YIELD_EVERY_PARTS == 0:
+                        await asyncio.sleep(0)  # sends that never suspend would let no timeout fire
                     # botocore's PayloadPart has Bytes only: no DataType/CompletionState headers.
                     await _body(send, payload_part_message(part[:size]))
                     log.add("client", "out", "PayloadPart", part[:size])

@@ -69,6 +69,9 @@ class WireLog:
         endpoint: the endpoint name the client used.
         head_bytes: how many payload bytes each record keeps.
         outcome: how the session ended (set by the simulator when it ends).
+        max_records: records kept at most; later ones are counted in ``dropped`` (a body split byte by
+            byte is an event per byte: without a bound, a few megabytes of it took gigabytes of memory).
+        dropped: records not kept.
     """
 
     session_id: str
@@ -78,6 +81,8 @@ class WireLog:
     clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     records: list[WireRecord] = field(default_factory=list)
     outcome: str | None = None
+    max_records: int = 100_000
+    dropped: int = 0
 
     def __post_init__(self) -> None:
         self._start = self.clock()
@@ -112,7 +117,10 @@ class WireLog:
             head=payload[: self.head_bytes].hex(),
             note=note,
         )
-        self.records.append(record)
+        if len(self.records) < self.max_records:
+            self.records.append(record)
+        else:
+            self.dropped += 1
         return record
 
     def select(self, *, leg: str | None = None, direction: str | None = None, event: str | None = None):
@@ -133,6 +141,7 @@ class WireLog:
             "endpoint": self.endpoint,
             "outcome": self.outcome,
             "records": [r.to_dict() for r in self.records],
+            **({"records_dropped": self.dropped} if self.dropped else {}),
         }
 
     def to_jsonl(self) -> str:

@@ -198,3 +198,52 @@ def test_unreachable_container_is_a_model_error() -> None:
             assert caught.value.response["Error"]["Code"] == "ModelError"
 
     run(main())
+
+
+def _big_body_app(size: int) -> Any:
+    """A container whose every invocation answers ``size`` bytes of PCM at once."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def invocations(request: Any) -> Response:
+        await request.body()
+        return Response(bytes(size), media_type="audio/pcm;rate=8000;encoding=s16le;channels=1")
+
+    async def ping(request: Any) -> Response:
+        return JSONResponse({"status": "Healthy"})
+
+    return Starlette(routes=[Route("/invocations", invocations, methods=["POST"]), Route("/ping", ping)])
+
+
+def test_a_byte_split_body_the_client_abandons_ends_with_max_session_s() -> None:
+    """Two megabytes split byte by byte are two million events: the stream must still end at
+    ``max_session_s`` (sends that never suspend once held the loop for minutes) and its wire log must stay
+    bounded (it once grew to gigabytes)."""
+
+    async def main() -> None:
+        settings = {"split": SplitPolicy.parse("byte"), "max_session_s": 1.0}
+        async with _simulator(AsgiContainer(_big_body_app(2 << 20)), **settings) as sim:
+            client = runtime_client(sim.http1_url, max_attempts=1, read_timeout=20)
+
+            def read_a_little() -> int:
+                response = client.invoke_endpoint_with_response_stream(EndpointName="ep", Body=b"{}")
+                stream = response["Body"]
+                parts = 0
+                for event in stream:
+                    parts += "PayloadPart" in event
+                    if parts == 10:
+                        break
+                stream.close()
+                return parts
+
+            assert await asyncio.to_thread(read_a_little) == 10
+            (log,) = sim.wire_logs
+            for _ in range(40):  # the session's own limit is 1 s
+                if log.outcome is not None:
+                    break
+                await asyncio.sleep(0.1)
+            assert log.outcome is not None, "the stream was still being split 4 s after its 1 s limit"
+            assert len(log.records) <= log.max_records
+
+    run(main())
