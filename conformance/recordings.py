@@ -321,10 +321,8 @@ def long_text(target: Target, loop: LoopThread) -> Recording:
         sent = time.monotonic()
         await _send_all(session, recording, (request,))
 
-        def refused() -> bool:  # an error frame named it before its bracket opened (§6.3)
-            return "long-1" not in session.answers and any(
-                error.request_id == "long-1" for _, error in session.observer.errors
-            )
+        def refused() -> bool:  # an error frame refused it before its bracket opened (§6.3)
+            return "long-1" not in session.answers and session.refusal("long-1") is not None
 
         try:
             # The second session opens once synthesis is under way: after the first audio message.

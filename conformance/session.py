@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from conformance import clauses
-from conformance.observer import Answer, Message, Observer, describe_frame, excerpt, observe
+from conformance.observer import Answer, ErrorView, Message, Observer, describe_frame, excerpt, observe
 from protocol.errors import ErrorCode
 from protocol.messages import Append, Cancel, Close, End, Flush, SynthesisRequest, Utterance
 from simulator.client import BidiSession
@@ -315,6 +315,19 @@ class Session:
         finally:
             self.waiting_for = None
 
+    def refusal(self, request_id: str | None, since: int = 0) -> ErrorView | None:
+        """The first error frame from the ``since``-th on that refuses a request and names ``request_id``
+        (``None``: names no request), or ``None``. Refusing: any code but those that end an accepted
+        request or the session (§6.3, §9.1)."""
+        return next(
+            (
+                e
+                for _, e in self.observer.errors[since:]
+                if e.request_id == request_id and e.code in _REFUSING
+            ),
+            None,
+        )
+
     async def answer(self, request_id: str) -> Answer:
         """Read until the request's ``synthesis_complete``; return its :class:`Answer`.
 
@@ -324,11 +337,8 @@ class Session:
                 ``synthesis_complete`` came without its ``synthesis_start`` (no bracket to close, §6.1).
         """
 
-        def refusal() -> Any:
-            return next(
-                (e for _, e in self.observer.errors if e.request_id == request_id and e.code in _REFUSING),
-                None,
-            )
+        def refusal() -> ErrorView | None:
+            return self.refusal(request_id)
 
         def unopened() -> bool:
             return request_id not in self.observer.answers and request_id in self.observer.orphans
@@ -348,6 +358,7 @@ class Session:
                 f"{request_id!r} got a synthesis_complete without a synthesis_start: no bracket opened for it"
             )
         error = refusal()
+        assert error is not None  # done() saw it
         raise AssertionError(f"{request_id!r} was refused: {error.code}: {error.message[:200]}")
 
     async def completions(self, count: int) -> list[Answer]:
@@ -362,18 +373,13 @@ class Session:
         """
         seen = len(self.observer.errors)
 
-        def refusal() -> Any:
-            return next(
-                (e for _, e in self.observer.errors[seen:] if e.request_id is None and e.code in _REFUSING),
-                None,
-            )
-
         await self.wait(
-            lambda: self.observer.completions() >= count or refusal() is not None,
+            lambda: self.observer.completions() >= count or self.refusal(None, seen) is not None,
             f"{count} request(s) were completed",
         )
         if self.observer.completions() < count:
-            error = refusal()
+            error = self.refusal(None, seen)
+            assert error is not None  # the wait ended on it
             raise AssertionError(f"a request without an id was refused: {error.code}: {error.message[:200]}")
         return list(self.observer.history)
 

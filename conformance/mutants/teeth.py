@@ -6,7 +6,7 @@ run's ``index.json``. Runs go on concurrently (``jobs`` worker processes, each w
 worker runs one pytest session per mutant, one after the other, in the same process (``pytest.main``):
 starting Python and collecting the suite once per worker instead of once per mutant saves about three
 CPU-seconds a mutant. That sessions leave nothing behind for the next is checked: each worker ends with the
-unbroken control, which must pass every case the worker's mutants failed (:func:`certify_many`, ``control``).
+unbroken control, which must pass every case the worker's mutants failed (:func:`certify_many`).
 
 Two checks:
 
@@ -127,16 +127,14 @@ def verdicts(index: dict[str, Any]) -> dict[str, str]:
     return {case_id: entry["verdict"] for case_id, entry in index["cases"].items()}
 
 
-def certify_many(
-    names: list[str], *, jobs: int = 2, whole_suite: bool = False, control: bool = True
-) -> dict[str, dict[str, Any]]:
+def certify_many(names: list[str], *, jobs: int = 2, whole_suite: bool = False) -> dict[str, dict[str, Any]]:
     """Certify each mutant (its ``caught_by`` cases, or the whole suite) in ``jobs`` worker processes that
     take the next mutant as they finish one (see the module's docstring).
 
     Returns:
         mutant name -> its index (as :func:`certify`'s, without ``report_dir``). A session that crashes
         before writing its report gives that mutant an index with no cases, ``returncode`` None and the
-        crash in ``output``. With ``control``, each worker then certifies :data:`CONTROL` against every case
+        crash in ``output``. Each worker then certifies :data:`CONTROL` against every case
         its mutants failed, under the key ``"base#<worker>"``: those must all be OK, or one session left
         something behind that failed the next.
     """
@@ -191,7 +189,7 @@ def certify_many(
                     index = ask(name, () if whole_suite else MUTANTS[name].caught_by)
                     failed |= {c for c, v in verdicts(index).items() if v in ("FAILED", "NON-STRICT")}
                     results[name] = index
-                if control and failed:
+                if failed:
                     results[f"{CONTROL}#{number}"] = ask(CONTROL, tuple(sorted(failed)))
             finally:
                 process.stdin.close()
