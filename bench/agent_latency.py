@@ -258,11 +258,11 @@ def notes(result: dict[str, Any]) -> list[str]:
         "the same character as the agent's would in bidi mode, so the two should start together.",
         "Underrun: the invocation's audio_chunk events played back in real time from the first, by their "
         "t_ms; silence is counted whenever the next chunk had not been emitted when the previous one ended.",
-        "Stalls in bidi mode are the agent's own chunker at work: it sends the long second sentence only once "
-        "it is written, after the short first one's audio has run out. In stream mode the server hears the "
-        "sentence as it is written and, when the listener would otherwise run dry, speaks its start before its "
-        "end (PROTOCOL.md §15.3, `utterance_release` `deadline`). Batch sends the whole reply at once, so the "
-        "server never waits for text.",
+        "Stalls in bidi mode are the agent's own chunker at work: it sends the long second sentence only "
+        "once it is written, after the short first one's audio has run out. In stream mode the server hears "
+        "the sentence as it is written and, when the listener would otherwise run dry, speaks its start "
+        "before its end (PROTOCOL.md §15.3, `utterance_release` `deadline`). Batch sends the whole reply at "
+        "once, so the server never waits for text.",
     ]
 
 
