@@ -615,12 +615,12 @@ class _DriftingBlendSynthesizer(ToneSynthesizer):
     """Speaks a blend it has spoken before 15 % higher each time (a mix that is not reproducible)."""
 
     def __init__(self) -> None:
-        self.spoken: dict[str, int] = {}
+        self.times_spoken: dict[str, int] = {}  # not ``spoken``: that is ToneSynthesizer's method
 
     def pitch(self, voice: str) -> float:
         if not is_blend(voice):
             return super().pitch(voice)
-        times = self.spoken[voice] = self.spoken.get(voice, -1) + 1
+        times = self.times_spoken[voice] = self.times_spoken.get(voice, -1) + 1
         return super().pitch(voice) * (1 + 0.15 * times)
 
 
