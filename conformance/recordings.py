@@ -38,7 +38,7 @@ from conformance import deadline
 from conformance.describe import DEFAULT_LIMITS, ask
 from conformance.loop import LoopThread
 from conformance.probe import Recording, record
-from conformance.session import Session
+from conformance.session import Session, request_message
 from conformance.target import Target
 from conformance.texts import FAST, LONG, LONG_SENTENCE, LOUD, SENTENCES, SHORT, STREAMED, TWO_SENTENCES
 from protocol.messages import Describe, SynthesisRequest
@@ -114,7 +114,7 @@ async def _send_all(session: Session, recording: Recording, requests: tuple[Synt
     for request in requests:
         recording.expect.append(request.request_id)
         session.expect(request.request_id, request.to_dict())
-        await session.send(request.to_json().encode(), data_type="BINARY")
+        await session.send(request_message(request), data_type="BINARY")
 
 
 def pipelined(target: Target, loop: LoopThread) -> Recording:
@@ -220,7 +220,7 @@ def blends(target: Target, loop: LoopThread) -> Recording:
             refusals = iter(BLEND_REFUSALS.items())
             for request in BLENDED.values():
                 session.expect(request.request_id, request.to_dict())
-                await session.send(request.to_json().encode())
+                await session.send(request_message(request))
                 name, (voice, _) = next(refusals, (None, (None, None)))
                 if name is not None:
                     refused = {

@@ -39,6 +39,7 @@ __all__ = [
     "SessionEnded",
     "describe_frame",
     "observe",
+    "request_message",
 ]
 
 LOG_LIMIT = 4000
@@ -56,6 +57,16 @@ MAX_PARTS = 250_000
 """PayloadParts a session reads at most. Far beyond any case (a byte-split short request is about 15,000);
 a server that answers megabytes to a byte-splitting simulator would otherwise keep the client busy for
 minutes after the case's verdict is due."""
+
+
+def request_message(request: SynthesisRequest) -> bytes:
+    """The bytes the suite sends for ``request``: its JSON object with ``"type": "synthesize"`` first.
+
+    The suite's own requests name their type, so that a server that reads only typed messages as requests
+    fails the cases about requests without ``type`` (4.1.1, the AWS sample's shape, §4), not every case
+    that speaks.
+    """
+    return json.dumps({"type": "synthesize", **request.to_dict()}).encode()
 
 
 class SessionEnded(AssertionError):
@@ -159,14 +170,14 @@ class Session:
         """Send a synthesis request (§4.1) and expect its answer; returns its request id.
 
         ``request_id`` defaults to ``<name>-<n>``; ``fields`` are ``voice``, ``speed``, ``sample_rate``,
-        ``request_timestamp``.
+        ``request_timestamp``. The message says ``"type": "synthesize"`` (:func:`request_message`).
         """
         if request_id is None:
             self._sent_requests += 1
             request_id = f"{self.name}-{self._sent_requests}"
         request = SynthesisRequest(text=text, request_id=request_id, **fields)
         self.observer.expect(request_id, request.to_dict())
-        await self.send(request.to_json().encode(), data_type=data_type)
+        await self.send(request_message(request), data_type=data_type)
         return request_id
 
     def expect(self, request_id: str | None, request: Mapping[str, Any] | None = None) -> None:
