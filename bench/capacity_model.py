@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bench.channels import BYTES_PER_SECOND
+from bench.playback import underrun
 from bench.record import Result
 from bench.summary import describe
 from bench.texts import PLAYBACK_REPLIES
@@ -52,15 +54,9 @@ SMOKE = Config(speeds=(3.45,), sessions=(1, 2), replies={"bench reply": PLAYBACK
 
 
 def _underrun(produced: list[tuple[float, float]]) -> float:
-    """Seconds of silence for a real-time player of ``(produced at, seconds)`` pieces (see bench §6)."""
-    silence, drained = 0.0, None
-    for at, seconds in produced:
-        if drained is None:
-            drained = at
-        elif at > drained:
-            silence, drained = silence + at - drained, at
-        drained += seconds
-    return silence
+    """Seconds of silence for a real-time player of ``(produced at, seconds)`` pieces
+    (:func:`bench.playback.underrun`)."""
+    return underrun([(at, round(seconds * BYTES_PER_SECOND)) for at, seconds in produced])[0]
 
 
 async def _speak(

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from bench.paced import SAMPLE_RATE, FakeClock, PacedBackend
+from bench.playback import underrun
 from protocol.messages import SynthesisRequest
 from protocol.segmenter import DEFAULT_FIRST_UNITS, Boundary, spoken_units
 from reference_server.runtime import LEAD_S, PAUSE_S, RequestAudio, Runtime
@@ -307,15 +308,8 @@ async def _speak(runtime: Runtime, texts, listener: Listener, clock: FakeClock, 
 
 
 def underrun_s(produced) -> float:
-    """Silence a real-time player inserts: pieces played in order, from the first one's arrival."""
-    silence, drained = 0.0, None
-    for at, seconds, _ in produced:
-        if drained is None:
-            drained = at
-        elif at > drained:
-            silence, drained = silence + at - drained, at
-        drained += seconds
-    return silence
+    """Silence a real-time player inserts after the first piece (:func:`bench.playback.underrun`)."""
+    return underrun([(at, len(piece.pcm)) for at, _, piece in produced], 2 * SAMPLE_RATE)[0]
 
 
 def _warm(runtime: Runtime, clock: FakeClock) -> None:

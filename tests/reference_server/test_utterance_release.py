@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 
 from bench.paced import SAMPLE_RATE, FakeClock, PacedBackend
+from bench.playback import underrun
 from bench.texts import REPLY
 from protocol.chunker import IncrementalSentenceChunker
 from protocol.frontend import speech_text
@@ -83,15 +84,8 @@ def _stream(runtime: Runtime, clock: FakeClock, parts: list[str], tokens_per_s: 
 
 
 def _underrun_s(produced) -> float:
-    """Silence a real-time player inserts after its first audio (pieces played in order)."""
-    silence, drained = 0.0, None
-    for at, seconds, _ in produced:
-        if drained is None:
-            drained = at
-        elif at > drained:
-            silence, drained = silence + at - drained, at
-        drained += seconds
-    return silence
+    """Silence a real-time player inserts after the first piece (:func:`bench.playback.underrun`)."""
+    return underrun([(at, len(piece.pcm)) for at, _, piece in produced], 2 * SAMPLE_RATE)[0]
 
 
 def _words(produced) -> list[str]:
