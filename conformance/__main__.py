@@ -3,8 +3,8 @@
 Runs pytest on the installed ``conformance`` package with its plugin (``conformance/conftest.py``), so the
 suite works the same from a source checkout and from ``pip install 'kokoro-bidi-tts[conformance]'``. Every
 option is pytest's or the suite's (``--container-cmd``, ``--container-url``, ``--target``, ``--cases``,
-``--report``, ``--strict``; ``kokoro-conformance --help`` lists them under "conformance"). Paths such as
-``--report DIR`` are relative to the current directory.
+``--report``, ``--strict``; ``kokoro-conformance --help`` lists the suite's, ``--pytest-help`` all of them).
+Paths such as ``--report DIR`` are relative to the current directory.
 
 Examples::
 
@@ -31,11 +31,55 @@ def pytest_args(argv: list[str]) -> list[str]:
     return [str(package), "-p", "no:cacheprovider", "--rootdir", str(package), *argv]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run pytest on the suite; returns pytest's exit status (1 when a case is FAILED)."""
+SECTION = "conformance suite (spec/PROTOCOL.md):"
+"""The heading of the suite's own options in pytest's help (``conformance/conftest.py``)."""
+
+USAGE = """usage: kokoro-conformance [options]
+
+Certify a TTS container against spec/PROTOCOL.md: by default the reference server, through the SageMaker
+simulator and the official AWS clients. Exit status 1 when a case is FAILED.
+
+  kokoro-conformance --container-cmd "docker run --rm -p 127.0.0.1:{port}:8080 my-tts" --report report
+  kokoro-conformance --container-url http://127.0.0.1:8080 --cases "9.1.*"
+  kokoro-conformance --target live --endpoint-name my-endpoint --region us-east-1
+"""
+
+
+def help_text() -> str:
+    """``kokoro-conformance --help``: :data:`USAGE`, then the suite's own options as pytest's help lists
+    them, then where pytest's own options are (``--pytest-help``)."""
+    import contextlib
+    import io
+
     import pytest
 
-    return int(pytest.main(pytest_args(sys.argv[1:] if argv is None else argv)))
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        pytest.main(pytest_args(["--help"]))
+    blocks = captured.getvalue().split("\n\n")
+    ours = next((block for block in blocks if block.lstrip().startswith(SECTION)), None)
+    if ours is None:  # a pytest that lays its help out otherwise: all of it
+        return f"{USAGE}\n{captured.getvalue()}"
+    return (
+        f"{USAGE}\n{ours.strip()}\n\nEvery pytest option works too (-q, -x, --junitxml ...); "
+        "kokoro-conformance --pytest-help lists them.\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run pytest on the suite; returns pytest's exit status (1 when a case is FAILED).
+
+    ``-h``/``--help`` prints :func:`help_text`; ``--pytest-help`` prints pytest's whole help.
+    """
+    import pytest
+
+    args = sys.argv[1:] if argv is None else argv
+    if "-h" in args or "--help" in args:
+        print(help_text(), end="")
+        return 0
+    if "--pytest-help" in args:
+        args = ["--help" if arg == "--pytest-help" else arg for arg in args]
+    return int(pytest.main(pytest_args(args)))
 
 
 if __name__ == "__main__":

@@ -188,3 +188,25 @@ def test_live_target_names_what_is_missing(tmp_path: Path, missing: str) -> None
     given = {"--region": ["--endpoint-name", "tts"], "--endpoint-name": ["--region", "us-east-1"]}[missing]
     _, output, _ = run(tmp_path, "--target", "live", "-rs", *given)
     assert f"the live target needs {missing}" in output
+
+
+def test_the_command_line_help_is_the_suites() -> None:
+    """``kokoro-conformance --help`` is the suite's usage and options, not pytest's page of 200 options;
+    ``--pytest-help`` still gives pytest's."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+
+    def run_cli(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "conformance", *args], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    ours = run_cli("--help")
+    assert ours.startswith("usage: kokoro-conformance [options]")
+    for option in ("--container-cmd", "--container-url", "--target", "--cases", "--report", "--case-timeout"):
+        assert option in ours, option
+    assert "pytest.main()" not in ours and "--junit-prefix" not in ours
+    everything = run_cli("--pytest-help")
+    assert "--junit-prefix" in everything and "--container-cmd" in everything
