@@ -145,15 +145,28 @@ def test_isolation_record_is_current() -> None:
     )
 
 
-def test_control_passes_every_case(side_runs: dict[str, Future[dict[str, Any]]]) -> None:
-    """The unbroken tone server passes the whole suite; MP3 (OPTIONAL, §11.5) is UNIMPLEMENTED."""
+def test_control_passes_every_case(side_runs: dict[str, Future[dict[str, Any]]], tmp_path: Path) -> None:
+    """The unbroken tone server passes the whole suite; MP3 (OPTIONAL, §11.5) is UNIMPLEMENTED.
+
+    The control runs beside the mutant workers, a dozen processes on two cores, and the simulator holds the
+    container to SageMaker's 250 ms to accept a WebSocket (REFERENCE.md §1): a starved moment once failed a
+    session's opening there. A case the control fails is therefore run again alone, after the concurrent
+    runs; it must pass then, and the first failure is reported with it.
+    """
     index = side_runs["control"].result()
     seen = verdicts(index)
     assert len(seen) == len(catalogue()), f"{len(seen)} verdicts for {len(catalogue())} cases"
-    wrong = {
-        case_id: v for case_id, v in seen.items() if v != "OK" and (case_id, v) != ("11.5.1", "UNIMPLEMENTED")
-    }
-    assert not wrong, f"the control failed cases: {wrong}\n{index['output']}"
+
+    def wrong_in(found: dict[str, str]) -> dict[str, str]:
+        return {c: v for c, v in found.items() if v != "OK" and (c, v) != ("11.5.1", "UNIMPLEMENTED")}
+
+    wrong = wrong_in(seen)
+    if wrong:
+        for future in side_runs.values():  # alone: after every concurrent run
+            future.result()
+        again = wrong_in(verdicts(run_suite(tmp_path, mutant_cmd(CONTROL), tuple(wrong))))
+        assert not again, f"the control failed cases: {wrong}, and alone again: {again}\n{index['output']}"
+        return
     assert index["returncode"] == 0
 
 
