@@ -213,14 +213,10 @@ class BadInputRows:
             try:
                 request = await session.request(SHORT, speed=FAST, request_id=after)
                 answer = await asyncio.wait_for(session.answer(request), deadline.bound(REQUEST_WAIT_S))
-                if (
-                    answer.complete is not None
-                    and answer.complete.status in ("completed", None)
-                    and answer.audio
-                ):
-                    for member, mark, errors in judged:
-                        self.outcomes[member.case.id] = mark.outcome(errors, tail, answer=answer)
-                    return
+                expect.completed(answer)
+                for member, mark, errors in judged:
+                    self.outcomes[member.case.id] = mark.outcome(errors, tail, answer=answer)
+                return
             except (SessionEnded, TimeoutError, AssertionError):
                 pass
             await self.shared.discard()
