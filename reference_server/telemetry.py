@@ -148,6 +148,7 @@ class RequestRecord:
             session=self.session,
             request_id=request.request_id,
             voice=request.voice,
+            speed=request.speed,
             chars=len(request.text) if self.chars is None else self.chars,
             audio_s=round(audio_s, 3),
             first_audio_ms=first_ms,
