@@ -83,22 +83,42 @@ class ContainerProcess:
         self.log_path = log_path
         self.startup_timeout_s = startup_timeout_s
         self._process: subprocess.Popen[bytes] | None = None
+        self.launched = 0.0
+        """:func:`time.monotonic` at :meth:`launch`."""
         self._log: Any = None
 
     def start(self) -> None:
-        """Start the command and wait until ``GET /ping`` answers 200.
+        """:meth:`launch`, then :meth:`wait_ready`.
 
         Raises:
-            ContainerStartError: the command exited first or stayed unhealthy; the message ends with
-                the tail of its output.
+            ContainerStartError: as :meth:`wait_ready`.
         """
+        self.launch()
+        self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the command and return at once (idempotent): a container loads its model for seconds, which
+        the caller may spend on its own start-up before :meth:`wait_ready`."""
+        if self._process is not None:
+            return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("wb")
         # Its own process group, so a wrapper (a shell, `docker run`) stops with everything it started.
         self._process = subprocess.Popen(
             shlex.split(self.command), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        deadline = time.monotonic() + self.startup_timeout_s
+        self.launched = time.monotonic()
+
+    def wait_ready(self) -> None:
+        """Wait until ``GET /ping`` answers 200, at most ``startup_timeout_s`` from :meth:`launch`.
+
+        Raises:
+            ContainerStartError: the command was not launched, exited first or stayed unhealthy; the message
+                ends with the tail of its output.
+        """
+        if self._process is None:
+            raise ContainerStartError("the container was not launched (or was stopped)")
+        deadline = self.launched + self.startup_timeout_s
         with httpx.Client(timeout=5.0) as client:
             while True:
                 if self._process.poll() is not None:
@@ -119,7 +139,7 @@ class ContainerProcess:
                         "s:\n"
                         f"{self.output_tail()}"
                     )
-                time.sleep(0.2)
+                time.sleep(0.05)
 
     def output(self) -> str:
         """Everything the command wrote so far."""
