@@ -12,6 +12,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -198,16 +199,27 @@ def _first(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     requirement="as soon as it is complete, so the first sentence is heard while later ones are still being "
     "written.",
     description="the same two-sentence scripted reply, written over about two seconds (14 words, 7 a "
-    "second), in bidi then batch mode",
+    "second), in bidi and in batch mode, both asked at once",
     expectation="bidi's first audio_chunk arrives while the reply is still being written (before its last "
     "text_delta) and earlier after agent_start than batch's, whose first audio follows the whole reply",
     source="reference_agent/pipeline.py",
 )
 def test_agent_bidi_speaks_before_batch(conf: Probe, agent: Invoke) -> None:
+    modes = ("bidi", "batch")
+
+    def both() -> list[list[bytes]]:
+        # At once: batch synthesizes nothing until its reply is written, by when bidi's first sentence is
+        # spoken, so neither delays what the case compares; in turn they would take twice the writing time.
+        with ThreadPoolExecutor(len(modes)) as pool:
+            asked = [
+                pool.submit(agent, {"prompt": "About the sea.", "mode": mode, "speed": 2.0, "scripted": SLOW})
+                for mode in modes
+            ]
+            return [future.result() for future in asked]
+
     timings = {}
-    for mode in ("bidi", "batch"):
-        request = {"prompt": "About the sea.", "mode": mode, "speed": 2.0, "scripted": SLOW}
-        events = _judge(conf, _ask(conf, agent, request))
+    for mode, chunks in zip(modes, conf.blocking(both, "the agent's two streams ended"), strict=True):
+        events = _judge(conf, chunks)
         last_text = [e for e in events if e.get("type") == "text_delta"][-1]["t_ms"]
         timings[mode] = (_first(events, "audio_chunk")["t_ms"], last_text)
     conf.observe(first_audio_and_last_text_ms=timings)
@@ -231,7 +243,8 @@ def test_agent_bidi_speaks_before_batch(conf: Probe, agent: Invoke) -> None:
 def test_agent_tts_refusal_ends_with_error(conf: Probe, agent: Invoke) -> None:
     from reference_agent.checks import check_stream
 
-    too_long = {"reply": "Hello there. " * 800, "first_token_ms": 0, "tokens_per_s": 20_000.0}
+    # Over 10,000 characters in long words: each word is an SSE event the suite reads, so few words.
+    too_long = {"reply": "Incomprehensibilities. " * 460, "first_token_ms": 0, "tokens_per_s": 20_000.0}
     request = {"prompt": "Say hello.", "mode": "batch", "speed": 2.0, "scripted": too_long}
     chunks = _ask(conf, agent, request)
     events, findings = check_stream(chunks, expect="error")
