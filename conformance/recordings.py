@@ -140,14 +140,20 @@ def variations(target: Target, loop: LoopThread) -> Recording:
 
 
 ENCODED = {
-    "pcm": SynthesisRequest(SENTENCES[0], request_id="g-pcm", sample_rate=8000),
-    "pcm_mulaw": SynthesisRequest(SENTENCES[0], request_id="g-mulaw", sample_rate=8000, encoding="pcm_mulaw"),
-    "pcm_alaw": SynthesisRequest(SENTENCES[0], request_id="g-alaw", sample_rate=8000, encoding="pcm_alaw"),
-    "unknown": SynthesisRequest(SENTENCES[0], request_id="g-unknown", sample_rate=8000, encoding="pcm_s24le"),
+    "pcm": SynthesisRequest(SENTENCES[0], request_id="g-pcm", speed=FAST, sample_rate=8000),
+    "pcm_mulaw": SynthesisRequest(
+        SENTENCES[0], request_id="g-mulaw", speed=FAST, sample_rate=8000, encoding="pcm_mulaw"
+    ),
+    "pcm_alaw": SynthesisRequest(
+        SENTENCES[0], request_id="g-alaw", speed=FAST, sample_rate=8000, encoding="pcm_alaw"
+    ),
+    "unknown": SynthesisRequest(
+        SENTENCES[0], request_id="g-unknown", speed=FAST, sample_rate=8000, encoding="pcm_s24le"
+    ),
 }
-"""The encodings session's requests (§3.3.1, §4.1): one sentence at 8 kHz as PCM16, G.711 μ-law and A-law,
-and in an encoding no version defines (it must be refused, or, by a server that offers no encoding but
-PCM16, ignored as a version 1 server does)."""
+"""The encodings session's requests (§3.3.1, §4.1): one sentence at speed 2 and 8 kHz as PCM16, G.711 μ-law
+and A-law, and in an encoding no version defines (it must be refused, or, by a server that offers no
+encoding but PCM16, ignored as a version 1 server does)."""
 
 
 def encodings(target: Target, loop: LoopThread) -> Recording:
@@ -375,11 +381,11 @@ def described(target: Target, loop: LoopThread) -> Recording:
 
 MARKED = (
     SynthesisRequest(SHORT, request_id="mk0", speed=FAST),
-    SynthesisRequest(TWO_SENTENCES, request_id="mk1", speed=FAST, marks=True),
-    SynthesisRequest(TWO_SENTENCES, request_id="mk2", speed=FAST),
+    SynthesisRequest(f"{SENTENCES[0]} {SENTENCES[1]}", request_id="mk1", speed=FAST, marks=True),
+    SynthesisRequest(f"{SENTENCES[0]} {SENTENCES[1]}", request_id="mk2", speed=FAST),
 )
 """The marks session's requests: one without marks first (so neither of the pair is a session's first
-request), then the same two sentences with and without marks."""
+request), then the same two short sentences (two segments) with and without marks."""
 
 BAD_MARKS = (
     ({"text": SHORT, "request_id": "mk3", "marks": "yes"}, "invalid_field"),

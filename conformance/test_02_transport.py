@@ -86,8 +86,8 @@ def test_no_subprotocol_needed(conf: Probe) -> None:
 def test_request_in_binary_frame(conf: Probe) -> None:
     async def scenario() -> None:
         async with conf.session("binary") as s:
-            answer = await s.answer(await s.request(SENTENCES[0], data_type="BINARY"))
-            expect.spoken(answer, SENTENCES[0])
+            answer = await s.answer(await s.request(SENTENCES[0], speed=FAST, data_type="BINARY"))
+            expect.spoken(answer, SENTENCES[0], speed=FAST)
             await s.close()
             await s.drain()
 
@@ -107,11 +107,11 @@ def test_request_in_binary_frame(conf: Probe) -> None:
 def test_request_in_text_frame(conf: Probe) -> None:
     async def scenario() -> None:
         async with conf.session("text") as s:
-            binary = await s.answer(await s.request(SENTENCES[0], data_type="BINARY"))
-            text = await s.answer(await s.request(SENTENCES[0], data_type="UTF8"))
+            binary = await s.answer(await s.request(SENTENCES[0], speed=FAST, data_type="BINARY"))
+            text = await s.answer(await s.request(SENTENCES[0], speed=FAST, data_type="UTF8"))
             await s.close()
             await s.drain()
-        expect.spoken(text, SENTENCES[0])
+        expect.spoken(text, SENTENCES[0], speed=FAST)
         for name in ("sample_rate", "voice", "speed"):
             assert getattr(text.start, name) == getattr(binary.start, name), (
                 f"{name} differs between frame types"
@@ -167,11 +167,12 @@ def test_fragmented_request(conf: Probe) -> None:
 
     async def scenario() -> None:
         async with conf.session("fragments") as s:
-            frame = json.dumps({"text": text, "request_id": "frag-1"}, ensure_ascii=False).encode("utf-8")
+            message = {"text": text, "request_id": "frag-1", "speed": FAST}
+            frame = json.dumps(message, ensure_ascii=False).encode("utf-8")
             inside = frame.index("é".encode()) + 1  # between the two bytes of "é"
             s.expect("frag-1")
             await s.send_in_parts(frame, [7, inside], data_type="UTF8")
-            expect.spoken(await s.answer("frag-1"), text)
+            expect.spoken(await s.answer("frag-1"), text, speed=FAST)
             await s.close()
             await s.drain()
 

@@ -398,8 +398,8 @@ async def _completions_or_error(s: Session, count: int) -> list[Answer]:
     requirements=("R4.1-8",),
     requirement="When `request_id` is absent the server MUST assign `r<N>` (N = 1, 2, …, skipping ids in "
     "use) and report it in `synthesis_start`.",
-    description="on a fresh session send a request without id, then one with the client's id 'r2' (two "
-    "sentences, so it is still in use), then another without id; after all three, a fourth without id",
+    description="on a fresh session send a request without id, then one with the client's id 'r2' (queued "
+    "behind the first, so still in use), then another without id; after all three, a fourth without id",
     expectation="the requests without id get exactly r1, r3 (r2 is in use) and r4, reported in their "
     "synthesis_start",
 )
@@ -412,7 +412,7 @@ def test_server_assigned_ids_exactly(conf: Probe) -> None:
     async def scenario() -> list[Answer]:
         async with conf.session("assigned-exactly") as s:
             await send_without_id(s)
-            await s.request(TWO_SENTENCES, request_id="r2", speed=FAST)
+            await s.request(SENTENCES[1], request_id="r2", speed=FAST)
             await send_without_id(s)
             await _completions_or_error(s, 3)
             await send_without_id(s)
