@@ -27,7 +27,7 @@ from conformance import deadline
 from conformance.loop import LoopThread
 from conformance.observer import Finding, Message, Observer
 from conformance.report import CaseResult
-from conformance.session import Session
+from conformance.session import Session, open_session
 from conformance.target import Target
 
 __all__ = ["Probe", "Recording", "record"]
@@ -103,8 +103,7 @@ def record(
     sessions: list[Session] = []
 
     async def main() -> None:
-        async with target.bidi(**bidi_options) as bidi:
-            session = Session(bidi, faithful_data_types=target.faithful_data_types, name=name)
+        async with open_session(target, name, **bidi_options) as session:
             sessions.append(session)
             await scenario(session, recording)
 
@@ -207,15 +206,11 @@ class Probe:
         stream_errors: str = "observe",
         **bidi_options: Any,
     ) -> AsyncIterator[Session]:
-        """Open an observed :class:`Session` whose log and findings go into the case's report."""
-        async with self.target.bidi(**bidi_options) as bidi:
-            session = Session(
-                bidi,
-                faithful_data_types=self.target.faithful_data_types,
-                check_frames=check_frames,
-                name=name,
-                stream_errors=stream_errors,
-            )
+        """Open an observed :class:`Session` (:func:`~conformance.session.open_session`) whose log and
+        findings go into the case's report."""
+        async with open_session(
+            self.target, name, check_frames=check_frames, stream_errors=stream_errors, **bidi_options
+        ) as session:
             self.attach(session)
             yield session
 

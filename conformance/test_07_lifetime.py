@@ -11,7 +11,7 @@ import httpx
 from conformance import deadline, expect
 from conformance.cases import Level, case
 from conformance.probe import Probe
-from conformance.session import Answer, Session
+from conformance.session import Answer, open_session
 from conformance.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
 
 DISCONNECTS = 20
@@ -111,8 +111,7 @@ def test_close_while_audio_streams(conf: Probe) -> None:
 )
 def test_disconnect_mid_synthesis(conf: Probe) -> None:
     async def once(n: int) -> None:
-        async with conf.target.bidi() as bidi:
-            session = Session(bidi, faithful_data_types=conf.target.faithful_data_types, name=f"gone-{n}")
+        async with open_session(conf.target, f"gone-{n}") as session:
             conf.attach(session)
             request_id = await session.request(SENTENCES[1], speed=FAST)
             await session.wait(lambda: request_id in session.answers, "synthesis_start arrived")

@@ -30,7 +30,7 @@ from conformance.loop import LoopThread
 from conformance.observer import Answer, ErrorView, Finding
 from conformance.probe import Probe, Recording
 from conformance.recordings import MARKER_TEXT, REFUSED
-from conformance.session import Session, SessionEnded
+from conformance.session import Session, SessionEnded, open_session
 from conformance.target import Target
 from conformance.texts import FAST, SHORT, TWO_SENTENCES
 from protocol.errors import ProtocolError
@@ -54,9 +54,8 @@ class SharedSession:
             await self.discard()
             self._opened += 1
             self._stack = contextlib.AsyncExitStack()
-            bidi = await self._stack.enter_async_context(self.target.bidi())
-            self.session = Session(
-                bidi, faithful_data_types=self.target.faithful_data_types, name=f"{self.name}-{self._opened}"
+            self.session = await self._stack.enter_async_context(
+                open_session(self.target, f"{self.name}-{self._opened}")
             )
         return self.session
 
@@ -361,13 +360,12 @@ PER_MESSAGE_S = 10.0
 def test_random_malformed_messages(conf: Probe) -> None:
     stack = contextlib.AsyncExitStack()
 
-    async def open_session() -> Session:
-        bidi = await stack.enter_async_context(conf.target.bidi())
-        session = Session(bidi, faithful_data_types=conf.target.faithful_data_types, name="fuzz")
+    async def open_fuzz() -> Session:
+        session = await stack.enter_async_context(open_session(conf.target, "fuzz"))
         conf.attach(session)
         return session
 
-    session = conf.run(open_session())
+    session = conf.run(open_fuzz())
     answers: dict[tuple[bytes, str], tuple[str | None, str | None]] = {}
     stuck: list[str] = []
     misnamed: dict[bytes, str] = {}

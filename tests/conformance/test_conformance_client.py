@@ -8,15 +8,19 @@ must carry on: each broken rule is one finding on its clause, and the rest of th
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import struct
+from collections.abc import AsyncIterator
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance import clauses
 from conformance.observer import Message, Observer, observe
+from conformance.session import HANDSHAKE_ATTEMPTS, Session, open_session
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisComplete, SynthesisStart
 from protocol.session import AudioReceived, ClientSession
@@ -215,3 +219,69 @@ def test_a_complete_without_its_start_is_kept_by_the_id_it_names() -> None:
     observer = observe([complete(0, "x")], faithful_data_types=True, expect=["x"])
     assert "x" not in observer.answers and observer.orphans["x"].status == "completed"
     assert clauses_of(observer) == [clauses.ONE_BRACKET]
+
+
+class ModelError(Exception):
+    """Named as the official client's error for a refused opening (the service's 424)."""
+
+
+class _Bidi:
+    def __init__(self, refuse: bool) -> None:
+        self.refuse = refuse
+        self.exited = False
+
+    async def opened(self) -> None:
+        if self.refuse:
+            raise ModelError("the container did not accept the WebSocket within 250 ms")
+
+
+class _Target:
+    """A target whose first ``refusals`` openings are refused."""
+
+    faithful_data_types = False
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.opened: list[_Bidi] = []
+
+    @contextlib.asynccontextmanager
+    async def bidi(self, **options: object) -> AsyncIterator[_Bidi]:
+        bidi = _Bidi(len(self.opened) < self.refusals)
+        self.opened.append(bidi)
+        try:
+            yield bidi
+        finally:
+            bidi.exited = True
+
+
+async def _open(target: _Target) -> tuple[Session, bool]:
+    async with open_session(target, "s") as session:  # type: ignore[arg-type]
+        return session, session.bidi.exited
+
+
+def test_a_refused_opening_is_tried_again_and_noted_on_the_handshake_clause() -> None:
+    target = _Target(refusals=HANDSHAKE_ATTEMPTS - 1)
+    session, exited = asyncio.run(_open(target))
+    assert HANDSHAKE_ATTEMPTS > 1 and len(target.opened) == HANDSHAKE_ATTEMPTS
+    assert session.bidi is target.opened[-1] and not exited
+    assert all(bidi.exited for bidi in target.opened)  # the refused tries were released, then the last
+    notes = [f for f in session.observer.findings if f.clause == clauses.HANDSHAKE]
+    assert [n.message.split(":")[0] for n in notes] == [
+        f"the session could not be opened on try {n}, and was tried again"
+        for n in range(1, HANDSHAKE_ATTEMPTS)
+    ]
+
+
+def test_the_last_try_is_left_to_the_session_to_observe() -> None:
+    target = _Target(refusals=HANDSHAKE_ATTEMPTS)  # every opening refused: the last is not awaited here
+    session, _ = asyncio.run(_open(target))
+    assert len(target.opened) == HANDSHAKE_ATTEMPTS and session.bidi is target.opened[-1]
+    assert (
+        len([f for f in session.observer.findings if f.clause == clauses.HANDSHAKE]) == HANDSHAKE_ATTEMPTS - 1
+    )
+
+
+def test_an_opened_session_is_not_tried_again() -> None:
+    target = _Target(refusals=0)
+    session, _ = asyncio.run(_open(target))
+    assert len(target.opened) == 1 and not session.observer.findings
