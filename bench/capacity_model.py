@@ -85,7 +85,7 @@ async def _trial(mode: str, xrt: float, sessions: int, texts: tuple[str, ...]) -
     segmentation, scheduling = MODES[mode]
     clock = FakeClock()
     settings = replace(Settings(), segmentation=segmentation, scheduling=scheduling)
-    runtime = Runtime(settings, PacedBackend(clock, xrt=xrt), clock=clock)
+    runtime = Runtime(settings, PacedBackend(clock, xrt=xrt), clock=clock, lockstep=True)
     try:
         await _speak(runtime, (WARMUP,) * 4, Listener(), clock)  # the speed estimate learns
         start = clock()

@@ -148,7 +148,9 @@ async def run(context: Any, config: Config = Config()) -> Result:
 
     backend = await asyncio.to_thread(_backend, config.backend)
     clock = _Clock()
-    runtime = Runtime(Settings(backend=backend.name), _Paced(backend, clock, config.xrt), clock=clock)
+    runtime = Runtime(
+        Settings(backend=backend.name), _Paced(backend, clock, config.xrt), clock=clock, lockstep=True
+    )
     result = Result(NAME, TITLE, config={**asdict(config), "backend_used": backend.name})
     try:
         for sentences in config.warmup:

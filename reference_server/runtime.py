@@ -650,6 +650,8 @@ class Runtime:
         backend: a backend whose ``load()``/``warm_up()`` have not necessarily run yet.
         clock: monotonic seconds for the listeners' clocks and the model-speed estimate; tests pass a
             fake one that a fake backend advances by its synthesis time.
+        lockstep: with such a fake clock, the scheduler lets the event loop answer each step before it
+            chooses the next (:class:`~reference_server.scheduling.DeadlineScheduler`); never in a server.
 
     Attributes:
         scheduler: runs every synthesis step on ``settings.synthesis_workers`` threads, earliest deadline
@@ -664,7 +666,12 @@ class Runtime:
     """
 
     def __init__(
-        self, settings: Settings, backend: Backend, *, clock: Callable[[], float] = time.monotonic
+        self,
+        settings: Settings,
+        backend: Backend,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        lockstep: bool = False,
     ) -> None:
         self.settings = settings
         self.limits = settings.limits
@@ -677,6 +684,7 @@ class Runtime:
             policy=settings.scheduling,
             clock=clock,
             min_segment_s=lambda: self.speed.predict_compute(DEFAULT_MIN_UNITS, "a"),
+            lockstep=lockstep,
         )
         self.readiness = Readiness.LOADING
         self.failure: str | None = None

@@ -379,6 +379,13 @@ class SchedulerClosed(RuntimeError):
     """The scheduler was closed (server shutdown) before the step could run."""
 
 
+LOCKSTEP_TURNS = 20
+"""Event-loop turns a ``lockstep`` worker lets pass after each step (see :class:`DeadlineScheduler`)."""
+
+LOCKSTEP_WAIT_S = 1.0
+"""Longest a ``lockstep`` worker waits for those turns (a loop that stopped never runs them)."""
+
+
 @dataclass(eq=False)
 class _Step:
     listener: Listener
@@ -406,6 +413,11 @@ class DeadlineScheduler:
         min_segment_s: returns the predicted time of a minimal segment (for :func:`choose`).
         guard_s: reserve kept from every budget.
         name: thread name prefix.
+        lockstep: for tests on a fake clock, which moves only while a step runs. After each step a worker
+            lets the event loop that submitted it run what is ready (:data:`LOCKSTEP_TURNS` turns) before it
+            chooses the next, so the choice sees the steps that loop submits in reply, as a real-time loop
+            does within the step's real compute time. Without it, a step that takes no real time can be
+            followed by another listener's while the first listener's reply is still on its way.
     """
 
     def __init__(
@@ -417,11 +429,13 @@ class DeadlineScheduler:
         min_segment_s: Callable[[], float] = lambda: 0.0,
         guard_s: float = GUARD_S,
         name: str = "kokoro-synth",
+        lockstep: bool = False,
     ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, not {workers}")
         self.policy = Policy(policy)
         self.clock = clock
+        self._lockstep = lockstep
         self._min_segment_s = min_segment_s
         self._guard_s = guard_s
         self._cond = threading.Condition()
@@ -504,6 +518,25 @@ class DeadlineScheduler:
             finally:
                 with self._cond:
                     self.running -= 1
+            if self._lockstep:
+                self._let_loop_run(step.loop)
+
+    @staticmethod
+    def _let_loop_run(loop: asyncio.AbstractEventLoop) -> None:
+        async def turns() -> None:
+            for _ in range(LOCKSTEP_TURNS):
+                await asyncio.sleep(0)
+
+        if loop.is_closed() or not loop.is_running():
+            return  # the caller's loop ended: nobody will submit more
+        coroutine = turns()
+        try:
+            future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        except RuntimeError:  # it closed meanwhile
+            coroutine.close()
+            return
+        with contextlib.suppress(Exception):  # it stopped before the turns ran
+            future.result(LOCKSTEP_WAIT_S)
 
     @staticmethod
     def _settle(step: _Step, result: Any, error: BaseException | None) -> None:

@@ -290,19 +290,36 @@ def test_errors_reach_the_caller_and_closing_fails_waiting_steps():
 def _runtime(clock: FakeClock, segmentation: str = "deadline", **options) -> tuple[Runtime, PacedBackend]:
     backend = PacedBackend(clock, **options)
     settings = replace(Settings(), segmentation=segmentation)
-    return Runtime(settings, backend, clock=clock), backend
+    return Runtime(settings, backend, clock=clock, lockstep=True), backend
 
 
-async def _speak(runtime: Runtime, texts, listener: Listener, clock: FakeClock, voice="af_heart"):
+class RecordingListener(Listener):
+    """A :class:`Listener` that keeps when each piece was produced: the runtime's clock when it queued the
+    piece for the listener, in the model's thread."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.added: list[float] = []
+
+    def add(self, audio_s: float, now: float) -> None:
+        self.added.append(now)
+        super().add(audio_s, now)
+
+
+async def _speak(runtime: Runtime, texts, listener: RecordingListener, clock: FakeClock, voice="af_heart"):
     """Synthesize ``texts`` one request after another for one listener; returns (produced at, seconds of
-    audio, piece) per piece, and the requests' RequestAudio."""
+    audio, piece) per piece, and the requests' RequestAudio.
+
+    A piece was produced when the runtime queued it for the listener (each piece is queued once, in order),
+    not when this loop got to it: the model's thread may synthesize the next segment first, moving the fake
+    clock by its compute time, and reading the clock here would then count that as a wait."""
     produced, audios = [], []
     for number, text in enumerate(texts):
         request = SynthesisRequest(text=text, voice=voice, request_id=f"r{number}")
         audio = RequestAudio(runtime, request, listener)
         audios.append(audio)
         while (piece := await audio.next()) is not None:
-            produced.append((clock(), len(piece.pcm) / 2 / SAMPLE_RATE, piece))
+            produced.append((listener.added[len(produced)], len(piece.pcm) / 2 / SAMPLE_RATE, piece))
         audio.close()
     return produced, audios
 
@@ -318,7 +335,7 @@ def _warm(runtime: Runtime, clock: FakeClock) -> None:
         _speak(
             runtime,
             ["One two three four five six seven eight nine ten eleven twelve."] * 6,
-            Listener(),
+            RecordingListener(),
             clock,
         )
     )
@@ -333,7 +350,7 @@ def test_deadline_segmentation_never_lets_the_listener_wait_where_sentences_do(t
         clock = FakeClock()
         runtime, _ = _runtime(clock, segmentation)
         _warm(runtime, clock)
-        produced, audios = run(_speak(runtime, texts, Listener(), clock))
+        produced, audios = run(_speak(runtime, texts, RecordingListener(), clock))
         results[segmentation] = underrun_s(produced), [s for a in audios for s in a.segments]
         runtime.scheduler.close()
     old, _ = results["sentence"]
@@ -355,7 +372,7 @@ def test_a_speechs_first_segment_is_short_and_first_audio_comes_sooner():
         runtime, _ = _runtime(clock, segmentation)
         _warm(runtime, clock)
         start = clock()
-        produced, _ = run(_speak(runtime, [text], Listener(), clock))
+        produced, _ = run(_speak(runtime, [text], RecordingListener(), clock))
         first_audio[segmentation] = produced[0][0] - start
         runtime.scheduler.close()
     assert first_audio["deadline"] < 0.6 * first_audio["sentence"]
@@ -365,7 +382,7 @@ def test_word_timings_point_at_the_words_after_cuts_and_trims():
     clock = FakeClock()
     runtime, backend = _runtime(clock)
     _warm(runtime, clock)
-    produced, audios = run(_speak(runtime, [" ".join(BENCH_REPLY)], Listener(), clock))
+    produced, audios = run(_speak(runtime, [" ".join(BENCH_REPLY)], RecordingListener(), clock))
     runtime.scheduler.close()
     pcm = b"".join(piece.pcm for _, _, piece in produced)
     samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768
@@ -394,7 +411,7 @@ def test_two_listeners_share_the_model_new_speech_first():
     _warm(runtime, clock)
 
     async def scenario():
-        one, two = Listener(), Listener()
+        one, two = RecordingListener(), RecordingListener()
         history = runtime.scheduler.history
         before = history[-1][0] if history else -1  # the warm-up's steps
         first = asyncio.create_task(_speak(runtime, BENCH_REPLY, one, clock))

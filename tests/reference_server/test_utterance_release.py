@@ -32,7 +32,7 @@ TOKENS_PER_S = 10.0
 
 def _runtime(clock: FakeClock, release: str, **options) -> Runtime:
     settings = replace(Settings(), utterance_release=release)
-    return Runtime(settings, PacedBackend(clock, **options), clock=clock)
+    return Runtime(settings, PacedBackend(clock, **options), clock=clock, lockstep=True)
 
 
 def _warm(runtime: Runtime, clock: FakeClock) -> None:
