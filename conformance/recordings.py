@@ -379,10 +379,12 @@ def described(target: Target, loop: LoopThread) -> Recording:
     return record(target, loop, "describe", scenario)
 
 
+_MARKED_TEXT = f"{SENTENCES[0]} {SENTENCES[1]}"
+
 MARKED = (
     SynthesisRequest(SHORT, request_id="mk0", speed=FAST),
-    SynthesisRequest(f"{SENTENCES[0]} {SENTENCES[1]}", request_id="mk1", speed=FAST, marks=True),
-    SynthesisRequest(f"{SENTENCES[0]} {SENTENCES[1]}", request_id="mk2", speed=FAST),
+    SynthesisRequest(_MARKED_TEXT, request_id="mk1", speed=FAST, marks=True),
+    SynthesisRequest(_MARKED_TEXT, request_id="mk2", speed=FAST),
 )
 """The marks session's requests: one without marks first (so neither of the pair is a session's first
 request), then the same two short sentences (two segments) with and without marks."""

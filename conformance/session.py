@@ -78,6 +78,12 @@ class SessionEnded(AssertionError):
     """The output stream ended before what the case waited for arrived."""
 
 
+def _refused_opening(error: BaseException | None) -> bool:
+    """Whether the official client's ``error`` is the service's ``ModelError`` (424): the container did not
+    complete the WebSocket handshake (REFERENCE.md §1)."""
+    return error is not None and type(error).__name__ == "ModelError"
+
+
 HANDSHAKE_ATTEMPTS = 2
 """Tries :func:`open_session` gives a session whose opening the endpoint refused (``ModelError``: the
 container did not complete the WebSocket handshake, within 250 ms on SageMaker, REFERENCE.md §1)."""
@@ -108,9 +114,9 @@ async def open_session(
             if attempt < HANDSHAKE_ATTEMPTS:
                 try:
                     await bidi.opened()
-                except Exception as exc:  # the official client raises the service's error (ModelError, 424)
-                    if type(exc).__name__ == "ModelError":
-                        refused.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+                except Exception as exc:  # the official client raises the service's error
+                    if _refused_opening(exc):
+                        refused.append(f"ModelError: {str(exc)[:200]}")
                         continue
             session = Session(
                 bidi,
@@ -336,8 +342,7 @@ class Session:
         if self.stream_errors != "observe" or observer.fatal:
             return  # a fault the case injected, or a fatal error frame (§9.4) that explains the end
         how = "normally" if error is None else f"with {type(error).__name__}: {str(error)[:200]}"
-        if error is not None and type(error).__name__ == "ModelError" and not self.messages:
-            # The stream never opened (424): the container failed the WebSocket handshake.
+        if _refused_opening(error) and not self.messages:  # the stream never opened
             observer.note(clauses.HANDSHAKE, f"the session could not be opened: {how}")
             return
         if not self.close_sent:
