@@ -1,8 +1,8 @@
 """THIRD_PARTY.md lists every distribution each image installs, and marks the copyleft ones.
 
-The closure of each image's extras is computed from the installed metadata (third_party_closure.py), so
-a dependency added to pyproject.toml (or pulled in by a new version of one) fails here until its row is
-added; the failure prints the rows to paste.
+What an image installs is read from its lock (locks/image-*.txt, third_party_closure.py), so a lock that
+changes (`make lock`) without its rows fails here, printing the rows to paste; an upstream release changes
+nothing until the lock is refreshed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from third_party_closure import (
     declared_licence_text,
     is_copyleft,
     listed,
+    locked,
     rows,
 )
 
@@ -32,8 +33,14 @@ def test_every_image_has_a_table() -> None:
 def test_third_party_lists_what_the_image_installs(image: Image) -> None:
     dists, not_installed = closure(image)
     assert not not_installed, (
-        f"the {image.key} image requires {sorted(not_installed)}, which this environment lacks: install "
-        f"it (`.venv/bin/pip install -e '.[{','.join(image.extras)}]'`) so its licence can be checked"
+        f"the {image.key} image's lock ({image.lock_path.name}) has {sorted(not_installed)}, which this "
+        f"environment lacks, so their licences cannot be read: `make test` installs every lock's entries"
+    )
+    versions = locked(image)
+    drifted = sorted(n for n, d in dists.items() if d.version != versions[n])
+    assert not drifted, (
+        f"installed versions differ from {image.lock_path.name} for {drifted}: their metadata is not the "
+        f"locked release's; reinstall (`rm .venv/.test-stamp && make test`)"
     )
     table = TABLES[image.key]
     missing = sorted(set(dists) - set(table))
@@ -66,8 +73,11 @@ def test_copyleft_distributions_are_marked(image: Image) -> None:
 
 
 def test_the_checker_sees_a_real_dependency() -> None:
-    """The closure is not vacuous: the CPU image pulls the GPL G2P and the LGPL encoders."""
+    """The closure is not vacuous: the CPU image pulls the GPL G2P and the LGPL encoders, and a platform's
+    markers count (the CUDA wheels are in the GPU image, not in the CPU one)."""
     dists, _ = closure(IMAGES[0])
+    assert "torch" not in dists and "torch" in closure(IMAGES[1])[0]
+    assert any(name.startswith("nvidia-") for name in closure(IMAGES[1])[0])
     assert {"phonemizer-fork", "espeakng-loader", "lameenc", "soxr", "starlette"} <= set(dists)
     assert is_copyleft(declared_licence_text(dists["phonemizer-fork"]))
     assert "kokoro-bidi-tts" not in dists

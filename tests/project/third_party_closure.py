@@ -1,12 +1,12 @@
-"""What each image installs, from the installed distributions' metadata, and what THIRD_PARTY.md says.
+"""What each image installs, read from its lock file, and what THIRD_PARTY.md says.
 
-An image installs the project with some extras (``pip install -e ".[server]"``); pip then installs the
-closure of ``Requires-Dist`` over those extras. The same closure is computed here: the project's own
-requirements from pyproject.toml (so an edit counts before any reinstall), everything below them from the
-metadata of the distributions in this environment (the shared venv has every extra installed), with each
-requirement's environment marker evaluated for the image's platform. :func:`suggested_licence` reads a
-distribution's declared licence the way a reviewer would: ``License-Expression``, else a short
-``License``, else the licence classifiers.
+An image installs exactly its lock (``pip install --require-hashes -r locks/image-<key>.txt``, README
+"Installs"), then the project itself without dependencies. So the distributions an image ships are the
+lock's entries whose environment marker holds on the image's platform (Linux, its machine, CPython 3.12):
+the licence check follows the lock, and fails when a lock changes without its rows, not when an upstream
+releases. Each distribution's declared licence is read from its metadata in this environment (``make test``
+installs every extra, at the locked versions); :func:`suggested_licence` reads it the way a reviewer would:
+``License-Expression``, else a short ``License``, else the licence classifiers.
 
 Run as a script to print the rows THIRD_PARTY.md would need for every image::
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,28 +32,61 @@ PROJECT = "kokoro-bidi-tts"
 
 @dataclass(frozen=True)
 class Image:
-    """One shipped image: its heading key in THIRD_PARTY.md, the extras it installs, its platform."""
+    """One shipped image: its heading key in THIRD_PARTY.md, its lock file, its platform."""
 
     key: str
-    extras: tuple[str, ...]
+    lock: str
     machine: str
-    also: tuple[str, ...] = ()
-    """Distributions the Dockerfile installs besides the project (e.g. a pinned torch)."""
+
+    @property
+    def lock_path(self) -> Path:
+        return ROOT / "locks" / f"{self.lock}.txt"
 
 
 IMAGES = (
-    Image("cpu", ("server",), "x86_64"),
-    Image("gpu", ("server", "torch"), "x86_64", also=("torch",)),
+    Image("cpu", "image-cpu", "x86_64"),
+    Image("gpu", "image-gpu", "x86_64"),
     # AgentCore Runtime runs ARM64 images only (reference_agent/Dockerfile).
-    Image("agent", ("agent",), "aarch64"),
+    Image("agent", "image-agent", "aarch64"),
 )
 
 
-def _environment(machine: str, extra: str) -> dict[str, str]:
+def _environment(machine: str) -> dict[str, str]:
+    """Marker variables of the images' interpreter: CPython 3.12 on Linux, on ``machine``."""
     env = default_environment()
-    env.update({"platform_machine": machine, "platform_system": "Linux", "sys_platform": "linux"})
-    env["extra"] = extra
+    env.update(
+        {
+            "platform_machine": machine,
+            "platform_system": "Linux",
+            "sys_platform": "linux",
+            "os_name": "posix",
+            "implementation_name": "cpython",
+            "platform_python_implementation": "CPython",
+            "python_version": "3.12",
+            "python_full_version": "3.12.12",
+        }
+    )
     return env
+
+
+def lock_entries(path: Path) -> list[Requirement]:
+    """The ``name==version ; marker`` entries of a lock file written by locks/lock.py (hashes dropped)."""
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line[0].isspace() and not line.startswith(("#", "-")):
+            entries.append(Requirement(line.removesuffix("\\").strip()))
+    return entries
+
+
+def locked(image: Image) -> dict[str, str]:
+    """What ``image`` installs: canonical name → locked version, for the entries its platform takes."""
+    env = _environment(image.machine)
+    found = {}
+    for entry in lock_entries(image.lock_path):
+        if entry.marker is None or entry.marker.evaluate(env):
+            (spec,) = entry.specifier
+            found[canonicalize_name(entry.name)] = spec.version
+    return found
 
 
 def _installed() -> dict[str, md.Distribution]:
@@ -66,60 +98,14 @@ def _installed() -> dict[str, md.Distribution]:
     return found
 
 
-def project_requirements(extras: tuple[str, ...]) -> list[Requirement]:
-    """The project's requirements for ``extras``, read from pyproject.toml (self-references expanded)."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    optional = project.get("optional-dependencies", {})
-    found = [Requirement(line) for line in project.get("dependencies", [])]
-    pending, seen = list(extras), set()
-    while pending:
-        extra = pending.pop()
-        if extra in seen:
-            continue
-        seen.add(extra)
-        for line in optional.get(extra, []):
-            requirement = Requirement(line)
-            if canonicalize_name(requirement.name) == canonicalize_name(PROJECT):
-                pending += sorted(requirement.extras)
-            else:
-                found.append(requirement)
-    return found
-
-
 def closure(image: Image) -> tuple[dict[str, md.Distribution], set[str]]:
-    """The distributions ``image`` installs (name → distribution), and required names not installed here.
+    """The distributions ``image`` installs (name → its metadata here), and locked names not installed here.
 
-    The project itself is left out: it is not third-party.
+    The names are the lock's (:func:`locked`); the project itself is never in a lock: it is not third-party.
     """
     installed = _installed()
-    wanted: dict[str, set[str]] = {}
-    missing: set[str] = set()
-    todo: list[tuple[str, frozenset[str]]] = []
-    for requirement in project_requirements(image.extras):
-        marker = requirement.marker
-        if marker is None or marker.evaluate(_environment(image.machine, "")):
-            todo.append((canonicalize_name(requirement.name), frozenset(requirement.extras)))
-    todo += [(canonicalize_name(name), frozenset()) for name in image.also]
-    while todo:
-        name, extras = todo.pop()
-        dist = installed.get(name)
-        if dist is None:
-            missing.add(name)
-            continue
-        before = wanted.get(name)
-        if before is not None and extras <= before:
-            continue
-        active = (before or set()) | set(extras)
-        wanted[name] = active
-        for line in dist.requires or []:
-            requirement = Requirement(line)
-            marker = requirement.marker
-            if marker is not None and not any(
-                marker.evaluate(_environment(image.machine, extra)) for extra in ("", *sorted(active))
-            ):
-                continue
-            todo.append((canonicalize_name(requirement.name), frozenset(requirement.extras)))
-    return {name: installed[name] for name in wanted}, missing
+    names = locked(image)
+    return {n: installed[n] for n in names if n in installed}, {n for n in names if n not in installed}
 
 
 _CLASSIFIER_SPDX = {
