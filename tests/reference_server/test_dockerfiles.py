@@ -149,3 +149,59 @@ def test_gpu_image_pins_a_fixed_torch():
     assert Version(pinned) >= Version("2.10"), "PYSEC-2026-2286 is fixed in torch 2.10.0"
     assert final.env()["KOKORO_BACKEND"] == "torch"
     assert any("[server,torch]" in run for run in final.all("RUN"))
+
+
+KIT = ROOT / "conformance" / "Dockerfile"
+"""The conformance kit's image: the suite alone, no server (its run: tests/conformance/test_kit_image.py)."""
+
+
+def test_kit_image_installs_its_lock_and_runs_the_suite_as_a_user():
+    stages = parse(KIT)
+    (final,) = stages
+    runs = final.all("RUN")
+    assert "pip install --require-hashes -r locks/kit.txt" in runs
+    (project,) = [run for run in runs if "pip install --no-deps" in run]
+    assert "pip check" in project
+    assert json.loads(final.all("ENTRYPOINT")[-1]) == ["kokoro-conformance"]
+    users = final.all("USER")
+    assert users and users[-1] not in {"root", "0"}
+    copied = {value.split()[0].rstrip("/") for value in final.all("COPY")}
+    for source in copied:
+        assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
+    assert {"locks/kit.txt", "conformance", "simulator", "protocol", "spec", "pyproject.toml"} <= copied
+
+
+KIT_OPTIONAL = {"playwright": "conformance/screenshot.py, which make conformance runs after the suite"}
+"""Imports the kit image does without, and why."""
+
+
+def test_kit_image_carries_every_package_the_suite_imports():
+    """Each top-level package that a module of the suite imports is a COPY of the kit image, the standard
+    library, or a distribution of the kit's lock: the image cannot fail on an import the checkout hides."""
+    import ast
+    import sys
+
+    from packaging.utils import canonicalize_name
+
+    copied = {value.split()[0].rstrip("/") for value in parse(KIT)[0].all("COPY")}
+    lock = (ROOT / "locks" / "kit.txt").read_text()
+    locked = {canonicalize_name(m) for m in re.findall(r"^([A-Za-z0-9_.-]+)==", lock, re.MULTILINE)}
+    import importlib.metadata as md
+
+    provided = md.packages_distributions()
+    missing = set()
+    for path in (ROOT / "conformance").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in copied or top in KIT_OPTIONAL:
+                    continue
+                if not {canonicalize_name(d) for d in provided.get(top, [])} & locked:
+                    missing.add(f"{top} ({path.relative_to(ROOT)})")
+    assert not missing, f"the kit image lacks what the suite imports: {sorted(missing)}"
