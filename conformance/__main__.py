@@ -11,6 +11,7 @@ Examples::
     kokoro-conformance --container-cmd "docker run --rm -p 127.0.0.1:{port}:8080 my-tts" --report report
     kokoro-conformance --container-url http://127.0.0.1:8080 --cases "9.1.*"
     kokoro-conformance --target live --endpoint-name my-endpoint --region us-east-1
+  kokoro-conformance replay report/cases/4.2.1.json --container-url http://127.0.0.1:8080
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     import pytest
 
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["replay"]:
+        from conformance.replay import main as replay
+
+        return replay(args[1:])
     if "-h" in args or "--help" in args:
         print(help_text(), end="")
         return 0

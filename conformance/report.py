@@ -29,6 +29,10 @@ from typing import Any
 from conformance.cases import Case, Level, Verdict
 from conformance.observer import Finding
 
+CASE_FORMAT = "kokoro-conformance-case/1"
+"""The ``format`` member of every case file: what ``kokoro-conformance replay`` checks before it sends a
+recorded case again (:mod:`conformance.replay`). Change it when a case file's client log changes shape."""
+
 __all__ = ["CaseResult", "Results"]
 
 FINDINGS_PER_CASE = 200
@@ -69,6 +73,7 @@ class CaseResult:
     def to_dict(self) -> dict[str, Any]:
         """The case file's content."""
         return {
+            "format": CASE_FORMAT,
             **self.case.to_dict(),
             "verdict": self.verdict.value if self.verdict else None,
             "message": self.message,

@@ -18,6 +18,7 @@ beside the verdict.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -49,6 +50,10 @@ __all__ = [
 
 LOG_LIMIT = 4000
 """Client-log entries kept per session; later ones are counted, not stored (keeps reports small)."""
+
+REPLAY_PAYLOAD_LIMIT = 65536
+"""Sent messages up to this many bytes keep their bytes in the log (``payload``, base64), so that
+``kokoro-conformance replay`` can send them again (:mod:`conformance.replay`)."""
 
 CLOSE_GRACE_S = 10.0
 """How long after ``close`` and the last answer the cases of §7.1 let a server take to end the session: the
@@ -212,6 +217,7 @@ class Session:
             completion_state=completion_state,
             bytes=len(data),
             **describe_frame(data),
+            **({"payload": base64.b64encode(data).decode()} if len(data) <= REPLAY_PAYLOAD_LIMIT else {}),
         )
         if _is_close(data):
             self.close_sent = True

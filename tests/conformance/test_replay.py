@@ -1,0 +1,102 @@
+"""``kokoro-conformance replay``: a recorded case sent again agrees with a server that answers the same, shows
+frame by frame where a broken server answers otherwise, and refuses bad input in one line (exit 2).
+
+One short run of the suite against the unbroken tone server records the cases; each replay then runs the
+command as a user would, from the report's folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_kit_image import ROOT, _serve
+
+CASES = ("3.1.2", "4.2.1")
+"""A two-request session and a cancel at the first audio frame (a send that waits for an answer)."""
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Iterator[Path]:
+    """A report of CASES against the unbroken tone server."""
+    folder = tmp_path_factory.mktemp("replay")
+    process, url = _serve("base")
+    try:
+        done = _cli(folder, "--container-url", url, "--cases", ",".join(CASES), "--report", "report", "-q")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    yield folder
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_same_server_gives_the_same_answers(recorded: Path, case: str) -> None:
+    process, url = _serve("base")
+    try:
+        done = _cli(recorded, "replay", f"report/cases/{case}.json", "--container-url", url)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "same answers" in done.stdout and "differ" not in done.stdout
+
+
+def test_a_broken_server_differs_frame_by_frame(recorded: Path) -> None:
+    """close-after-first ends the session after its first answer: the second request's frames are missing."""
+    process, url = _serve("close-after-first")
+    try:
+        done = _cli(recorded, "replay", "report/cases/3.1.2.json", "--container-url", url)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "frame 3: recorded synthesis_start(request_id='text-2'); now nothing" in done.stdout
+
+
+def test_sent_messages_are_recorded_byte_for_byte(recorded: Path) -> None:
+    case = json.loads((recorded / "report" / "cases" / "3.1.2.json").read_text())
+    sends = [e for s in case["client_log"] for e in s["entries"] if e["dir"] == "send"]
+    assert sends and all(len(base64.b64decode(e["payload"])) == e["bytes"] for e in sends)
+
+
+@pytest.mark.parametrize(
+    ("argument", "says"),
+    [
+        ("missing.json", "no such file"),
+        ("report/index.json", "not a case file"),
+        ("old.json", "written by another version of the suite"),
+        ("garbage.json", "not a case file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(recorded: Path, argument: str, says: str) -> None:
+    case = json.loads((recorded / "report" / "cases" / "3.1.2.json").read_text())
+    case.pop("format")
+    (recorded / "old.json").write_text(json.dumps(case))
+    (recorded / "garbage.json").write_bytes(b"\xff\xfe not json")
+    done = _cli(recorded, "replay", argument, "--container-url", "http://127.0.0.1:1")
+    assert done.returncode == 2
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unreachable_server_is_bad_input(recorded: Path) -> None:
+    done = _cli(recorded, "replay", "report/cases/3.1.2.json", "--container-url", "http://127.0.0.1:1")
+    assert done.returncode == 2 and "does not answer" in done.stderr
