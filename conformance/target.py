@@ -204,6 +204,22 @@ class Target:
         """Wire-log records added since ``mark``, one dict per session."""
         return []
 
+    def bidi_outcomes(self, mark: dict[str, int], wait_s: float = 5.0) -> list[str | None]:
+        """How each bidirectional session seen since ``mark`` ended, as the simulator recorded it (e.g.
+        ``"container-closed: code 1000"``), oldest first.
+
+        The client sees the end of its stream before the simulator has written how the container closed the
+        WebSocket (the two run on different event loops); on a busy machine that gap is not negligible, so
+        this waits up to ``wait_s`` seconds for every outcome to be written. An outcome still missing then
+        is ``None``.
+        """
+        give_up = time.monotonic() + wait_s
+        while True:
+            outcomes = [log["outcome"] for log in self.wire_since(mark) if log["api"] == "bidi"]
+            if (outcomes and None not in outcomes) or time.monotonic() >= give_up:
+                return outcomes
+            time.sleep(0.05)
+
     def stop(self) -> None:
         """Release what the target started."""
 

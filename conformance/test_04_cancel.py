@@ -173,7 +173,7 @@ def test_cancel_then_close_aborts(conf: Probe) -> None:
         f"the cancelled ab2 carried {len(second.audio)} bytes"
     )
     if conf.simulated:
-        outcomes = [log["outcome"] for log in conf.target.wire_since(mark) if log["api"] == "bidi"]
+        outcomes = conf.target.bidi_outcomes(mark)
         conf.observe(outcomes=outcomes)
         conf.check(
             clauses.CLOSE_1000,

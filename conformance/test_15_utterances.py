@@ -374,7 +374,7 @@ def test_utterance_left_open_at_close(conf: Probe) -> None:
         f"{ended.duration_s:.3f} s ended with end: the text it held was not all spoken"
     )
     if conf.simulated:
-        outcomes = [log["outcome"] for log in conf.target.wire_since(mark) if log["api"] == "bidi"]
+        outcomes = conf.target.bidi_outcomes(mark)
         conf.observe(outcomes=outcomes)
         assert outcomes and outcomes[0] == "container-closed: code 1000", f"the session ended as: {outcomes}"
 
