@@ -122,6 +122,8 @@ def record(
         recording.log = session.log
         recording.ended = session.ended
         recording.observer = session.observer
+    if recording.ended:  # let the simulator write how the container closed it (Target.bidi_outcomes)
+        target.bidi_outcomes(mark)
     recording.wire = target.wire_since(mark)
     return recording
 
