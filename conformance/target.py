@@ -205,7 +205,7 @@ class Target:
         return []
 
     def bidi_outcomes(self, mark: dict[str, int], wait_s: float = 5.0) -> list[str | None]:
-        """How each bidirectional session seen since ``mark`` ended, as the simulator recorded it (e.g.
+        """How each bidirectional session opened since ``mark`` ended, as the simulator recorded it (e.g.
         ``"container-closed: code 1000"``), oldest first.
 
         The client sees the end of its stream before the simulator has written how the container closed the
@@ -215,7 +215,10 @@ class Target:
         """
         give_up = time.monotonic() + wait_s
         while True:
-            outcomes = [log["outcome"] for log in self.wire_since(mark) if log["api"] == "bidi"]
+            logs = self.wire_since(mark)
+            outcomes = [
+                log["outcome"] for log in logs if log["api"] == "bidi" and log["session_id"] not in mark
+            ]
             if (outcomes and None not in outcomes) or time.monotonic() >= give_up:
                 return outcomes
             time.sleep(0.05)
