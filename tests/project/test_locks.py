@@ -114,13 +114,18 @@ def test_every_entry_is_one_version_with_hashes(name: str) -> None:
     assert "://" not in text, "a lock names no index: pip and uv use the machine's own configuration"
 
 
-def test_locks_agree_on_every_shared_version() -> None:
+def test_the_test_lock_covers_every_other_lock_at_the_same_versions() -> None:
     for machine in MACHINES:
         reference = _pins(LOCKS["test"].path, machine)
         for name, entry in LOCKS.items():
             pins = _pins(entry.path, machine)
             differ = {n: (v, reference.get(n)) for n, v in pins.items() if reference.get(n) != v}
             assert not differ, f"locks/{name}.txt and locks/test.txt disagree on {machine}: {differ}"
+            outside = sorted(set(pins) - set(reference))
+            assert not outside, (
+                f"locks/{name}.txt installs {outside}, which locks/test.txt lacks on {machine}: `make test` "
+                "would not test them (locks/lock.py: the test lock's extras must cover every install's)"
+            )
 
 
 def test_a_changed_requirement_makes_the_lock_stale(tmp_path, monkeypatch) -> None:
