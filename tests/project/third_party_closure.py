@@ -48,6 +48,8 @@ IMAGES = (
     Image("gpu", "image-gpu", "x86_64"),
     # AgentCore Runtime runs ARM64 images only (reference_agent/Dockerfile).
     Image("agent", "image-agent", "aarch64"),
+    # The conformance kit (conformance/Dockerfile).
+    Image("kit", "kit", "x86_64"),
 )
 
 
