@@ -129,6 +129,31 @@ def _uv() -> list[str]:
     return [str(found)]
 
 
+def _uv_compile(sources: list[Path], out: Path, options: list[str]) -> str:
+    """Run ``uv pip compile`` (universal, with hashes, for Python 3.12) of ``sources`` into ``out``; its body.
+
+    ``out`` may hold an earlier body: uv keeps the pins it finds there unless ``options`` upgrade them.
+    """
+    command = [
+        *_uv(),
+        "pip",
+        "compile",
+        "--quiet",
+        "--universal",
+        "--generate-hashes",
+        "--no-header",
+        "--python-version",
+        PYTHON_VERSION,
+        "--output-file",
+        str(out),
+        *options,
+        *map(str, sources),
+    ]
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+    subprocess.run(command, cwd=ROOT, env=env, check=True)
+    return out.read_text(encoding="utf-8")
+
+
 def compile_lock(lock: Lock, upgrade: list[str]) -> None:
     """Compile ``lock`` with uv into its file, keeping the pins already there unless ``upgrade`` says."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -137,30 +162,12 @@ def compile_lock(lock: Lock, upgrade: list[str]) -> None:
         out = Path(tmp) / "out.txt"
         if lock.path.exists():  # uv keeps the pins of an existing output file: copy the body there
             out.write_text(recorded(lock.path)[2], encoding="utf-8")
-        command = [
-            *_uv(),
-            "pip",
-            "compile",
-            "--quiet",
-            "--universal",
-            "--generate-hashes",
-            "--no-header",
-            "--python-version",
-            PYTHON_VERSION,
-            "--constraints",
-            str(HOLDS),
-            *[arg for extra in lock.extras for arg in ("--extra", extra)],
-            "--output-file",
-            str(out),
-            *upgrade,
-        ]
+        options = ["--constraints", str(HOLDS), *[arg for extra in lock.extras for arg in ("--extra", extra)]]
         if lock.name != "test":
-            command += ["--constraints", str(BY_NAME["test"].path)]
-        command += ["pyproject.toml", str(build)]
-        env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
-        subprocess.run(command, cwd=ROOT, env=env, check=True)
+            options += ["--constraints", str(BY_NAME["test"].path)]
         # Paths of temporary files in `# via` lines would make every run differ.
-        body = out.read_text(encoding="utf-8").replace(str(build), "build requirements")
+        body = _uv_compile([Path("pyproject.toml"), build], out, [*options, *upgrade])
+        body = body.replace(str(build), "build requirements")
     header = [
         f"# Lock for {lock.used_by}: extras {','.join(lock.extras)} of pyproject.toml,",
         "# the build backend and pip; Python 3.12, every platform.",
@@ -178,28 +185,7 @@ def compile_uv_lock() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "uv.in"
         source.write_text(UV + "\n", encoding="utf-8")
-        out = Path(tmp) / "out.txt"
-        env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
-        subprocess.run(
-            [
-                *_uv(),
-                "pip",
-                "compile",
-                "--quiet",
-                "--universal",
-                "--generate-hashes",
-                "--no-header",
-                "--no-annotate",
-                "--python-version",
-                PYTHON_VERSION,
-                "--output-file",
-                str(out),
-                str(source),
-            ],
-            env=env,
-            check=True,
-        )
-        body = out.read_text(encoding="utf-8")
+        body = _uv_compile([source], Path(tmp) / "out.txt", ["--no-annotate"])
     UV_LOCK.write_text(
         "# The resolver that writes the other locks (locks/lock.py). Written by `make lock`: do not edit.\n"
         + body,

@@ -11,6 +11,7 @@ import pytest
 
 
 def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
+    from conformance.replay import build_parser as replay
     from infra.agent_cli import build_parser as agent_infra
     from infra.speech_cli import build_parser as speech_infra
     from reference_agent.__main__ import build_parser as agent
@@ -30,6 +31,7 @@ def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
         "speech-infra": speech_infra,
         "agent-infra": agent_infra,
         "python locks/lock.py": _lock_parser,
+        "kokoro-conformance replay": replay,
     }
 
 
