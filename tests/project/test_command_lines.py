@@ -13,6 +13,7 @@ import pytest
 def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
     from infra.agent_cli import build_parser as agent_infra
     from infra.speech_cli import build_parser as speech_infra
+    from protocol.asyncapi import build_parser as asyncapi
     from reference_agent.__main__ import build_parser as agent
     from reference_agent.demo import build_parser as demo
     from reference_agent.local import build_parser as local
@@ -30,6 +31,7 @@ def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
         "speech-infra": speech_infra,
         "agent-infra": agent_infra,
         "python locks/lock.py": _lock_parser,
+        "python -m protocol.asyncapi": asyncapi,
     }
 
 
