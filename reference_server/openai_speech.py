@@ -171,11 +171,12 @@ def _model_object(model: str) -> dict[str, Any]:
 def _check_model(model: Any) -> None:
     if model is None:
         raise OpenAIError(400, "you must provide a model parameter", "model", "missing_required_parameter")
-    if not isinstance(model, str) or model not in MODELS:
-        shown = model if isinstance(model, str) else type(model).__name__
+    if not isinstance(model, str):
+        raise OpenAIError(400, "model must be a string", "model", "invalid_type")
+    if model not in MODELS:
         raise OpenAIError(
             404,
-            f"The model `{shown}` does not exist; this server has {', '.join(MODELS)}",
+            f"The model `{model[:100]}` does not exist; this server has {', '.join(MODELS)}",
             "model",
             "model_not_found",
         )

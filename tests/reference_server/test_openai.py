@@ -160,6 +160,7 @@ GOOD = {"model": "tts-1", "input": "Hello there.", "voice": "af_heart", "respons
     [
         ({"model": "tts-2"}, 404, "model", "model_not_found"),
         ({"model": None}, 400, "model", "missing_required_parameter"),
+        ({"model": ["tts-1"]}, 400, "model", "invalid_type"),
         ({"input": None}, 400, "input", "missing_required_parameter"),
         ({"input": 3}, 400, "input", "invalid_type"),
         ({"input": "   "}, 400, "input", "text_required"),
