@@ -407,7 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m protocol.asyncapi``: write, check or validate the document.
 
     Returns 0 when done (or up to date and valid), 1 when ``--check`` finds the file stale or
-    ``--validate`` finds violations or cannot fetch AsyncAPI's schema; bad arguments exit 2 (argparse).
+    ``--validate`` finds violations or cannot fetch AsyncAPI's schema, 2 for bad arguments (argparse) or
+    an ``--output`` that cannot be written (one line, no traceback).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -420,7 +421,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name} is stale: run python -m protocol.asyncapi", file=sys.stderr)
             return 1
     else:
-        name.write_text(text, encoding="utf-8")
+        try:
+            name.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            print(f"python -m protocol.asyncapi: --output {name}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
         print(f"wrote {name} ({len(text.encode()):,} bytes)")
     if args.validate:
         try:
