@@ -250,6 +250,14 @@ def _n(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+MATPLOTLIB_MISSING = (
+    "matplotlib is not installed; `make conformance` installs it, or run "
+    "`pip install 'kokoro-bidi-tts[demo]'` in this environment"
+)
+"""Why the demo drew no plot, and the one command that fixes it: the ``demo`` extra (matplotlib) is part of
+the main job's install (``locks/conformance.txt``), so only an install without it lacks the plot."""
+
+
 def write_plot(shown: dict[str, Trial], path: str | None, out: TextIO = sys.stdout) -> None:
     """Draw the shown invocations' timelines to ``path`` (PNG); say where, or why not."""
     if not path or not shown:
@@ -259,7 +267,7 @@ def write_plot(shown: dict[str, Trial], path: str | None, out: TextIO = sys.stdo
 
         written = plot_timelines({mode: trial.events for mode, trial in shown.items()}, path)
     except ImportError:
-        print("(no timeline plot: matplotlib is not installed; pip install matplotlib)", file=out)
+        print(f"(no timeline plot: {MATPLOTLIB_MISSING})", file=out)
         return
     print(f"timeline plot: {written}", file=out)
 

@@ -17,7 +17,8 @@ One client per event loop and endpoint URL is kept by :class:`SageMakerTtsConnec
 every session: invocations reuse its HTTP/2 connection (no TLS handshake per reply), and no connection
 is closed under a stream whose end of input the CRT is still writing — closing the client right after
 the input ends makes the CRT's body-writer task fail with ``AWS_ERROR_HTTP_STREAM_HAS_COMPLETED``
-(seen with the simulator; asyncio then logs "Task exception was never retrieved").
+(asyncio then logs "Task exception was never retrieved"); :meth:`SageMakerTtsSession.close_input`
+waits for that write (:func:`protocol.aws_crt.end_input`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from protocol.aws_crt import absorb_completed_stream_writes
+from protocol.aws_crt import absorb_completed_stream_writes, end_input
 from reference_agent.tts import TtsEndpoint, TtsUnavailable
 
 __all__ = [
@@ -180,8 +181,8 @@ class SageMakerTtsSession:
     async def close_input(self) -> None:
         """End the input stream (the signed empty end-of-input envelope, then END_STREAM).
 
-        After the response has ended the CRT's body writer fails ("HTTP-stream has completed");
-        :mod:`protocol.aws_crt` retrieves that error so that asyncio prints no traceback for it.
+        Waits until the CRT has written END_STREAM (:func:`protocol.aws_crt.end_input`), so nothing
+        closing the connection next can cut that write off and asyncio prints no traceback for it.
         """
         if self._input_closed:
             return
@@ -190,7 +191,7 @@ class SageMakerTtsSession:
         if self._failure() is not None:
             # The request never reached a server; closing its body would wait forever for a reader.
             return
-        await self._stream.input_stream.close()
+        await end_input(self._stream.input_stream)
 
     async def aclose(self) -> None:
         """End the input, let the service end the response, release the stream; never raises."""

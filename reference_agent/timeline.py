@@ -184,7 +184,7 @@ def plot_timelines(invocations: Mapping[str, Sequence[Mapping[str, Any]]], path:
     ``agent_start``.
 
     Raises:
-        ImportError: matplotlib is not installed (``pip install matplotlib``; the bench extra has it).
+        ImportError: matplotlib is not installed (the ``demo`` and ``bench`` extras have it).
     """
     import matplotlib
 

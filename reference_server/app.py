@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from reference_server import http, playground, ws
+from reference_server import http, openai_speech, playground, ws
 from reference_server.runtime import Readiness, Runtime
 from reference_server.settings import Settings
 
@@ -40,7 +40,8 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
             double here.
 
     With ``settings.serves_playground`` the app also serves the playground page at ``/playground/``
-    (:mod:`reference_server.playground`; by default only on a loopback address).
+    (:mod:`reference_server.playground`), and with ``settings.serves_openai`` OpenAI-compatible speech
+    under ``/v1`` (:mod:`reference_server.openai_speech`); by default both only on a loopback address.
 
     The model is loaded and warmed up in the background when the app starts (its lifespan), on a
     worker thread, so ``GET /ping`` answers 503 until it is ready. ``app.state.runtime`` holds the
@@ -75,11 +76,11 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
     ]
     if settings.serves_playground:
         routes += playground.routes()
-    app = Starlette(
-        routes=routes,
-        lifespan=lifespan,
-        exception_handlers={HTTPException: http.http_error},  # 404, 405: the §11.6 body too
-    )
+    http_error = http.http_error  # 404, 405: the §11.6 body too
+    if settings.serves_openai:
+        routes += openai_speech.routes()
+        http_error = openai_speech.error_handler(http_error)  # OpenAI's error shape under /v1 only
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
     app.state.runtime = runtime
     return app
 
@@ -123,6 +124,11 @@ class _Server(uvicorn.Server):
             logger.info(
                 "playground at http://%s:%d%s", _url_host(settings.host), self._port(), playground.PREFIX
             )
+        if self.started and settings.serves_openai:
+            logger.info(
+                "OpenAI-compatible speech at http://%s:%d%s", _url_host(settings.host), self._port(),
+                openai_speech.PREFIX,
+            )  # fmt: skip
 
     def _port(self) -> int:
         """The port actually bound (``settings.port`` may be 0)."""

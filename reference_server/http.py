@@ -48,7 +48,17 @@ from reference_server.encoders import (
 from reference_server.runtime import Readiness, RequestAudio, Runtime
 from reference_server.telemetry import RequestRecord
 
-__all__ = ["MP3_AVAILABLE", "MP3_BIT_RATE_KBPS", "http_error", "invocations", "media_type", "ping"]
+__all__ = [
+    "MP3_AVAILABLE",
+    "MP3_BIT_RATE_KBPS",
+    "busy_error",
+    "http_error",
+    "invocations",
+    "media_type",
+    "ping",
+    "read_body",
+    "stream_audio",
+]
 
 logger = logging.getLogger("reference_server")
 
@@ -127,7 +137,7 @@ def _error(runtime: Runtime, exc: ProtocolError) -> JSONResponse:
     return JSONResponse(exc.http_body(), status_code=exc.code.http_status or 400)
 
 
-async def _read_body(request: Request, max_bytes: int) -> bytes | None:
+async def read_body(request: Request, max_bytes: int) -> bytes | None:
     """The request body, or ``None`` as soon as it is known to exceed ``max_bytes`` (never buffered)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
@@ -228,7 +238,7 @@ async def invocations(request: Request) -> Response:
     runtime: Runtime = request.app.state.runtime
     limits = runtime.limits
     try:
-        body = await _read_body(request, limits.max_message_bytes)
+        body = await read_body(request, limits.max_message_bytes)
     except ClientDisconnect:
         return Response(status_code=400)
     if body is None:
@@ -252,7 +262,39 @@ async def invocations(request: Request) -> Response:
     if isinstance(parsed, Describe):  # §4.4: the capabilities object, no synthesis, no session slot
         return JSONResponse(runtime.capabilities.answering(parsed.request_id).to_dict())
     if not runtime.try_open_session():
-        return _error(runtime, ProtocolError(ErrorCode.QUEUE_FULL, "the server is busy; try again later"))
+        return _error(runtime, busy_error())
+    return await _answer(runtime, parsed)
+
+
+def busy_error() -> ProtocolError:
+    """The refusal of a response while ``max_sessions`` responses are in flight: 503 ``queue_full``."""
+    return ProtocolError(ErrorCode.QUEUE_FULL, "the server is busy; try again later")
+
+
+def stream_audio(
+    runtime: Runtime, parsed: InvocationsRequest, headers: dict[str, str] | None = None
+) -> Response | None:
+    """A streamed binary response of ``parsed`` (its ``format``, chunked as synthesized), the same body
+    ``POST /invocations`` sends with ``stream: true`` (§11.2, §11.3, §11.5, §11.7); ``None`` when the
+    server is busy (``max_sessions`` responses in flight: the caller refuses, :func:`busy_error`).
+
+    Other routes that speak (:mod:`reference_server.openai_speech`) answer through this, so they share
+    the session slot, the log line, the metrics and the encoders with ``POST /invocations``.
+    """
+    if not runtime.try_open_session():
+        return None
+    slot = _Slot(runtime)
+    if parsed.request.request_id is None:
+        parsed = replace(parsed, request=replace(parsed.request, request_id=runtime.new_http_request_id()))
+    record = RequestRecord("http", parsed.request)
+    content_type = media_type(parsed.format, parsed.request.sample_rate, parsed.request.encoding)
+    return _AudioResponse(
+        _binary_stream(runtime, parsed, record), slot, media_type=content_type, headers=headers
+    )
+
+
+async def _answer(runtime: Runtime, parsed: InvocationsRequest) -> Response:
+    """The response to an accepted ``POST /invocations`` whose session slot is taken."""
     slot = _Slot(runtime)
     if parsed.request.request_id is None:
         parsed = replace(parsed, request=replace(parsed.request, request_id=runtime.new_http_request_id()))

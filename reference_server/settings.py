@@ -28,6 +28,7 @@ __all__ = [
     "ENV_PREFIX",
     "LEAD_INS",
     "LOOPBACK_HOSTS",
+    "OPENAI_MODES",
     "PLAYGROUND_MODES",
     "SCHEDULINGS",
     "SEGMENTATIONS",
@@ -56,8 +57,11 @@ ENV_PREFIX = "KOKORO_"
 """Every setting ``name`` is read from the environment variable ``KOKORO_<NAME>``."""
 PLAYGROUND_MODES = ("auto", "on", "off")
 """Values of :attr:`Settings.playground`; the command line and ``KOKORO_PLAYGROUND`` also read 1/0."""
+OPENAI_MODES = PLAYGROUND_MODES
+"""Values of :attr:`Settings.openai`, read as the playground's (``KOKORO_OPENAI`` also reads 1/0)."""
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
-"""Addresses only this machine can reach: the playground is served there unless turned off."""
+"""Addresses only this machine can reach: the playground and the OpenAI routes are served there unless
+turned off."""
 
 _DEFAULT_LIMITS = Limits()
 # 1 MiB: sixteen times the default message limit, so a client that overshoots gets an answer, while
@@ -97,6 +101,11 @@ class Settings:
             for ``python -m reference_server`` on a developer's machine but not in the containers, which
             bind 0.0.0.0 and serve SageMaker's routes only unless ``KOKORO_PLAYGROUND=1``. See
             :attr:`serves_playground`.
+        openai: serve the OpenAI-compatible speech routes under ``/v1``
+            (:mod:`reference_server.openai_speech`: ``POST /v1/audio/speech``, ``GET /v1/models``,
+            ``GET /v1/audio/voices``): ``"on"``, ``"off"`` or ``"auto"`` (default): only when ``host``
+            is a loopback address, like :attr:`playground`, since the routes check no credentials; the
+            containers serve them only with ``KOKORO_OPENAI=1``. See :attr:`serves_openai`.
         segmentation: ``"deadline"`` (default): sentences are cut into segments that fit the audio
             queued ahead of the listener (PROTOCOL.md §10.1); ``"sentence"``: each sentence is one
             segment whatever its length (the server before §10.1, kept to compare against).
@@ -130,6 +139,7 @@ class Settings:
     log_format: str = "text"
     metrics_port: int | None = None
     playground: str = "auto"
+    openai: str = "auto"
     segmentation: str = "deadline"
     scheduling: str = "deadline"
     first_audio_target_s: float = 0.15
@@ -148,6 +158,8 @@ class Settings:
             raise SettingsError(
                 f"playground must be one of {', '.join(PLAYGROUND_MODES)}, not {self.playground!r}"
             )
+        if self.openai not in OPENAI_MODES:
+            raise SettingsError(f"openai must be one of {', '.join(OPENAI_MODES)}, not {self.openai!r}")
         if self.segmentation not in SEGMENTATIONS:
             raise SettingsError(
                 f"segmentation must be one of {', '.join(SEGMENTATIONS)}, not {self.segmentation!r}"
@@ -178,6 +190,14 @@ class Settings:
         if self.playground == "auto":
             return self.host in LOOPBACK_HOSTS
         return self.playground == "on"
+
+    @property
+    def serves_openai(self) -> bool:
+        """Whether the OpenAI routes under ``/v1`` are served: on, off, or with auto whether ``host`` is
+        loopback."""
+        if self.openai == "auto":
+            return self.host in LOOPBACK_HOSTS
+        return self.openai == "on"
 
     @property
     def ws_max_size(self) -> int:
@@ -257,6 +277,13 @@ _OPTIONS: tuple[_Option, ...] = (
         _on_off_auto,
         "serve the playground page at http://HOST:PORT/playground/: on, off or auto (default auto: on "
         "when HOST is loopback, off otherwise, so the containers serve it only with KOKORO_PLAYGROUND=1)",
+    ),
+    _Option(
+        "openai",
+        _on_off_auto,
+        "serve OpenAI-compatible speech at http://HOST:PORT/v1 (POST /v1/audio/speech, GET /v1/models, "
+        "GET /v1/audio/voices; no credentials checked): on, off or auto (default auto: on when HOST is "
+        "loopback, off otherwise, so the containers serve it only with KOKORO_OPENAI=1)",
     ),
     _Option(
         "segmentation",

@@ -37,7 +37,7 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 from smithy_http.aio.crt import AWSCRTHTTPClient
 
-from protocol.aws_crt import absorb_completed_stream_writes
+from protocol.aws_crt import END_INPUT_TIMEOUT_S, absorb_completed_stream_writes, end_input
 from reference_agent.sagemaker_tts import endpoint_address, set_tcp_nodelay
 
 __all__ = [
@@ -101,7 +101,8 @@ class BidiSession:
     ``InternalStreamFailure`` from :meth:`receive` mid-stream.
 
     Keep the input open until the output is drained: SageMaker tears the container's WebSocket down
-    when the input ends (REFERENCE §1).
+    when the input ends (REFERENCE §1). Then :meth:`close_input` ends the session without a traceback
+    (:func:`open_bidi_session` calls it on exit).
     """
 
     def __init__(self, client: AsyncSageMakerRuntimeHTTP2Client, stream: Any, timeout: float | None) -> None:
@@ -171,19 +172,23 @@ class BidiSession:
         while (part := await self.receive()) is not None:
             yield part
 
-    async def close_input(self) -> None:
-        """End the input (the signed empty envelope, then END_STREAM).
+    async def close_input(self) -> bool:
+        """End the input (the signed empty envelope, then END_STREAM); returns whether END_STREAM was
+        written (:func:`protocol.aws_crt.end_input`).
 
-        Skipped when the stream never opened: nothing would ever carry the bytes. Once the output
-        has ended, the CRT transport considers the HTTP/2 stream complete and its body writer fails
-        in a background task ("HTTP-stream has completed"); :mod:`protocol.aws_crt` retrieves that one
-        error, so asyncio prints no "Task exception was never retrieved" after a polite session.
+        Quiet and safe right before closing the client: it waits until the CRT transport has written
+        END_STREAM, so the client's close cannot cut that write off and asyncio prints no "Task
+        exception was never retrieved" (``AWS_ERROR_HTTP_STREAM_HAS_COMPLETED``), whether or not the
+        endpoint has already ended the response. Skipped when the stream never opened: nothing would
+        ever carry the bytes.
         """
-        if not self._input_closed:
-            self._input_closed = True
-            absorb_completed_stream_writes()
-            if not self._open_failed:
-                await asyncio.wait_for(self.stream.input_stream.close(), self.timeout)
+        if self._input_closed:
+            return False
+        self._input_closed = True
+        absorb_completed_stream_writes()
+        if self._open_failed:
+            return False
+        return await end_input(self.stream.input_stream, timeout_s=self.timeout or END_INPUT_TIMEOUT_S)
 
 
 @contextlib.asynccontextmanager

@@ -14,6 +14,7 @@ def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
     from conformance.replay import build_parser as replay
     from infra.agent_cli import build_parser as agent_infra
     from infra.speech_cli import build_parser as speech_infra
+    from protocol.asyncapi import build_parser as asyncapi
     from reference_agent.__main__ import build_parser as agent
     from reference_agent.demo import build_parser as demo
     from reference_agent.local import build_parser as local
@@ -32,6 +33,7 @@ def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
         "agent-infra": agent_infra,
         "python locks/lock.py": _lock_parser,
         "kokoro-conformance replay": replay,
+        "python -m protocol.asyncapi": asyncapi,
     }
 
 

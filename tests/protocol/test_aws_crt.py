@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import gc
 
-from protocol.aws_crt import absorb_completed_stream_writes
+import pytest
+
+from protocol.aws_crt import absorb_completed_stream_writes, body_writer, end_input
 
 
 async def _set_request_body_generator(error: BaseException | None) -> None:
@@ -65,3 +67,74 @@ def test_any_other_failure_is_still_reported():
 def test_only_the_writer_task_is_touched():
     reports = _reports([], other=True)
     assert reports == ["2080 (AWS_ERROR_HTTP_STREAM_HAS_COMPLETED): not the writer"]
+
+
+# --- end_input: the writer is found by its body, and waited for ------------------------------------------
+
+
+class _Body:
+    """The request body smithy-http hands awscrt: events in, None at the end."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+
+class _InputStream:
+    """An event publisher as the official client's: ``_writer`` is the body; ``close`` ends it."""
+
+    def __init__(self, close_error: BaseException | None = None) -> None:
+        self._writer = _Body()
+        self.close_error = close_error
+
+    async def close(self) -> None:
+        await self._writer.queue.put(None)
+        if self.close_error is not None:
+            raise self.close_error
+
+
+async def _chunks(body: _Body):  # smithy-http's _create_body_generator: its local is named `body`
+    while (chunk := await body.queue.get()) is not None:
+        yield chunk
+
+
+def _writer_named():
+    written: list[str] = []
+
+    async def _set_request_body_generator(body_iterator) -> None:  # awscrt's task, by name
+        try:
+            async for _ in body_iterator:
+                pass
+        finally:
+            await asyncio.sleep(0.05)  # the END_STREAM write, after close() has returned
+            written.append("END_STREAM")
+
+    return _set_request_body_generator, written
+
+
+def test_end_input_waits_for_the_end_stream_write_of_its_own_stream_only():
+    async def main() -> tuple[bool, list[str], bool]:
+        writer, written = _writer_named()
+        mine, other = _InputStream(), _InputStream()
+        tasks = [asyncio.create_task(writer(_chunks(s._writer))) for s in (mine, other)]
+        await asyncio.sleep(0)  # both writers iterate their bodies
+        assert body_writer(mine) is tasks[0] and body_writer(other) is tasks[1]
+        ended = await end_input(mine, timeout_s=5)
+        other_still_open = not tasks[1].done()
+        await other.close()
+        await asyncio.wait(tasks)
+        return ended, written[:1], other_still_open
+
+    ended, written, other_still_open = asyncio.run(main())
+    assert ended and written == ["END_STREAM"]  # returned only after the write
+    assert other_still_open  # another session's input is not touched
+
+
+def test_end_input_is_quiet_when_the_stream_is_already_gone_and_loud_otherwise():
+    completed = RuntimeError("2080 (AWS_ERROR_HTTP_STREAM_HAS_COMPLETED): HTTP-stream has completed")
+
+    async def main(error: BaseException) -> bool:
+        return await end_input(_InputStream(close_error=error), timeout_s=5)  # no writer task: False
+
+    assert asyncio.run(main(completed)) is False
+    with pytest.raises(ValueError):
+        asyncio.run(main(ValueError("a real bug")))

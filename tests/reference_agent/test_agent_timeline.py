@@ -7,6 +7,8 @@ is known exactly.
 from __future__ import annotations
 
 import io
+import re
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +112,24 @@ def test_demo_prints_each_modes_timeline_and_draws_it(tmp_path):
     write_plot(shown, str(plot), out)
     assert plot.read_bytes().startswith(b"\x89PNG") and "timeline plot:" in out.getvalue()
     assert plot_timelines({"bidi": trials[0].events}, tmp_path / "again.png").stat().st_size < 200_000
+
+
+def test_the_main_jobs_install_draws_the_plot():
+    # `make conformance` installs locks/conformance.txt; `agent-infra demo` after it must draw the plot.
+    lock = (Path(__file__).resolve().parents[2] / "locks" / "conformance.txt").read_text()
+    assert re.search(r"^matplotlib==", lock, re.MULTILINE), "the main job's lock lacks matplotlib"
+
+
+def test_without_matplotlib_the_demo_says_the_command_that_fixes_it(tmp_path, monkeypatch):
+    import reference_agent.timeline as timeline_module
+
+    def no_matplotlib(*args, **kwargs):
+        raise ImportError("No module named 'matplotlib'")
+
+    monkeypatch.setattr(timeline_module, "plot_timelines", no_matplotlib)
+    out = io.StringIO()
+    shown = {"bidi": Trial("bidi", 1000.0, events=_invocation("bidi", BIDI))}
+    write_plot(shown, str(tmp_path / "t.png"), out)
+    said = out.getvalue()
+    assert "make conformance" in said and "kokoro-bidi-tts[demo]" in said, said
+    assert not (tmp_path / "t.png").exists()
