@@ -24,7 +24,9 @@ Settings shared by every piece, so that one variable changes them all:
 Only the standard library is used here: importing this module pulls in no I/O framework, so the
 sans-I/O core and every shell can share it. It quiets third-party loggers that would otherwise log each
 HTTP call at INFO (httpx, httpcore) and replaces uvicorn's per-connection lines with the pieces' own
-per-session lines.
+per-session lines. At every level, ``debug`` included, it drops the wire lines in which a WebSocket
+library prints each frame it sends or receives (python-websockets' ``< TEXT '...'``, whichever logger
+carries them: uvicorn hands the server's its ``uvicorn.error``), since a frame holds request text.
 """
 
 from __future__ import annotations
@@ -81,6 +83,10 @@ _CHATTY = (
 _UVICORN_CONNECTION_LINES = frozenset(
     {"connection open", "connection closed", '%s - "WebSocket %s" [accepted]'}
 )
+# python-websockets' per-frame debug lines ("< TEXT '{\"text\": ...}' [40 bytes]", "> BINARY ..."): the
+# templates of its sans-I/O protocol (and of its legacy one). The frame is the argument, so a frame of
+# request text would be printed whole; they are dropped at every level (PROTOCOL.md §13).
+_FRAME_LINES = frozenset({"< %s", "> %s"})
 # uvicorn logs a client's invalid UTF-8 (which it answers with close 1007, RFC 6455) with a traceback;
 # it is the client's mistake, not the server's, so it is kept as one line.
 _UVICORN_CLIENT_FAULTS = frozenset({"Invalid UTF-8 sequence received from client."})
@@ -156,6 +162,13 @@ class _UvicornLines(logging.Filter):
         return record.msg not in _UVICORN_CONNECTION_LINES
 
 
+class _NoFrames(logging.Filter):
+    """Drops the WebSocket libraries' per-frame lines (:data:`_FRAME_LINES`), which print payloads."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno <= logging.DEBUG and record.msg in _FRAME_LINES)
+
+
 def _forced_exit(record: logging.LogRecord) -> bool:
     """uvicorn's lifespan error when a second Ctrl-C forced the exit: the lifespan task was cancelled."""
     exc = record.exc_info[1] if record.exc_info else None
@@ -217,6 +230,7 @@ def configure_logging(
     handler.setLevel(level.upper())
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(_UvicornLines())
+    handler.addFilter(_NoFrames())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
