@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from reference_server import http, playground, ws
+from reference_server import edges, http, playground, ws
 from reference_server.runtime import Readiness, Runtime
 from reference_server.settings import Settings
 
@@ -81,6 +81,13 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
         exception_handlers={HTTPException: http.http_error},  # 404, 405: the §11.6 body too
     )
     app.state.runtime = runtime
+    # Origin of WebSocket handshakes, Host on a loopback bind (PROTOCOL.md §13; reference_server.edges).
+    app.add_middleware(
+        edges.HostOriginGuard,
+        allowed_origins=settings.allowed_origins,
+        check_host=edges.is_loopback_host(settings.host),
+        allowed_hosts=settings.allowed_hosts,
+    )
     return app
 
 
@@ -164,6 +171,10 @@ def create_server(settings: Settings, app: Starlette | None = None) -> uvicorn.S
       also pings idle clients every 20 s (its default) and drops ones that do not answer;
     * per-message compression is off: PCM hardly compresses and deflate costs CPU the model needs.
 
+    HTTP/1.1 is uvicorn's httptools protocol with the request head bounded by
+    ``settings.max_header_bytes`` (431) and malformed requests answered 400, both in the §11.6 shape
+    (:func:`reference_server.edges.http_protocol`).
+
     ``server.run()`` serves until SIGINT/SIGTERM; on shutdown live sessions are closed with 1001 (§7.3).
     """
     if app is None:
@@ -175,6 +186,8 @@ def create_server(settings: Settings, app: Starlette | None = None) -> uvicorn.S
         ws=_websocket_protocol(settings.limits.close_timeout_s),
         ws_max_size=settings.ws_max_size,
         ws_per_message_deflate=False,
+        # A bounded request head; the HTTP layer's own refusals in the §11.6 shape (reference_server.edges).
+        http=edges.http_protocol(settings.max_header_bytes),
         lifespan="on",
         # Records go to the root logger in the project's one format (protocol.logs); each request and
         # session gets its own line from the server, so uvicorn's access log would only repeat them.
