@@ -156,6 +156,7 @@ def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol
             super().__init__(*args, **kwargs)
             # uvicorn fixes this at 10 s with no setting; PROTOCOL.md §10 makes it a limit.
             self.close_timeout = close_timeout_s
+            edges.json_rejections(self.conn)  # a refused handshake answers in the §11.6 shape too
 
     return KokoroWebSocketProtocol
 

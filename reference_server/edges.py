@@ -40,6 +40,7 @@ __all__ = [
     "error_body",
     "http_protocol",
     "is_loopback_host",
+    "json_rejections",
 ]
 
 logger = logging.getLogger("reference_server")
@@ -202,6 +203,40 @@ class HostOriginGuard:
         prefix = "websocket." if scope["type"] == "websocket" else ""
         await send({"type": f"{prefix}http.response.start", "status": status, "headers": headers})
         await send({"type": f"{prefix}http.response.body", "body": body})
+
+
+_REJECTION_CODES = {
+    400: "invalid_handshake",
+    403: "forbidden",
+    414: "uri_too_long",
+    431: "headers_too_large",
+    500: "internal_error",
+}
+
+
+def json_rejections(conn: Any) -> None:
+    """Make a python-websockets ``ServerProtocol`` answer refused handshakes in the §11.6 error shape.
+
+    uvicorn refuses a handshake through ``conn.reject(status, text)`` (a missing ``Sec-WebSocket-Key``,
+    a head over websockets' own limits, an app that failed before accepting), which writes ``text`` as
+    ``text/plain``; after this call the same refusals carry ``{"error": {"code", "message"}}`` as
+    ``application/json``, ``message`` being that text. Answers the app itself gives through the
+    WebSocket denial response (the :class:`HostOriginGuard` refusals) do not go through ``reject``.
+    """
+    reject = conn.reject
+
+    def json_reject(status: Any, text: str) -> Any:
+        response = reject(status, text)
+        code = _REJECTION_CODES.get(int(status), f"http_{int(status)}")
+        body = error_body(code, text.strip() or response.reason_phrase)
+        response.body = body
+        for name, value in (("Content-Type", "application/json"), ("Content-Length", str(len(body)))):
+            if name in response.headers:
+                del response.headers[name]  # Headers holds several values per name: replace, not add
+            response.headers[name] = value
+        return response
+
+    conn.reject = json_reject
 
 
 def http_protocol(max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES) -> type[HttpToolsProtocol]:

@@ -203,6 +203,15 @@ def test_a_malformed_request_gets_400_in_the_error_shape(serve):
     _assert_error(headers, body, "invalid_http")
 
 
+def test_a_broken_websocket_handshake_gets_400_in_the_error_shape(serve):
+    server = serve(ToneBackend())
+    request = _handshake(server.port).replace(f"Sec-WebSocket-Key: {_KEY}\r\n".encode(), b"")
+    status, headers, body = _exchange(server.port, request)
+    assert status == 400
+    _assert_error(headers, body, "invalid_handshake")
+    assert "Sec-WebSocket-Key" in json.loads(body)["error"]["message"]
+
+
 def test_keep_alive_requests_each_get_their_own_head_budget(serve):
     server = serve(ToneBackend(), max_header_bytes=1024)
     one = f"GET /ping HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nX-Pad: {'a' * 700}\r\n\r\n".encode()
