@@ -51,6 +51,7 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _LOOPBACK_NAMES = frozenset({"localhost"})
+_HOST_MEMORY = 64  # Host values whose verdict is remembered
 
 
 def error_body(code: str, message: str) -> bytes:
@@ -135,40 +136,41 @@ class HostOriginGuard:
         hosts = {_host_name(h) for h in allowed_hosts if h.strip()}
         self._check_host = check_host and "*" not in hosts
         self._hosts = hosts
+        self._host_verdicts: dict[bytes, bool] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        host = origin = None
+        raw_host = origin = None
         for name, value in scope.get("headers", ()):
             if name == b"host":
-                host = value.decode("latin-1")
+                raw_host = value
             elif name == b"origin":
                 origin = value.decode("latin-1")
-        if self._check_host and host is not None and not self._host_allowed(host):
-            await self._refuse(
-                scope,
-                send,
-                421,
-                "host_not_allowed",
-                f"this server answers for loopback names only, not {host!r}",
-            )
+        host = None if raw_host is None else raw_host.decode("latin-1")
+        if self._check_host and raw_host is not None and not self._host_allowed(raw_host):
+            message = f"this server answers for loopback names only, not {host!r}"
+            await self._refuse(scope, send, 421, "host_not_allowed", message)
             return
         if kind == "websocket" and origin is not None and not self._origin_allowed(origin, host):
-            await self._refuse(
-                scope,
-                send,
-                403,
-                "origin_not_allowed",
-                f"WebSocket connections from {origin!r} are not allowed",
-            )
+            message = f"WebSocket connections from {origin!r} are not allowed"
+            await self._refuse(scope, send, 403, "origin_not_allowed", message)
             return
         await self.app(scope, receive, send)
 
-    def _host_allowed(self, host: str) -> bool:
-        return is_loopback_host(host) or _host_name(host) in self._hosts
+    def _host_allowed(self, raw: bytes) -> bool:
+        # Remembered per Host value: a server hears a handful of them, and parsing an address on every
+        # request would cost /ping more than the rest of the check.
+        verdict = self._host_verdicts.get(raw)
+        if verdict is None:
+            host = raw.decode("latin-1")
+            verdict = is_loopback_host(host) or _host_name(host) in self._hosts
+            if len(self._host_verdicts) >= _HOST_MEMORY:
+                self._host_verdicts.clear()  # many distinct names: a scan, not a browser; start over
+            self._host_verdicts[raw] = verdict
+        return verdict
 
     def _origin_allowed(self, origin: str, host: str | None) -> bool:
         if self._any_origin:
