@@ -88,6 +88,7 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
         check_host=edges.is_loopback_host(settings.host),
         allowed_hosts=settings.allowed_hosts,
     )
+    app.add_exception_handler(Exception, edges.internal_error)  # a bug's 500 in the §11.6 shape too
     return app
 
 

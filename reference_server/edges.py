@@ -39,6 +39,7 @@ __all__ = [
     "HostOriginGuard",
     "error_body",
     "http_protocol",
+    "internal_error",
     "is_loopback_host",
     "json_rejections",
 ]
@@ -205,6 +206,17 @@ class HostOriginGuard:
         prefix = "websocket." if scope["type"] == "websocket" else ""
         await send({"type": f"{prefix}http.response.start", "status": status, "headers": headers})
         await send({"type": f"{prefix}http.response.body", "body": body})
+
+
+async def internal_error(request: Any, exc: Exception) -> Any:
+    """Starlette's handler of last resort: an unexpected exception in a route is answered ``500``
+    ``internal_error`` in the §11.6 shape (Starlette's own answer is a plain-text "Internal Server Error").
+    The exception is still logged with its traceback by the server, as before; the body does not repeat
+    it (it may hold request data)."""
+    from starlette.responses import Response
+
+    body = error_body("internal_error", "the server failed while answering this request")
+    return Response(body, status_code=500, media_type="application/json")
 
 
 _REJECTION_CODES = {

@@ -14,7 +14,7 @@ from tone_backend import ToneBackend
 
 from protocol import schemas
 from reference_server.edges import HostOriginGuard, is_loopback_host
-from reference_server.settings import DEFAULT_MAX_HEADER_BYTES, SettingsError, load_settings
+from reference_server.settings import DEFAULT_MAX_HEADER_BYTES, Settings, SettingsError, load_settings
 
 _KEY = "dGhlIHNhbXBsZSBub25jZQ=="  # RFC 6455's sample key
 
@@ -210,6 +210,24 @@ def test_a_broken_websocket_handshake_gets_400_in_the_error_shape(serve):
     assert status == 400
     _assert_error(headers, body, "invalid_handshake")
     assert "Sec-WebSocket-Key" in json.loads(body)["error"]["message"]
+
+
+def test_an_unexpected_failure_in_a_route_is_a_500_in_the_error_shape():
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from reference_server.app import create_app
+
+    async def broken(request):
+        raise RuntimeError("a bug, with text the client sent")
+
+    app = create_app(Settings(), backend=ToneBackend())
+    app.router.routes.append(Route("/broken", broken))
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        response = client.get("/broken")
+    assert response.status_code == 500
+    _assert_error({"content-type": response.headers["content-type"]}, response.content, "internal_error")
+    assert "text the client sent" not in response.text
 
 
 def test_keep_alive_requests_each_get_their_own_head_budget(serve):
