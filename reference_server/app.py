@@ -20,7 +20,14 @@ from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from reference_server import edges, http, playground, ws
+from reference_server import http, playground, ws
+from reference_server.edges import (
+    HostOriginGuard,
+    http_protocol,
+    internal_error,
+    is_loopback_host,
+    json_rejections,
+)
 from reference_server.runtime import Readiness, Runtime
 from reference_server.settings import Settings
 
@@ -83,12 +90,12 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
     app.state.runtime = runtime
     # Origin of WebSocket handshakes, Host on a loopback bind (PROTOCOL.md §13; reference_server.edges).
     app.add_middleware(
-        edges.HostOriginGuard,
+        HostOriginGuard,
         allowed_origins=settings.allowed_origins,
-        check_host=edges.is_loopback_host(settings.host),
+        check_host=is_loopback_host(settings.host),
         allowed_hosts=settings.allowed_hosts,
     )
-    app.add_exception_handler(Exception, edges.internal_error)  # a bug's 500 in the §11.6 shape too
+    app.add_exception_handler(Exception, internal_error)  # a bug's 500 in the §11.6 shape too
     return app
 
 
@@ -157,7 +164,7 @@ def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol
             super().__init__(*args, **kwargs)
             # uvicorn fixes this at 10 s with no setting; PROTOCOL.md §10 makes it a limit.
             self.close_timeout = close_timeout_s
-            edges.json_rejections(self.conn)  # a refused handshake answers in the §11.6 shape too
+            json_rejections(self.conn)  # a refused handshake answers in the §11.6 shape too
 
     return KokoroWebSocketProtocol
 
@@ -189,7 +196,7 @@ def create_server(settings: Settings, app: Starlette | None = None) -> uvicorn.S
         ws_max_size=settings.ws_max_size,
         ws_per_message_deflate=False,
         # A bounded request head; the HTTP layer's own refusals in the §11.6 shape (reference_server.edges).
-        http=edges.http_protocol(settings.max_header_bytes),
+        http=http_protocol(settings.max_header_bytes),
         lifespan="on",
         # Records go to the root logger in the project's one format (protocol.logs); each request and
         # session gets its own line from the server, so uvicorn's access log would only repeat them.
