@@ -44,6 +44,12 @@ UNOBSERVABLE: dict[str, str] = {
     "on the address it was given",
     "R13-2": "about deployment: the suite reaches the server only through the simulator or the endpoint",
     "R13-4": "about deployment (TLS in front of the server), not the server's protocol behaviour",
+    **{
+        rid: "a browser's request straight to the server: through SageMaker (or the simulator) no request "
+        "reaches the container with a client's Origin, Host or request head "
+        "(tests/reference_server/test_edges.py covers the reference)"
+        for rid in ("R13-5", "R13-6", "R13-7")
+    },
     "R7.3-1": "needs the server to be shut down mid-run: the suite certifies a running container and cannot "
     "signal a live endpoint's process",
     "R7.3-2": "needs the server to be shut down mid-run (see R7.3-1)",

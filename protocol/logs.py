@@ -24,7 +24,11 @@ Settings shared by every piece, so that one variable changes them all:
 Only the standard library is used here: importing this module pulls in no I/O framework, so the
 sans-I/O core and every shell can share it. It quiets third-party loggers that would otherwise log each
 HTTP call at INFO (httpx, httpcore) and replaces uvicorn's per-connection lines with the pieces' own
-per-session lines.
+per-session lines. At every level, ``debug`` included, it drops the lines in which a library prints
+what it carries, since that holds request text (PROTOCOL.md §13): python-websockets' per-frame lines
+(``< TEXT '...'``, whichever logger carries them: uvicorn hands the server's its ``uvicorn.error``), the
+AWS event-stream library's serialized events (the official SageMaker client's, ``smithy_aws_event_stream``)
+and botocore's request and response bodies (``botocore.endpoint``, ``botocore.parsers``).
 """
 
 from __future__ import annotations
@@ -81,6 +85,14 @@ _CHATTY = (
 _UVICORN_CONNECTION_LINES = frozenset(
     {"connection open", "connection closed", '%s - "WebSocket %s" [accepted]'}
 )
+# python-websockets' per-frame debug lines ("< TEXT '{\"text\": ...}' [40 bytes]", "> BINARY ..."): the
+# templates of its sans-I/O protocol (and of its legacy one). The frame is the argument, so a frame of
+# request text would be printed whole; they are dropped at every level (PROTOCOL.md §13).
+_FRAME_LINES = frozenset({"< %s", "> %s"})
+# Loggers whose DEBUG records print the messages they carry: the official SageMaker client's event stream
+# ("Publishing serialized event: ..." with the PayloadPart's bytes) and botocore's request and response
+# bodies (InvokeEndpoint's JSON text). Their other levels still come through.
+_PAYLOAD_LOGGERS = ("smithy_aws_event_stream", "botocore.endpoint", "botocore.parsers")
 # uvicorn logs a client's invalid UTF-8 (which it answers with close 1007, RFC 6455) with a traceback;
 # it is the client's mistake, not the server's, so it is kept as one line.
 _UVICORN_CLIENT_FAULTS = frozenset({"Invalid UTF-8 sequence received from client."})
@@ -156,6 +168,19 @@ class _UvicornLines(logging.Filter):
         return record.msg not in _UVICORN_CONNECTION_LINES
 
 
+class _NoPayloads(logging.Filter):
+    """Drops the DEBUG lines that print payloads: WebSocket frames (:data:`_FRAME_LINES`, any logger) and
+    the records of :data:`_PAYLOAD_LOGGERS` and their children."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG:
+            return True
+        if record.msg in _FRAME_LINES:
+            return False
+        name = record.name
+        return not any(name == n or name.startswith(n + ".") for n in _PAYLOAD_LOGGERS)
+
+
 def _forced_exit(record: logging.LogRecord) -> bool:
     """uvicorn's lifespan error when a second Ctrl-C forced the exit: the lifespan task was cancelled."""
     exc = record.exc_info[1] if record.exc_info else None
@@ -217,6 +242,7 @@ def configure_logging(
     handler.setLevel(level.upper())
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(_UvicornLines())
+    handler.addFilter(_NoPayloads())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -21,6 +21,13 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from reference_server import http, openai_speech, playground, ws
+from reference_server.edges import (
+    HostOriginGuard,
+    http_protocol,
+    internal_error,
+    is_loopback_host,
+    json_rejections,
+)
 from reference_server.runtime import Readiness, Runtime
 from reference_server.settings import Settings
 
@@ -82,6 +89,14 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
         http_error = openai_speech.error_handler(http_error)  # OpenAI's error shape under /v1 only
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
     app.state.runtime = runtime
+    # Origin of WebSocket handshakes, Host on a loopback bind (PROTOCOL.md §13; reference_server.edges).
+    app.add_middleware(
+        HostOriginGuard,
+        allowed_origins=settings.allowed_origins,
+        check_host=is_loopback_host(settings.host),
+        allowed_hosts=settings.allowed_hosts,
+    )
+    app.add_exception_handler(Exception, internal_error)  # a bug's 500 in the §11.6 shape too
     return app
 
 
@@ -155,6 +170,7 @@ def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol
             super().__init__(*args, **kwargs)
             # uvicorn fixes this at 10 s with no setting; PROTOCOL.md §10 makes it a limit.
             self.close_timeout = close_timeout_s
+            json_rejections(self.conn)  # a refused handshake answers in the §11.6 shape too
 
     return KokoroWebSocketProtocol
 
@@ -170,6 +186,10 @@ def create_server(settings: Settings, app: Starlette | None = None) -> uvicorn.S
       also pings idle clients every 20 s (its default) and drops ones that do not answer;
     * per-message compression is off: PCM hardly compresses and deflate costs CPU the model needs.
 
+    HTTP/1.1 is uvicorn's httptools protocol with the request head bounded by
+    ``settings.max_header_bytes`` (431) and malformed requests answered 400, both in the §11.6 shape
+    (:func:`reference_server.edges.http_protocol`).
+
     ``server.run()`` serves until SIGINT/SIGTERM; on shutdown live sessions are closed with 1001 (§7.3).
     """
     if app is None:
@@ -181,6 +201,8 @@ def create_server(settings: Settings, app: Starlette | None = None) -> uvicorn.S
         ws=_websocket_protocol(settings.limits.close_timeout_s),
         ws_max_size=settings.ws_max_size,
         ws_per_message_deflate=False,
+        # A bounded request head; the HTTP layer's own refusals in the §11.6 shape (reference_server.edges).
+        http=http_protocol(settings.max_header_bytes),
         lifespan="on",
         # Records go to the root logger in the project's one format (protocol.logs); each request and
         # session gets its own line from the server, so uvicorn's access log would only repeat them.

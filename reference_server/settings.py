@@ -24,6 +24,7 @@ from protocol.logs import LOG_FORMATS, LOG_LEVELS
 __all__ = [
     "BACKENDS",
     "DEFAULT_HOST",
+    "DEFAULT_MAX_HEADER_BYTES",
     "DEFAULT_PORT",
     "ENV_PREFIX",
     "LEAD_INS",
@@ -62,6 +63,11 @@ OPENAI_MODES = PLAYGROUND_MODES
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 """Addresses only this machine can reach: the playground and the OpenAI routes are served there unless
 turned off."""
+
+DEFAULT_MAX_HEADER_BYTES = 16_384
+"""Largest request head read (request line plus headers), bytes: h11's and Node's default; PROTOCOL.md §13."""
+_MIN_HEADER_BYTES = 1024
+# Below this an ordinary browser request to the playground would not fit.
 
 _DEFAULT_LIMITS = Limits()
 # 1 MiB: sixteen times the default message limit, so a client that overshoots gets an answer, while
@@ -126,6 +132,15 @@ class Settings:
             otherwise run out of audio before the sentence's end arrives (PROTOCOL.md §15.3, §10.1);
             ``"sentence"``: the text waits for its sentence's end (or flush, end), the server before
             that, kept to compare against. Only with ``deadline`` segmentation.
+        allowed_origins: origins (``scheme://host[:port]``) whose pages may open a WebSocket session,
+            besides the server's own (the playground it serves); ``("*",)`` allows every origin. A
+            handshake with any other ``Origin`` is refused with 403 (PROTOCOL.md §13); clients that are
+            not browsers send none. Default: none. See :class:`reference_server.edges.HostOriginGuard`.
+        allowed_hosts: host names accepted in ``Host`` besides the loopback ones when ``host`` is a
+            loopback address (a name of your own for 127.0.0.1); ``("*",)`` turns the check off. Other
+            names get 421, the defence against DNS rebinding (§13). Default: none.
+        max_header_bytes: largest request head (request line and headers) read, in bytes; a larger one
+            gets 431 ``headers_too_large`` (§13). Default 16,384.
         limits: the protocol limits of §10.
     """
 
@@ -145,6 +160,9 @@ class Settings:
     first_audio_target_s: float = 0.15
     lead_in: str = "off"
     utterance_release: str = "deadline"
+    allowed_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -175,6 +193,10 @@ class Settings:
             raise SettingsError(f"lead_in must be one of {', '.join(LEAD_INS)}, not {self.lead_in!r}")
         if not self.first_audio_target_s >= 0:
             raise SettingsError(f"first_audio_target_s must not be negative, not {self.first_audio_target_s}")
+        if self.max_header_bytes < _MIN_HEADER_BYTES:
+            raise SettingsError(
+                f"max_header_bytes must be at least {_MIN_HEADER_BYTES}, not {self.max_header_bytes}"
+            )
         if self.synthesis_workers < 1:
             raise SettingsError(f"synthesis_workers must be at least 1, not {self.synthesis_workers}")
         limit = self.transport_max_message_bytes
@@ -241,6 +263,11 @@ def _on_off_auto(raw: str) -> str:
     if word == "auto":
         return "auto"
     raise _OnOffAutoError(f"use on, off or auto, not {raw!r}")
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    """A comma-separated list (``a,b``), blanks dropped."""
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
 
 
 def _limit(name: str, what: str, parse: Callable[[str], Any] = int) -> _Option:
@@ -317,6 +344,24 @@ _OPTIONS: tuple[_Option, ...] = (
         "deadline: speak the start of an utterance's unfinished sentence when the listener would otherwise "
         "run out of audio; sentence: wait for the sentence's end (default deadline; PROTOCOL.md §15.3)",
         choices=UTTERANCE_RELEASES,
+    ),
+    _Option(
+        "allowed_origins",
+        _names,
+        "comma-separated origins (scheme://host:port) whose web pages may open a WebSocket session besides "
+        "the server's own playground; * allows any (default: none; other origins get 403, PROTOCOL.md §13)",
+    ),
+    _Option(
+        "allowed_hosts",
+        _names,
+        "comma-separated host names accepted in Host besides 127.0.0.1, localhost and [::1] when bound to "
+        "loopback; * turns the check off (default: none; others get 421, the DNS-rebinding defence, §13)",
+    ),
+    _Option(
+        "max_header_bytes",
+        int,
+        f"largest request line plus headers in bytes; larger gets 431 (default {DEFAULT_MAX_HEADER_BYTES}; "
+        "PROTOCOL.md §13)",
     ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),

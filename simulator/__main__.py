@@ -145,6 +145,13 @@ def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentP
         "--idle-timeout-s", type=float, help="end a session with no traffic for this long (default: never)"
     )
     limits.add_argument("--max-session-s", type=float, help="end a session this old (default: never)")
+    limits.add_argument(
+        "--input-window-bytes",
+        type=int,
+        default=65_535,
+        help="HTTP/2 flow control on input: request bytes a stream may send ahead of the container side "
+        "reading them; the window reopens only as they are read (default 65535, HTTP/2's initial window)",
+    )
     serve_parser.add_argument(
         "--wire-log-dir",
         type=Path,
@@ -176,6 +183,7 @@ def settings_from_args(args: argparse.Namespace) -> SimulatorSettings:
         max_part_bytes=args.max_part_bytes,
         idle_timeout_s=args.idle_timeout_s,
         max_session_s=args.max_session_s,
+        input_window_bytes=args.input_window_bytes,
         wire_log_dir=args.wire_log_dir,
     )
 

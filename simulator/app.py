@@ -552,16 +552,29 @@ class _BidiSession:
         note = "first" if fragment.first else "last" if fragment.last else "continuation"
         self.log.add("container", "out", "fragment", fragment.data, data_type=data_type, note=note)
         if fragment.first:
-            self._fragments = asyncio.Queue()
+            # Bounded: a fragment waits here until the WebSocket send has taken the one before, so a
+            # container that does not read stops the input pump, and with it HTTP/2 flow control stops
+            # the client (simulator.h2server), instead of fragments piling up in memory.
+            self._fragments = asyncio.Queue(maxsize=1)
             self._fragment_send = asyncio.create_task(
                 self.socket.send(self._drain_fragments(self._fragments), text=fragment.text)
             )
         assert self._fragments is not None and self._fragment_send is not None
-        self._fragments.put_nowait(fragment.data)
+        await self._put_fragment(fragment.data)
         if fragment.last:
-            self._fragments.put_nowait(None)
+            await self._put_fragment(None)
             task, self._fragment_send, self._fragments = self._fragment_send, None, None
             await task
+
+    async def _put_fragment(self, data: bytes | None) -> None:
+        """Queue ``data`` for the fragmented send, or raise what ended that send (the container left)."""
+        assert self._fragments is not None and self._fragment_send is not None
+        put = asyncio.ensure_future(self._fragments.put(data))
+        await asyncio.wait({put, self._fragment_send}, return_when=asyncio.FIRST_COMPLETED)
+        if not put.done():
+            put.cancel()
+            await self._fragment_send  # finished first: raises its error (or returns, which cannot be)
+            raise ContainerClosed(None, "the container stopped taking the fragmented message")
 
     @staticmethod
     async def _drain_fragments(queue: asyncio.Queue[bytes | None]):

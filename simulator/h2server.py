@@ -10,6 +10,14 @@ every other stream on that connection. This module keeps that one rule right and
 HTTP/2 framing, HPACK and flow-control state are python-hyper's ``h2`` (sans-I/O), the TLS and ALPN
 are the standard library's.
 
+Flow control on input (RFC 9113 §5.2), as a real endpoint applies it: request DATA waits in its stream's
+queue until the app takes it with ``receive()``, and only then is the stream's window reopened
+(WINDOW_UPDATE). A client that sends faster than the app reads (the container side is slow or stuck)
+therefore stops when its stream window is spent, and the simulator holds at most ``input_window_bytes``
+per stream, never an unbounded queue. The connection window is reopened as DATA arrives, since each
+stream's queue is bounded on its own, so one stalled stream never stalls the others on its connection.
+DATA for a stream whose app has returned is acknowledged and dropped at once (RFC 9113 §8.1).
+
 Scope: TLS only, ALPN ``h2`` only (the official bidi client offers ``h2`` first; REFERENCE §1), no
 server push, no trailers, no HTTP/1.1 (the simulator's HTTP/1.1 door is a separate listener).
 """
@@ -31,8 +39,9 @@ import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
+import h2.settings
 
-__all__ = ["H2Server", "server_ssl_context"]
+__all__ = ["DEFAULT_INPUT_WINDOW_BYTES", "H2Server", "server_ssl_context"]
 
 logger = logging.getLogger("simulator.h2")
 
@@ -44,6 +53,11 @@ _ASGI = {"version": "3.0", "spec_version": "2.4"}
 # Connection-specific header fields are forbidden in HTTP/2 (RFC 9113 §8.2.2).
 _HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
 _READ_SIZE = 65_536
+
+DEFAULT_INPUT_WINDOW_BYTES = 65_535
+"""Request bytes a stream may have in flight unread: HTTP/2's default initial window (RFC 9113 §6.9.2).
+SageMaker does not publish its own; the official client never needs more than the default to stream."""
+_CONNECTION_WINDOW = 65_535  # the connection window HTTP/2 starts with; reopened in halves as DATA arrives
 
 
 def server_ssl_context(certfile: Path, keyfile: Path) -> ssl.SSLContext:
@@ -66,20 +80,32 @@ class _Stream:
         self.connection = connection
         self.stream_id = stream_id
         self.scope = scope
-        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # Each request message with the flow-controlled bytes it carries, acknowledged when taken.
+        self.inbox: asyncio.Queue[tuple[dict[str, Any], int]] = asyncio.Queue()
+        self.queued_bytes = 0
+        """Flow-controlled request bytes delivered and not yet taken by the app: at most the window."""
+        self.unacknowledged = 0
+        """Bytes the app took whose window has not been reopened yet (reopened in halves of the window)."""
         self.response_started = False
         self.response_ended = False
         self.app_done = False
         self.gone = False
         self.task: asyncio.Task[None] | None = None
 
-    def deliver(self, message: dict[str, Any]) -> None:
-        # After the app returned nobody reads the request any more: drop it (already acknowledged).
-        if not self.app_done:
-            self.inbox.put_nowait(message)
+    def deliver(self, message: dict[str, Any], flow_bytes: int = 0) -> bool:
+        """Queue ``message`` for the app; False (nothing queued) once the app has returned."""
+        if self.app_done:
+            return False
+        self.queued_bytes += flow_bytes
+        self.inbox.put_nowait((message, flow_bytes))
+        return True
 
     async def receive(self) -> dict[str, Any]:
-        return await self.inbox.get()
+        message, flow_bytes = await self.inbox.get()
+        if flow_bytes:
+            self.queued_bytes -= flow_bytes
+            self.connection.consumed(self, flow_bytes)
+        return message
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.gone:
@@ -132,13 +158,21 @@ class _Stream:
 class _Connection:
     """One client connection: reads frames, dispatches events, writes what h2 produces."""
 
-    def __init__(self, app: ASGIApp, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        input_window_bytes: int = DEFAULT_INPUT_WINDOW_BYTES,
+    ) -> None:
         self.app = app
         self.reader = reader
         self.writer = writer
         self.h2 = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=False, header_encoding=None)
         )
+        self.input_window_bytes = input_window_bytes
+        self._connection_unacknowledged = 0
         self.streams: dict[int, _Stream] = {}
         self._window_changed = asyncio.Event()
         self.closed = False
@@ -173,10 +207,32 @@ class _Connection:
             data = data[size:]
             await self.flush()
 
+    def consumed(self, stream: _Stream, nbytes: int) -> None:
+        """The app took ``nbytes`` of ``stream``'s request: reopen its window once half of it is taken."""
+        stream.unacknowledged += nbytes
+        if stream.unacknowledged >= self.input_window_bytes // 2 or stream.app_done:
+            nbytes, stream.unacknowledged = stream.unacknowledged, 0
+            self._reopen(nbytes, stream.stream_id)
+            self.flush_nowait()
+
+    def _reopen(self, nbytes: int, stream_id: int | None) -> None:
+        if nbytes <= 0:
+            return
+        # The stream may have ended (closed, reset) meanwhile: there is no window left to reopen then.
+        with contextlib.suppress(h2.exceptions.H2Error, KeyError):
+            self.h2.increment_flow_control_window(nbytes, stream_id)
+
     def retire(self, stream: _Stream) -> None:
-        # The app is done. DATA the client still sends on this stream is acknowledged and dropped by
-        # _dispatch (RFC 9113 §8.1: a response may complete before its request does).
+        # The app is done. What it left unread is dropped and its window reopened, and DATA the client
+        # still sends on this stream is acknowledged and dropped by _dispatch (RFC 9113 §8.1: a response
+        # may complete before its request does).
         self.streams.pop(stream.stream_id, None)
+        left = stream.queued_bytes + stream.unacknowledged
+        stream.queued_bytes = stream.unacknowledged = 0
+        while not stream.inbox.empty():
+            stream.inbox.get_nowait()
+        self._reopen(left, stream.stream_id)
+        self.flush_nowait()
 
     async def run(self) -> None:
         ssl_object = self.writer.get_extra_info("ssl_object")
@@ -185,6 +241,10 @@ class _Connection:
             self.writer.close()
             return
         self.h2.initiate_connection()
+        if self.input_window_bytes != DEFAULT_INPUT_WINDOW_BYTES:
+            # Announced as a settings change, which h2 applies when the client acknowledges it: until
+            # then the client may use HTTP/2's default window (RFC 9113 §6.9.2), and h2 must allow it.
+            self.h2.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.input_window_bytes})
         await self.flush()
         try:
             while not self.closed:
@@ -208,11 +268,18 @@ class _Connection:
         if isinstance(event, h2.events.RequestReceived):
             self._open_stream(event)
         elif isinstance(event, h2.events.DataReceived):
-            # Acknowledge at once, even for streams whose response has ended, so the client never
-            # stalls on flow control while it finishes its request body.
-            self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            if (stream := self.streams.get(event.stream_id)) is not None:
-                stream.deliver({"type": "http.request", "body": event.data, "more_body": True})
+            size = event.flow_controlled_length
+            # The connection window reopens as DATA arrives (each stream's queue is bounded by its own
+            # window); the stream's only when its app takes the data (_Stream.receive → consumed).
+            self._connection_unacknowledged += size
+            if self._connection_unacknowledged >= _CONNECTION_WINDOW // 2:
+                self._reopen(self._connection_unacknowledged, None)
+                self._connection_unacknowledged = 0
+            stream = self.streams.get(event.stream_id)
+            message = {"type": "http.request", "body": event.data, "more_body": True}
+            if stream is None or not stream.deliver(message, size):
+                # Nobody reads this request any more: acknowledge and drop, so the client can finish it.
+                self._reopen(size, event.stream_id)
         elif isinstance(event, h2.events.StreamEnded):
             if (stream := self.streams.get(event.stream_id)) is not None:
                 stream.deliver({"type": "http.request", "body": b"", "more_body": False})
@@ -289,11 +356,24 @@ class H2Server:
     Args:
         app: the ASGI 3 application (``http`` scopes only; no lifespan is run).
         ssl_context: from :func:`server_ssl_context`.
+        input_window_bytes: each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE), the most request
+            bytes the server holds for a stream whose app has not read them; 1 to 2**31-1.
+
+    Raises:
+        ValueError: ``input_window_bytes`` out of range.
     """
 
-    def __init__(self, app: ASGIApp, ssl_context: ssl.SSLContext) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        ssl_context: ssl.SSLContext,
+        input_window_bytes: int = DEFAULT_INPUT_WINDOW_BYTES,
+    ) -> None:
+        if not 1 <= input_window_bytes <= 2**31 - 1:
+            raise ValueError(f"input_window_bytes must be from 1 to 2**31-1, not {input_window_bytes}")
         self.app = app
         self.ssl_context = ssl_context
+        self.input_window_bytes = input_window_bytes
         self._server: asyncio.Server | None = None
         self._connections: set[_Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -312,7 +392,7 @@ class H2Server:
             # the listening socket was created with proto IPPROTO_TCP.
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = _Connection(self.app, reader, writer)
+        connection = _Connection(self.app, reader, writer, self.input_window_bytes)
         self._connections.add(connection)
         task = asyncio.current_task()
         if task is not None:

@@ -135,7 +135,11 @@ class Simulator:
         secure = _listening_socket(self.host, self._requested_ports[0])
         insecure = _listening_socket(self.host, self._requested_ports[1])
         self.port, self.http1_port = secure.getsockname()[1], insecure.getsockname()[1]
-        self._h2 = H2Server(self.app, server_ssl_context(self.tls.server_chain, self.tls.server_key))
+        self._h2 = H2Server(
+            self.app,
+            server_ssl_context(self.tls.server_chain, self.tls.server_key),
+            input_window_bytes=self._settings.input_window_bytes,
+        )
         await self._h2.start(secure)
         config = Config()
         # hypercorn adopts the descriptor; detach() so our socket object never closes it twice.

@@ -51,6 +51,10 @@ class SimulatorSettings:
             ModelStreamError ``ModelInvocationTimeExceeded``.
         max_session_s: a session older than this ends the same way.
         max_request_bytes: ``POST .../invocations[-response-stream]`` body limit (AWS: 6 MiB).
+        input_window_bytes: the HTTP/2 door's flow control on input: the receive window of each
+            stream (SETTINGS_INITIAL_WINDOW_SIZE), reopened only as the session reads the request, so a
+            client that sends faster than the container side takes its input is held to this many
+            bytes in flight. Default 65,535, HTTP/2's own initial window. Read when the listeners start.
 
     Wire log:
         wire_log_head_bytes: payload bytes kept per record (0 keeps none).
@@ -74,6 +78,7 @@ class SimulatorSettings:
     idle_timeout_s: float | None = None
     max_session_s: float | None = None
     max_request_bytes: int = 6_291_456
+    input_window_bytes: int = 65_535
     wire_log_head_bytes: int = 16
     wire_log_dir: Path | None = None
     wire_log_keep: int = 256
@@ -86,5 +91,7 @@ class SimulatorSettings:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be positive or None")
+        if not 1 <= self.input_window_bytes <= 2**31 - 1:
+            raise ValueError("input_window_bytes must be from 1 to 2**31-1")
         if self.part_latency_s < 0:
             raise ValueError("part_latency_s must not be negative")

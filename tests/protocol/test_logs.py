@@ -142,3 +142,24 @@ def test_command_line_options_name_their_variables_and_defaults():
     assert ENV_LOG_FORMAT in help_text and ENV_LOG_LEVEL in help_text
     assert "(default text)" in help_text and "(default info)" in help_text
     assert vars(parser.parse_args([])) == {"log_level": None, "log_format": None}
+
+
+def test_payload_lines_never_reach_the_log_at_any_level(restore_logging):
+    # python-websockets logs every frame it sends or receives at DEBUG ("< TEXT '...'"), through whatever
+    # logger it was given (uvicorn hands the server's its uvicorn.error; the simulator's client uses
+    # websockets.client); a frame carries request text, which is never logged (PROTOCOL.md §13).
+    stream = io.StringIO()
+    configure_logging("debug", "text", stream=stream, environ={})
+    for name in ("uvicorn.error", "websockets.client", "websockets.server"):
+        logging.getLogger(name).debug("< %s", 'TEXT \'{"text": "secret words"}\' [28 bytes]')
+        logging.getLogger(name).debug("> %s", 'TEXT \'{"text": "secret words"}\' [28 bytes]')
+    # The official SageMaker client's event stream and botocore print the bodies they carry at DEBUG.
+    logging.getLogger("smithy_aws_event_stream.aio").debug("Publishing serialized event: %s", "secret words")
+    logging.getLogger("botocore.endpoint").debug("Sending http request: %s", "body=b'secret words'")
+    logging.getLogger("botocore.parsers").debug("Response body:\n%r", b"secret words")
+    logging.getLogger("botocore.endpoint").warning("retrying")  # their other levels still come through
+    logging.getLogger("websockets.client").debug("= connection is %s", "OPEN")
+    out = stream.getvalue()
+    assert "secret" not in out
+    assert "connection is OPEN" in out  # the library's other debug lines still come through
+    assert "retrying" in out

@@ -480,7 +480,9 @@ def test_until_it_exits_every_route_says_why(caplog):
 
     from reference_server.app import create_app
 
-    with TestClient(create_app(Settings(), backend=_BrokenBackend())) as client:
+    # A loopback server answers loopback Host names only (§13): not TestClient's default "testserver".
+    app = create_app(Settings(), backend=_BrokenBackend())
+    with TestClient(app, base_url="http://127.0.0.1") as client:
         wait_for(lambda: client.app.state.runtime.failure is not None, what="the load to fail")
         reason = "loading the tone backend failed: OSError: weights are missing"
         response = client.get("/ping")
@@ -494,7 +496,7 @@ def test_until_it_exits_every_route_says_why(caplog):
             "code": "internal_error",
             "message": f"the model failed to load: {reason}",
         }
-        with client.websocket_connect(ws.PATH) as socket:
+        with client.websocket_connect(f"ws://127.0.0.1{ws.PATH}") as socket:
             frame = json.loads(socket.receive_text())
             assert (frame["code"], frame["fatal"]) == ("internal_error", True)
             assert reason in frame["message"]
