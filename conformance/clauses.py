@@ -5,7 +5,8 @@ Each case tests the requirements it declares (``Case.requirements``); every devi
 *finding* on one requirement (:class:`conformance.observer.Finding`). A case's verdict depends only on the
 findings on its own requirements and its own assertions; findings on other requirements are notes on it,
 judged by the cases that declare those. Grouping findings by requirement gives the report's list of
-distinct defects.
+distinct defects, the clause rows: each is judged over the whole run, and one with a finding at MUST level
+fails the run wherever the finding was seen.
 
 Code that records findings refers to requirements only through the names below (one line per rule: the
 place to change when the spec moves a rule to another sentence). :data:`RULES` maps each rule the sans-I/O

@@ -234,7 +234,8 @@ class Probe:
         """A check of ``clause`` that does not stop the case: a finding when ``condition`` is false.
 
         The finding fails the case if ``clause`` is one of its own (at the end of the case), and is a note
-        on it otherwise. Returns ``condition``.
+        on it otherwise (which still fails the run on ``clause`` at the clause's level). Returns
+        ``condition``.
         """
         if not condition:
             self._checks.append(Finding(clause, message))
