@@ -31,8 +31,6 @@ AUDIO_WHOLE_SAMPLES = "R3.3.1-1"
 AUDIO_CEILING = "R3.3.1-6"
 """At most ``max_audio_frame_bytes``, never over 1 MiB."""
 AUDIO_NOT_JSON = "R3.3.2-1"
-REASSEMBLY = "R3.4-1"
-"""A message ends with a COMPLETE part (a stream that ends inside one leaves a client nothing to classify)."""
 
 # §5 server frames, §6 ordering
 FRAME_VALID = "R5-1"

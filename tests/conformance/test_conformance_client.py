@@ -259,14 +259,17 @@ async def _open(target: _Target) -> tuple[Session, bool]:
         return session, session.bidi.exited
 
 
-def test_a_refused_opening_is_tried_again_and_noted_on_the_handshake_clause() -> None:
+def test_a_refused_opening_is_tried_again_and_logged_not_a_finding() -> None:
+    """A finding fails the run wherever it is seen (issue 30); an opening that the host's load may have
+    refused and the next try opened is logged, and 2.3.1 judges the handshake on sessions of its own."""
     target = _Target(refusals=HANDSHAKE_ATTEMPTS - 1)
     session, exited = asyncio.run(_open(target))
     assert HANDSHAKE_ATTEMPTS > 1 and len(target.opened) == HANDSHAKE_ATTEMPTS
     assert session.bidi is target.opened[-1] and not exited
     assert all(bidi.exited for bidi in target.opened)  # the refused tries were released, then the last
-    notes = [f for f in session.observer.findings if f.clause == clauses.HANDSHAKE]
-    assert [n.message.split(":")[0] for n in notes] == [
+    assert not [f for f in session.observer.findings if f.clause == clauses.HANDSHAKE]
+    logged = [e["note"].split(":")[0] for e in session.log if e.get("dir") == "open"]
+    assert logged == [
         f"the session could not be opened on try {n}, and was tried again"
         for n in range(1, HANDSHAKE_ATTEMPTS)
     ]
@@ -276,9 +279,7 @@ def test_the_last_try_is_left_to_the_session_to_observe() -> None:
     target = _Target(refusals=HANDSHAKE_ATTEMPTS)  # every opening refused: the last is not awaited here
     session, _ = asyncio.run(_open(target))
     assert len(target.opened) == HANDSHAKE_ATTEMPTS and session.bidi is target.opened[-1]
-    assert (
-        len([f for f in session.observer.findings if f.clause == clauses.HANDSHAKE]) == HANDSHAKE_ATTEMPTS - 1
-    )
+    assert len([e for e in session.log if e.get("dir") == "open"]) == HANDSHAKE_ATTEMPTS - 1
 
 
 def test_an_opened_session_is_not_tried_again() -> None:
