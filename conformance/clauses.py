@@ -15,6 +15,8 @@ reader checks (:class:`protocol.reader.Rule`) to its requirement.
 
 from __future__ import annotations
 
+import re
+
 from protocol.reader import Rule
 
 # §2 transport
@@ -89,3 +91,16 @@ RULES: dict[Rule, str] = {
     Rule.MARKS_SENT: MARKS_PER_SEGMENT,
 }
 """The requirement of each rule :class:`protocol.reader.StreamReader` checks."""
+
+
+def recorded() -> dict[str, list[str]]:
+    """Requirement id -> the names above that cite it: every clause a finding can be recorded on in any case
+    (the reader's rules, how a session ends, the checks that do not stop a case), whichever case owns it.
+
+    A finding on one of these, seen in a case that does not own the clause, is a note on that case and fails
+    the run on the clause (issue 30); the traceability matrix lists them with the mutants that show it."""
+    found: dict[str, list[str]] = {}
+    for name, value in globals().items():
+        if name.isupper() and isinstance(value, str) and re.fullmatch(r"R[\d.]+-\d+", value):
+            found.setdefault(value, []).append(name)
+    return found
