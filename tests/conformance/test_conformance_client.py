@@ -15,6 +15,7 @@ import json
 import struct
 from collections.abc import AsyncIterator
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -286,3 +287,20 @@ def test_an_opened_session_is_not_tried_again() -> None:
     target = _Target(refusals=0)
     session, _ = asyncio.run(_open(target))
     assert len(target.opened) == 1 and not session.observer.findings
+
+
+def test_the_agents_protocol_error_names_the_clause_it_breaks() -> None:
+    """Issue 30: when the agent's strict TTS client refuses the container's frames, the agent case is SKIPPED
+    and the broken rule's clause is a finding (a note on it), so a defect only the agent's traffic shows
+    fails the run. The error the agent reports names the rule; the suite maps it to the clause."""
+    from conformance.test_agent import TTS_BROKE_PROTOCOL, broken_clause
+    from protocol.session import ClientSession, ProtocolViolation
+
+    client = ClientSession(check_frames=False)  # as the agent's TTS client (reference_agent.tts)
+    with pytest.raises(ProtocolViolation) as caught:
+        client.receive_message(b"\x10\x00\x10\x00")  # audio before any synthesis_start
+    assert caught.value.rule == "AUDIO_IN_BRACKET"
+    message = f"{TTS_BROKE_PROTOCOL}: {caught.value} [rule {caught.value.rule}]"  # reference_agent/tts.py
+    assert broken_clause(message) == clauses.AUDIO_IN_BRACKET == "R6.1-2"
+    assert broken_clause(f"{TTS_BROKE_PROTOCOL}: {caught.value}") is None  # an agent that names no rule
+    assert broken_clause(f"{TTS_BROKE_PROTOCOL}: x [rule NO_SUCH_RULE]") is None
