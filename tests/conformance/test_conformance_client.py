@@ -304,3 +304,30 @@ def test_the_agents_protocol_error_names_the_clause_it_breaks() -> None:
     assert broken_clause(message) == clauses.AUDIO_IN_BRACKET == "R6.1-2"
     assert broken_clause(f"{TTS_BROKE_PROTOCOL}: {caught.value}") is None  # an agent that names no rule
     assert broken_clause(f"{TTS_BROKE_PROTOCOL}: x [rule NO_SUCH_RULE]") is None
+
+
+def test_a_recordings_other_sessions_findings_are_the_recordings() -> None:
+    """Issue 30, point 2: the sessions a recording opens beside its own (the second session of the long text,
+    the crowd's holder and the sessions after it) are observed like it, and their findings reach every case
+    that judges the recording, with their logs; they were kept only as strings before, or dropped."""
+    from types import SimpleNamespace
+
+    from conformance.cases import Case, Level
+    from conformance.probe import Probe, Recording
+    from conformance.report import CaseResult
+
+    own = observe([], faithful_data_types=True, name="long")
+    second = Observer(faithful_data_types=True, name="second")
+    second.feed(Message(b"\x10\x00\x10\x00", "BINARY", 1, 0.0))  # audio outside any bracket
+    other = SimpleNamespace(name="second", observer=second, log=[{"t": 0.0, "dir": "recv", "bytes": 4}])
+    recording = Recording("long", observer=own, others=[other])  # type: ignore[list-item]
+    assert [f.clause for f in recording.findings] == [clauses.AUDIO_IN_BRACKET]
+
+    target = SimpleNamespace(wire_mark=lambda: {}, wire_since=lambda mark: [])
+    case = Case("8.2.1", "§8", Level.MUST, "r", "d", "e", requirements=("R2.3-1",))
+    result = CaseResult(case, "node")
+    probe = Probe(target, None, result)  # type: ignore[arg-type]
+    probe.use(recording)
+    assert [f.session for f in probe.findings()] == ["second"]
+    probe.finish()
+    assert [entry["session"] for entry in result.client_log] == ["long", "second"]
