@@ -510,6 +510,14 @@ def conf(request: pytest.FixtureRequest, target: Target, client_loop: LoopThread
 
 
 @pytest.fixture(scope="session")
+def unattached(request: pytest.FixtureRequest) -> Any:
+    """``unattached(where, findings)``: findings that no case judged, seen ``where`` (a session shared by
+    cases, after the last of them), which the run judges all the same
+    (:meth:`conformance.report.Results.add_unattached`)."""
+    return request.config.stash[_RESULTS].add_unattached
+
+
+@pytest.fixture(scope="session")
 def agent_runtime_arn(request: pytest.FixtureRequest) -> str | None:
     """``--agent-runtime-arn``: the deployed agent the live AGENT cases call."""
     return request.config.getoption("agent_runtime_arn")

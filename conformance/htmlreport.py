@@ -319,8 +319,10 @@ def render_index(
             verdict = f" · {_pill(d.verdict)}" if d.verdict else ""
             if d.seen:
                 # No case of the clause failed: the clause row itself is the verdict.
+                known = index.get("cases", {})  # findings seen outside any case are listed where they were
                 links = ", ".join(
-                    f'<a href="cases/{_e(c)}.html">{_e(c)}</a> ({n})' for c, n in d.seen.items()
+                    (f'<a href="cases/{_e(c)}.html">{_e(c)}</a>' if c in known else _e(c)) + f" ({n})"
+                    for c, n in d.seen.items()
                 )
                 owners = (
                     ", ".join(f'<a href="cases/{_e(c)}.html">{_e(c)}</a>' for c in d.owners) or "none ran"

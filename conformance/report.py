@@ -97,6 +97,13 @@ class Results:
         self.by_node: dict[str, CaseResult] = {}
         self.started = time.time()
         self.meta: dict[str, Any] = {}
+        self.unattached: list[tuple[str, Finding]] = []
+        """Findings seen outside any case (a session shared by cases, after their parts): ``(where, it)``."""
+
+    def add_unattached(self, where: str, findings: list[Finding]) -> None:
+        """Keep findings that no case judged, seen ``where`` (a shared session's close after its last case):
+        they count in the clause rows like a case's notes (:meth:`defects`)."""
+        self.unattached += [(where, finding) for finding in findings]
 
     def add(self, case: Case, nodeid: str) -> CaseResult:
         """Register a selected case (before it runs)."""
@@ -138,7 +145,8 @@ class Results:
           clause is theirs and they did not pass); ``carried``: a ``FAILED`` owner already fails the run for
           it (otherwise only the clause row does: ``pytest_runtestloop`` in ``conftest.py``);
         * ``findings``, how many distinct findings (a recording judged by several cases counts once),
-          ``per_case`` (case id -> how many it saw); ``message`` and ``excerpt``, the first finding's
+          ``per_case`` (case id -> how many it saw; findings seen outside any case, :meth:`add_unattached`,
+          under where they were seen); ``message`` and ``excerpt``, the first finding's
           (``excerpt``: a short wire excerpt of the message concerned; ``where``: its session and index).
         """
         from conformance.htmlreport import load_matrix  # the shipped matrix: levels and sentences
@@ -150,48 +158,53 @@ class Results:
                 owners.setdefault(clause, []).append(r.case.id)
         groups: dict[str, dict[str, Any]] = {}
         seen: dict[str, set[tuple[Any, ...]]] = {}
-        for r in self.ran:
-            for finding in [*r.findings, *r.notes]:
-                row = matrix.get(finding.clause, {})
-                group = groups.setdefault(
-                    finding.clause,
-                    {
-                        "clause": finding.clause,
-                        "level": None,
-                        "verdict": None,
-                        "sentence": row.get("text", ""),
-                        "cases": [],
-                        "owners": owners.get(finding.clause, []),
-                        "failed": [],
-                        "carried": False,
-                        "findings": 0,
-                        "per_case": {},
-                        "message": finding.message,
-                        "excerpt": finding.excerpt,
-                        "where": {"session": finding.session, "index": finding.index},
-                    },
-                )
-                level = finding.level or row.get("level") or r.case.level.value
-                if group["level"] is None or _LEVEL_ORDER.get(level, 3) < _LEVEL_ORDER.get(group["level"], 3):
-                    group["level"] = level
-                key = (finding.session, finding.index, finding.message, finding.excerpt)
-                if finding.session and finding.index is not None:
-                    distinct = key not in seen.setdefault(finding.clause, set())
-                    seen[finding.clause].add(key)
-                else:
-                    distinct = True  # a check of the case's own, not tied to one recorded message
-                group["findings"] += distinct
-                group["per_case"][r.case.id] = group["per_case"].get(r.case.id, 0) + 1
-                if not group["excerpt"] and finding.excerpt:
-                    group["excerpt"], group["message"] = finding.excerpt, finding.message
-                    group["where"] = {"session": finding.session, "index": finding.index}
-                if r.case.id not in group["cases"]:
-                    group["cases"].append(r.case.id)
-                owned = finding.clause in r.case.clauses and r.verdict not in (Verdict.OK, Verdict.SKIPPED)
-                if owned and r.case.id not in group["failed"]:
-                    group["failed"].append(r.case.id)
-                if finding.clause in r.case.clauses and r.verdict is Verdict.FAILED:
-                    group["carried"] = True
+        sightings: list[tuple[CaseResult | None, str, Finding]] = [
+            (r, r.case.id, finding) for r in self.ran for finding in [*r.findings, *r.notes]
+        ]
+        sightings += [(None, where, finding) for where, finding in self.unattached]
+        for r, case_id, finding in sightings:
+            row = matrix.get(finding.clause, {})
+            group = groups.setdefault(
+                finding.clause,
+                {
+                    "clause": finding.clause,
+                    "level": None,
+                    "verdict": None,
+                    "sentence": row.get("text", ""),
+                    "cases": [],
+                    "owners": owners.get(finding.clause, []),
+                    "failed": [],
+                    "carried": False,
+                    "findings": 0,
+                    "per_case": {},
+                    "message": finding.message,
+                    "excerpt": finding.excerpt,
+                    "where": {"session": finding.session, "index": finding.index},
+                },
+            )
+            level = finding.level or row.get("level") or (r.case.level.value if r is not None else "MUST")
+            if group["level"] is None or _LEVEL_ORDER.get(level, 3) < _LEVEL_ORDER.get(group["level"], 3):
+                group["level"] = level
+            key = (finding.session, finding.index, finding.message, finding.excerpt)
+            if finding.session and finding.index is not None:
+                distinct = key not in seen.setdefault(finding.clause, set())
+                seen[finding.clause].add(key)
+            else:
+                distinct = True  # a check of the case's own, not tied to one recorded message
+            group["findings"] += distinct
+            group["per_case"][case_id] = group["per_case"].get(case_id, 0) + 1
+            if not group["excerpt"] and finding.excerpt:
+                group["excerpt"], group["message"] = finding.excerpt, finding.message
+                group["where"] = {"session": finding.session, "index": finding.index}
+            if case_id not in group["cases"]:
+                group["cases"].append(case_id)
+            if r is None:
+                continue  # seen outside any case: judged by the run alone
+            owned = finding.clause in r.case.clauses and r.verdict not in (Verdict.OK, Verdict.SKIPPED)
+            if owned and case_id not in group["failed"]:
+                group["failed"].append(case_id)
+            if finding.clause in r.case.clauses and r.verdict is Verdict.FAILED:
+                group["carried"] = True
         for group in groups.values():
             group["verdict"] = verdict_for(Level(group["level"]), False, strict=strict).value
         return sorted(groups.values(), key=lambda g: _clause_order(g["clause"]))

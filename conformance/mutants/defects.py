@@ -938,6 +938,14 @@ RUN_LEVEL_DEFECTS: tuple[Defect, ...] = (
         observed_by=CANCEL_PATH,
     ),
     Defect(
+        "close-1011-after-refusal",
+        "Closes a session that refused a message with 1011 instead of 1000 after close (§7.1)",
+        ("R7.1-3",),
+        (),
+        server={"refused_close_code": 1011},
+        observed_by=("9.1.5",),  # its close comes after the row, on the session the bad-input rows share
+    ),
+    Defect(
         "queue-full-unnamed",
         "Names no request (request_id null) in its queue_full error frames (§6.3)",
         ("R6.3-3",),
@@ -1682,6 +1690,12 @@ class DefectSession(ToneSession):
             frames = self.defect.outgoing(self, frames)
         return frames
 
+    def on_refused(self) -> None:
+        super().on_refused()
+        refused_code = getattr(self.server, "refused_close_code", None)
+        if refused_code is not None:
+            self.close_code_after = refused_code
+
     def close_code(self) -> int:
         code = self.close_code_after or getattr(self.server, "close_code_override", None)
         return code or super().close_code()
@@ -1706,6 +1720,8 @@ class DefectServer(ToneServer):
     too_many_serves = False
     cut_units_bytes = 0
     """Cut Ogg/Opus, FLAC and AAC bodies every this many bytes, whatever the container units (0: not)."""
+    refused_close_code: int | None = None
+    """The Close frame's code of a session that refused a message (None: 1000, as it should)."""
 
     def __init__(self, defect: Defect) -> None:
         super().__init__()

@@ -311,3 +311,34 @@ def test_the_command_line_help_is_the_suites() -> None:
     assert "pytest.main()" not in ours and "--junit-prefix" not in ours
     everything = run_cli("--pytest-help")
     assert "--junit-prefix" in everything and "--container-cmd" in everything
+
+
+UNATTACHED = """
+import pytest
+from conformance.cases import case
+from conformance.observer import Finding
+
+
+@pytest.fixture(scope="module")
+def shared(unattached):
+    yield
+    unattached("the shared session, outside its cases", [Finding("R7.1-3", "closed with 1011", "shared", 9)])
+
+
+@case("9.1.5", "§9.1", "MUST", requirement="r", description="row", expectation="e",
+      requirements=("R6.3-2",))
+def test_row(shared):
+    pass
+"""
+
+
+def test_a_finding_no_case_adopts_fails_the_run(tmp_path: Path) -> None:
+    """A session shared by cases ends after the last of them: what it shows then is judged by the run."""
+    code, output, index = run(tmp_path, cases=UNATTACHED)
+    assert index is not None and verdicts(index) == {"9.1.5": "OK"}
+    assert code == 1 and index["failed_clauses"] == ["R7.1-3"], output
+    row = index["defects"][0]
+    assert row["per_case"] == {"the shared session, outside its cases": 1} and row["failed"] == []
+    assert "observed in the shared session, outside its cases (1)" in output
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "the shared session, outside its cases (1)" in page and 'href="cases/the shared' not in page
