@@ -32,6 +32,7 @@ MATRIX = Path(__file__).resolve().parent / "matrix.json"
 
 _VERDICT_ORDER = ("FAILED", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "SKIPPED", "OK")
 _WIRE_LINES = 14
+_NOTES_SHOWN = 20
 _LOG_ROWS = 400
 
 
@@ -401,6 +402,18 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
         f"<li><span class=clause>{_e(f.get('clause', '?'))}</span> {_e(f.get('message', ''))}</li>"
         for f in case.get("findings", [])
     )
+    # Findings on clauses the case does not own: not its verdict, but the run's (each links to its defect).
+    notes = "".join(
+        f'<li><a class=clause href="../index.html#defect-{_e(f.get("clause", "?"))}">'
+        f"{_e(f.get('clause', '?'))}</a> {_e(f.get('message', ''))}"
+        + (f" [{_e(f.get('session', ''))} #{_e(f['index'])}]" if f.get("index") is not None else "")
+        + (f"<br><code>{_e(f['excerpt'])}</code>" if f.get("excerpt") else "")
+        + "</li>"
+        for f in case.get("notes", [])[:_NOTES_SHOWN]
+    )
+    more_notes = len(case.get("notes", [])) + int(case.get("notes_omitted", 0)) - _NOTES_SHOWN
+    if more_notes > 0:
+        notes += f"<li>… and {more_notes} more (cases/{_e(case_id)}.json has them)</li>"
     client = []
     for session in case.get("client_log", []):
         lines = [f"# session {session.get('session', '?')}"]
@@ -431,6 +444,7 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
         + (f"<dt>Message</dt><dd><pre>{_e(case['message'])}</pre></dd>" if case.get("message") else "")
         + (f"<dt>Tests</dt><dd><ul>{requirements}</ul></dd>" if requirements else "")
         + (f"<dt>Findings</dt><dd><ul>{findings}</ul></dd>" if findings else "")
+        + (f"<dt>Notes (judged by the run, on their clauses)</dt><dd><ul>{notes}</ul></dd>" if notes else "")
         + f"<dt>Observations</dt><dd><pre>{_e(observations)}</pre></dd></dl>"
         + (f"<h2>Client log</h2><pre>{_e(chr(10).join(client))}</pre>" if client else "")
         + (f"<h2>Simulator wire log</h2><pre>{_e(chr(10).join(wire))}</pre>" if wire else "")
