@@ -313,8 +313,11 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return str(longrepr)
 
 
-CLAUSE_NODE = "conformance/clauses"
-"""The node id prefix of a clause row's own pytest report (``conformance/clauses::R6.1-2``)."""
+CLAUSE_NODE = Path(__file__).resolve().parent / "clauses"
+"""Where a clause row's own pytest report lives, as if the suite's package had a module ``clauses``: its node
+id is this path relative to the rootdir, ``conformance/clauses::R6.1-2`` from a checkout, shown like the
+cases' node ids from any directory (``kokoro-conformance``); ``conformance/clauses`` when the rootdir does
+not hold the package."""
 
 
 @pytest.hookimpl(wrapper=True)
@@ -352,8 +355,12 @@ def _report_clause(session: pytest.Session, row: dict[str, Any]) -> None:
     """Log a failed clause row as a test of its own (setup, call, teardown reports, as a test item logs):
     the terminal, pytest's JUnit XML and ``session.testsfailed`` take it like any failed test."""
     session.testscollected += 1  # the terminal's progress counts it
-    nodeid = f"{CLAUSE_NODE}::{row['clause']}"
-    location = (CLAUSE_NODE, None, f"clause {row['clause']}")
+    try:
+        where = CLAUSE_NODE.relative_to(session.config.rootpath).as_posix()
+    except ValueError:  # the plugin runs cases from elsewhere (-p conformance.conftest)
+        where = "conformance/clauses"
+    nodeid = f"{where}::{row['clause']}"
+    location = (where, None, f"clause {row['clause']}")
     properties = [("requirement", row["clause"]), ("level", row["level"]), ("verdict", row["verdict"])]
     hook = session.config.hook
     hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
