@@ -157,7 +157,7 @@ class Results:
             for clause in r.case.clauses:
                 owners.setdefault(clause, []).append(r.case.id)
         groups: dict[str, dict[str, Any]] = {}
-        seen: dict[str, set[tuple[Any, ...]]] = {}
+        seen: set[int] = set()  # a recording judged by several cases gives each the same Finding objects
         sightings: list[tuple[CaseResult | None, str, Finding]] = [
             (r, r.case.id, finding) for r in self.ran for finding in [*r.findings, *r.notes]
         ]
@@ -185,13 +185,8 @@ class Results:
             level = finding.level or row.get("level") or (r.case.level.value if r is not None else "MUST")
             if group["level"] is None or _LEVEL_ORDER.get(level, 3) < _LEVEL_ORDER.get(group["level"], 3):
                 group["level"] = level
-            key = (finding.session, finding.index, finding.message, finding.excerpt)
-            if finding.session and finding.index is not None:
-                distinct = key not in seen.setdefault(finding.clause, set())
-                seen[finding.clause].add(key)
-            else:
-                distinct = True  # a check of the case's own, not tied to one recorded message
-            group["findings"] += distinct
+            group["findings"] += id(finding) not in seen
+            seen.add(id(finding))
             group["per_case"][case_id] = group["per_case"].get(case_id, 0) + 1
             if not group["excerpt"] and finding.excerpt:
                 group["excerpt"], group["message"] = finding.excerpt, finding.message

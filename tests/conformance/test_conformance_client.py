@@ -331,3 +331,21 @@ def test_a_recordings_other_sessions_findings_are_the_recordings() -> None:
     assert [f.session for f in probe.findings()] == ["second"]
     probe.finish()
     assert [entry["session"] for entry in result.client_log] == ["long", "second"]
+
+
+def test_a_recording_judged_by_several_cases_counts_its_findings_once() -> None:
+    """The clause row counts distinct findings: a recording gives each case that judges it the same ones."""
+    from conformance.cases import Case, Level, Verdict
+    from conformance.report import Results
+
+    seen = Observer(faithful_data_types=True, name="pipelined")
+    seen.feed(Message(b"\x10\x00\x10\x00", "BINARY", 1, 0.0))  # audio outside any bracket
+    results = Results()
+    for case_id in ("3.3.1", "3.3.2"):
+        result = results.add(
+            Case(case_id, "§3.3", Level.MUST, "r", "d", "e", requirements=("R3.3.1-5",)), case_id
+        )
+        result.verdict, result.notes = Verdict.OK, list(seen.findings)
+    [row] = results.defects()
+    assert (row["clause"], row["findings"], row["per_case"]) == ("R6.1-2", 1, {"3.3.1": 1, "3.3.2": 1})
+    assert row["verdict"] == "FAILED" and not row["carried"] and results.failed()

@@ -206,7 +206,7 @@ def test_findings_on_own_clauses_fail_a_case_and_others_are_notes(tmp_path: Path
     assert defects["R2-902"]["excerpt"] == "<2 bytes: 01 02>" and index["defect_count"] == len(defects)
     # The note is judged at run level all the same: R2-902 is not in the matrix, so its level is the case's.
     assert defects["R2-902"]["verdict"] == "FAILED" and not defects["R2-902"]["carried"]
-    assert defects["R2-902"]["per_case"] == {"1.2.1": 1, "1.2.2": 1} and defects["R2-902"]["findings"] == 1
+    assert defects["R2-902"]["per_case"] == {"1.2.1": 1, "1.2.2": 1} and defects["R2-902"]["findings"] == 2
     assert defects["R1-901"]["carried"] and index["failed_clauses"] == ["R1-901", "R2-902"]
     # A SHOULD case's own failed assertion breaks a SHOULD, a MAY case's a MAY: only the MUST ones are MUST.
     assert defects["R1-901"]["level"] == "MUST"
