@@ -203,6 +203,10 @@ def _mutant_row(
         "isolated": set(failed) <= family and bool(failed),
         "outside_family": sorted(set(failed) - family),
     }
+    if not mutant.caught_by:  # caught by the run: no case may fail, the run must fail on its clauses
+        clauses = list(recorded.get("failed_clauses", []))
+        row["isolation"]["failed_clauses"] = clauses
+        row["isolation"]["isolated"] = not failed and set(mutant.requirements) <= set(clauses)
     return row
 
 
@@ -250,7 +254,7 @@ def summary(data: Mapping[str, Any]) -> list[str]:
 
 def _isolation_line(mutants: Mapping[str, Any]) -> str:
     recorded = [m["isolation"] for m in mutants.values() if m["isolation"] is not None]
-    isolated = sum(1 for i in recorded if i["isolated"])
+    isolated = sum(1 for i in recorded if i["isolated"])  # a mutant caught by the run: no case FAILED
     return (
         f"{len(mutants)} mutants; under the whole suite {len(recorded)} recorded, {isolated} fail only the "
         f"cases of the requirements they break ({len(mutants) - len(recorded)} not recorded)"
@@ -310,6 +314,9 @@ def markdown(data: Mapping[str, Any]) -> str:
         iso = m["isolation"]
         if iso is None:
             whole = "not recorded"
+        elif "failed_clauses" in iso:
+            clauses = ", ".join(iso["failed_clauses"]) or "none"
+            whole = f"{iso['failed']} FAILED; the run fails on {clauses}"
         elif iso["isolated"]:
             whole = f"only its cases ({iso['failed']} FAILED)"
         else:

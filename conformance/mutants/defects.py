@@ -807,9 +807,16 @@ def _counting(session: DefectSession, complete: dict[str, Any], added: int) -> s
 
 
 def _audio_before(data: Frame) -> Callable[[DefectSession, dict[str, Any]], list[Frame]]:
-    """A cancelled request's last audio frame is ``data``, counted in its ``audio_bytes``."""
+    """The last audio frame of a request cancelled while it spoke is ``data``, counted in its
+    ``audio_bytes`` (a request cancelled while queued keeps its empty bracket, which its cases judge)."""
     size = len(data.encode()) if isinstance(data, str) else len(data)
-    return lambda session, complete: [data, _counting(session, complete, size)]
+
+    def change(session: DefectSession, complete: dict[str, Any]) -> list[Frame]:
+        if not complete["audio_bytes"]:
+            return [_dump(complete)]
+        return [data, _counting(session, complete, size)]
+
+    return change
 
 
 def _unasked_capabilities(session: DefectSession, complete: dict[str, Any]) -> list[Frame]:
@@ -822,12 +829,6 @@ def _unasked_marks(session: DefectSession, complete: dict[str, Any]) -> list[Fra
     rid = complete["request_id"]
     marks = {"type": "marks", "request_id": rid, "segment": 0, "text": "x", "start_s": 0.0, "end_s": 0.0}
     return [_dump(marks), _dump(complete)]
-
-
-def _close_1011_after_cancel(session: DefectSession, obj: dict[str, Any]) -> Any:
-    if _is_cancel(obj):
-        session.close_code_after = 1011  # the session's Close frame, however it ends (§7.1)
-    return None
 
 
 def _queue_full_unnamed(session: DefectSession, frames: list[Frame]) -> list[Frame]:
@@ -858,7 +859,7 @@ RUN_LEVEL_DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         "cancelled-odd-frame",
-        "Ends a cancelled request's audio with a 1-byte frame, half a sample (§3.3.1)",
+        "Ends the audio of a request cancelled while it spoke with a 1-byte frame, half a sample (§3.3.1)",
         ("R3.3.1-1",),
         (),
         outgoing=_on_cancelled(_audio_before(b"\x00")),
@@ -866,7 +867,7 @@ RUN_LEVEL_DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         "cancelled-text-audio",
-        "Ends a cancelled request's audio with a frame of silence in a TEXT message (§3.3.1)",
+        "Ends the audio of a request cancelled while it spoke with silence in a TEXT message (§3.3.1)",
         ("R3.3.1-5",),
         (),
         outgoing=_on_cancelled(_audio_before("\x00\x00")),
@@ -874,7 +875,8 @@ RUN_LEVEL_DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         "cancelled-huge-frame",
-        "Ends a cancelled request's audio with a frame of silence over 1 MiB (§3.3.1)",
+        "Ends the audio of a request cancelled while it spoke with a frame of silence over 1 MiB "
+        "(§3.3.1; 4.2.4, which measures the audio after a cancel, sees that much too)",
         ("R3.3.1-6",),
         (),
         outgoing=_on_cancelled(_audio_before(bytes((1 << 20) + 2))),
@@ -882,7 +884,8 @@ RUN_LEVEL_DEFECTS: tuple[Defect, ...] = (
     ),
     Defect(
         "cancelled-json-frame",
-        "Ends a cancelled request's audio with a frame that is the JSON object {} (§3.3.2)",
+        "Ends the audio of a request cancelled while it spoke with a frame that is the JSON object {} "
+        "(§3.3.2)",
         ("R3.3.2-1",),
         (),
         outgoing=_on_cancelled(_audio_before(b"{}")),
@@ -927,14 +930,6 @@ RUN_LEVEL_DEFECTS: tuple[Defect, ...] = (
         ("R5.5-7", "R5.5-4"),
         (),
         outgoing=_on_cancelled(_unasked_marks),
-        observed_by=CANCEL_PATH,
-    ),
-    Defect(
-        "close-1011-after-cancel",
-        "Closes a session that cancelled a request with 1011 instead of 1000 after close (§7.1)",
-        ("R7.1-3",),
-        (),
-        incoming=_close_1011_after_cancel,
         observed_by=CANCEL_PATH,
     ),
     Defect(
@@ -1632,7 +1627,7 @@ class DefectSession(ToneSession):
         self.g711_added = 0
         self.blends: dict[Any, str] = {}  # request id → the blend as the client wrote it
         self.stalled = False  # see _stall_after
-        self.close_code_after: int | None = None  # see _close_1011_after_cancel
+        self.close_code_after: int | None = None  # see DefectServer.refused_close_code
 
     def send(self, frame: Frame) -> None:
         """Queue a frame of the defect's own (sent before the session's next frames)."""

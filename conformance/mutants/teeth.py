@@ -245,16 +245,20 @@ def row_fingerprint(mutant: Any) -> str:
 
 
 def isolation_record(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What ``--isolation`` records per mutant: its row's fingerprint and the cases the suite FAILED."""
+    """What ``--isolation`` records per mutant: its row's fingerprint and the cases the suite FAILED, and for
+    a mutant caught by the run only (``observed_by``), the clauses the run FAILED on."""
     from conformance.mutants import MUTANTS
 
-    return {
-        name: {
+    record: dict[str, Any] = {}
+    for name, index in sorted(results.items()):
+        entry: dict[str, Any] = {
             "row": row_fingerprint(MUTANTS[name]),
             "failed": sorted(case_id for case_id, verdict in verdicts(index).items() if verdict == "FAILED"),
         }
-        for name, index in sorted(results.items())
-    }
+        if MUTANTS[name].observed_by:
+            entry["failed_clauses"] = list(index.get("failed_clauses", []))
+        record[name] = entry
+    return record
 
 
 def caught_verdict(level: str) -> str:
