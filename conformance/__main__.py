@@ -38,7 +38,8 @@ SECTION = "conformance suite (spec/PROTOCOL.md):"
 USAGE = """usage: kokoro-conformance [options]
 
 Certify a TTS container against spec/PROTOCOL.md: by default the reference server, through the SageMaker
-simulator and the official AWS clients. Exit status 1 when a case is FAILED.
+simulator and the official AWS clients. Exit status 1 when a case is FAILED, or a clause: a finding that
+breaks a MUST, wherever the suite saw it.
 
   kokoro-conformance --container-cmd "docker run --rm -p 127.0.0.1:{port}:8080 my-tts" --report report
   kokoro-conformance --container-url http://127.0.0.1:8080 --cases "9.1.*"
@@ -68,7 +69,8 @@ def help_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run pytest on the suite; returns pytest's exit status (1 when a case is FAILED).
+    """Run pytest on the suite; returns pytest's exit status (1 when a case or a clause is FAILED: the plugin
+    gives a clause that fails the run a failed test report of its own, which pytest counts).
 
     ``-h``/``--help`` prints :func:`help_text`; ``--pytest-help`` prints pytest's whole help.
     """

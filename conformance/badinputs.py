@@ -581,7 +581,7 @@ def _expectation(code: ErrorCode, request_id: str | None) -> str:
 _REFUSAL = ("R6.3-2",)
 """Every row: one error frame, nothing else changes (§6.3). The id the error frame names (R6.3-3) is a note
 on the rows and is judged by 9.2.8, so a server whose error frames name no request fails that case, not all
-of these."""
+of these; and the run, on R6.3-3, even when 9.2.8's refusals name theirs (issue 30)."""
 
 
 def _member_requirement(code: ErrorCode, section: str) -> str:

@@ -9,7 +9,9 @@ a parametrized table its own case with :func:`param`.
 A requirement a case tests is one of its *clauses*: the case fails on its own assertions and on findings
 (:mod:`conformance.observer`) on its clauses; findings on other requirements seen while it ran are notes on
 it, judged by the cases that test those. So one defect of a server fails the cases of its requirement, not
-every case that happens to see it.
+every case that happens to see it. The run, though, is judged on every finding: a note that breaks a MUST
+fails the run on its clause (:meth:`conformance.report.Results.defects`), even when the cases of that clause
+never take the path where it happens.
 
 Verdicts (:class:`Verdict`), from the test's outcome and the case's level:
 

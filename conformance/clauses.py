@@ -5,7 +5,8 @@ Each case tests the requirements it declares (``Case.requirements``); every devi
 *finding* on one requirement (:class:`conformance.observer.Finding`). A case's verdict depends only on the
 findings on its own requirements and its own assertions; findings on other requirements are notes on it,
 judged by the cases that declare those. Grouping findings by requirement gives the report's list of
-distinct defects.
+distinct defects, the clause rows: each is judged over the whole run, and one with a finding at MUST level
+fails the run wherever the finding was seen.
 
 Code that records findings refers to requirements only through the names below (one line per rule: the
 place to change when the spec moves a rule to another sentence). :data:`RULES` maps each rule the sans-I/O
@@ -13,6 +14,8 @@ reader checks (:class:`protocol.reader.Rule`) to its requirement.
 """
 
 from __future__ import annotations
+
+import re
 
 from protocol.reader import Rule
 
@@ -30,8 +33,6 @@ AUDIO_WHOLE_SAMPLES = "R3.3.1-1"
 AUDIO_CEILING = "R3.3.1-6"
 """At most ``max_audio_frame_bytes``, never over 1 MiB."""
 AUDIO_NOT_JSON = "R3.3.2-1"
-REASSEMBLY = "R3.4-1"
-"""A message ends with a COMPLETE part (a stream that ends inside one leaves a client nothing to classify)."""
 
 # §5 server frames, §6 ordering
 FRAME_VALID = "R5-1"
@@ -90,3 +91,16 @@ RULES: dict[Rule, str] = {
     Rule.MARKS_SENT: MARKS_PER_SEGMENT,
 }
 """The requirement of each rule :class:`protocol.reader.StreamReader` checks."""
+
+
+def recorded() -> dict[str, list[str]]:
+    """Requirement id -> the names above that cite it: every clause a finding can be recorded on in any case
+    (the reader's rules, how a session ends, the checks that do not stop a case), whichever case owns it.
+
+    A finding on one of these, seen in a case that does not own the clause, is a note on that case and fails
+    the run on the clause (issue 30); the traceability matrix lists them with the mutants that show it."""
+    found: dict[str, list[str]] = {}
+    for name, value in globals().items():
+        if name.isupper() and isinstance(value, str) and re.fullmatch(r"R[\d.]+-\d+", value):
+            found.setdefault(value, []).append(name)
+    return found

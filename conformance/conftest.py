@@ -24,8 +24,17 @@ Options (``pytest conformance --help`` lists them under "conformance"):
 The verdict of each case is computed here from its outcome, its level (:func:`conformance.cases.verdict_for`)
 and the findings on its own clauses (a finding on a clause of the case fails it, findings on other clauses
 are notes on it), and printed as a table at the end of the run, followed by the distinct defects (findings
-grouped by clause). An exception of the suite's own code (``TypeError``, ``KeyError`` ...) is still a
-readable verdict, flagged ``suite_error`` in the report: a bug of the suite, never a server's fault.
+grouped by clause: the *clause rows*, :meth:`conformance.report.Results.defects`).
+
+The run is judged on every finding, wherever it was seen: a clause row with a finding that breaks a MUST is
+``FAILED`` (a SHOULD: ``NON-STRICT``, ``FAILED`` under ``--strict``), and fails the run even when no case of
+its own failed (a server that breaks the clause only on a path its own cases do not take). Such a clause
+gets a failed test report of its own, ``conformance/clauses::<id>`` (:func:`pytest_runtestloop`), so pytest
+exits with status 1, prints it among the failures and writes it into ``--junitxml``; the case that saw it
+keeps its own verdict (no cascade).
+
+An exception of the suite's own code (``TypeError``, ``KeyError`` ...) is still a readable verdict, flagged
+``suite_error`` in the report: a bug of the suite, never a server's fault.
 """
 
 from __future__ import annotations
@@ -283,7 +292,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             # The case's own assertion is a finding on its (first) requirement, so the defect list shows it.
             first_line = (call.excinfo.exconly() if call.excinfo else message).splitlines()[0]
             result.findings.append(
-                Finding(case.clauses[0], first_line.removeprefix("AssertionError: ")[:300])
+                Finding(
+                    case.clauses[0],
+                    first_line.removeprefix("AssertionError: ")[:300],
+                    level=case.level.value,  # what the case judged: a SHOULD case breaks a SHOULD
+                )
             )
         result.message = _short(message)
         if verdict is not Verdict.FAILED:
@@ -300,16 +313,90 @@ def _skip_reason(report: pytest.TestReport) -> str:
     return str(longrepr)
 
 
+CLAUSE_NODE = Path(__file__).resolve().parent / "clauses"
+"""Where a clause row's own pytest report lives, as if the suite's package had a module ``clauses``: its node
+id is this path relative to the rootdir, ``conformance/clauses::R6.1-2`` from a checkout, shown like the
+cases' node ids from any directory (``kokoro-conformance``); ``conformance/clauses`` when the rootdir does
+not hold the package."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    """After the cases: every clause row that is ``FAILED`` at run level and that no ``FAILED`` case of its
+    own shows gets a failed pytest report of its own (:func:`_report_clause`).
+
+    Per-case verdicts stay isolated (a finding on a clause the case does not own is a note on it, no cascade);
+    the run is judged on every finding, wherever it was seen. The report counts in ``session.testsfailed``,
+    so pytest exits with status 1, and in JUnit XML (``--junitxml``) as a failed test case per clause."""
+    outcome = yield
+    config = session.config
+    if config.option.collectonly:
+        return outcome
+    for row in config.stash[_RESULTS].uncarried_failures(strict=_strict(config)):
+        _report_clause(session, row)
+    return outcome
+
+
+def _clause_text(row: dict[str, Any]) -> str:
+    """A clause row for people: its sentence, where it was seen, the first finding and its wire excerpt."""
+    seen = ", ".join(f"{case_id} ({n})" for case_id, n in row["per_case"].items())
+    lines = [
+        f"{row['clause']} ({row['level']}): {row['sentence'] or '(sentence unknown)'}",
+        f"observed in {seen}: {row['findings']} finding(s)",
+        f"the cases of {row['clause']} in this run: {', '.join(row['owners']) or 'none'} (none FAILED on it)",
+        f"first: {row['message']}",
+    ]
+    if row["excerpt"]:
+        lines.append(f"wire: {row['excerpt']}")
+    return "\n".join(lines)
+
+
+def _report_clause(session: pytest.Session, row: dict[str, Any]) -> None:
+    """Log a failed clause row as a test of its own (setup, call, teardown reports, as a test item logs):
+    the terminal, pytest's JUnit XML and ``session.testsfailed`` take it like any failed test."""
+    session.testscollected += 1  # the terminal's progress counts it
+    try:
+        where = CLAUSE_NODE.relative_to(session.config.rootpath).as_posix()
+    except ValueError:  # the plugin runs cases from elsewhere (-p conformance.conftest)
+        where = "conformance/clauses"
+    nodeid = f"{where}::{row['clause']}"
+    location = (where, None, f"clause {row['clause']}")
+    properties = [("requirement", row["clause"]), ("level", row["level"]), ("verdict", row["verdict"])]
+    hook = session.config.hook
+    hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+    now = time.time()
+    for when in ("setup", "call", "teardown"):
+        failed = when == "call"
+        report = pytest.TestReport(
+            nodeid,
+            location,
+            {},
+            "failed" if failed else "passed",
+            _clause_text(row) if failed else None,
+            when,  # type: ignore[arg-type]
+            (),
+            0.0,
+            now,
+            now,
+            properties,
+        )
+        hook.pytest_runtest_logreport(report=report)
+    hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     results = config.stash[_RESULTS]
     if not results.ran:
         return
+    strict = _strict(config)
     terminalreporter.write_sep("=", "conformance verdicts")
     for line in results.table():
         terminalreporter.write_line(line)
     if results.defects():
-        for line in results.defect_lines():
+        for line in results.defect_lines(strict=strict):
             terminalreporter.write_line(line)
+        for line in results.failure_lines(strict=strict):
+            terminalreporter.write_line(line, red=True, bold=True)
     if results.suite_errors():
         ids = ", ".join(r.case.id for r in results.suite_errors())
         terminalreporter.write_line(f"suite errors (bugs of the suite, not verdicts on the server): {ids}")
@@ -358,7 +445,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(directory / "cases", ignore_errors=True)
     results.meta.setdefault("target", config.getoption("target"))
     results.meta["strict"] = _strict(config)
-    results.write(directory)
+    results.write(directory, strict=_strict(config))
     htmlreport.write(directory)
 
 
@@ -427,6 +514,14 @@ def conf(request: pytest.FixtureRequest, target: Target, client_loop: LoopThread
     probe = Probe(target, client_loop, request.config.stash[_RESULTS].get(request.node.nodeid))
     yield probe
     probe.finish()
+
+
+@pytest.fixture(scope="session")
+def unattached(request: pytest.FixtureRequest) -> Any:
+    """``unattached(where, findings)``: findings that no case judged, seen ``where`` (a session shared by
+    cases, after the last of them), which the run judges all the same
+    (:meth:`conformance.report.Results.add_unattached`)."""
+    return request.config.stash[_RESULTS].add_unattached
 
 
 @pytest.fixture(scope="session")

@@ -43,7 +43,8 @@ def one_error(conf: Any, errors: Sequence[ErrorView], code: str, request_id: str
     seen = [f"{e.code} (request_id={e.request_id!r}, fatal={e.fatal})" for e in errors]
     assert len(errors) == 1, f"expected exactly one error frame ({code}), got {len(errors)}: {seen}"
     error = errors[0]
-    # An error frame without a code breaks R5-1 and R6.3-3 (judged by 3.2.1 and 9.2.8): a note here.
+    # An error frame without a code breaks R5-1 and R6.3-3 (judged by 3.2.1 and 9.2.8): a note here, which
+    # fails the run on its clause all the same (issue 30).
     if conf.check(
         clauses.ERROR_NAMES_REQUEST, error.code is not None, f"an error frame without a code answers {code}"
     ):

@@ -32,6 +32,7 @@ MATRIX = Path(__file__).resolve().parent / "matrix.json"
 
 _VERDICT_ORDER = ("FAILED", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "SKIPPED", "OK")
 _WIRE_LINES = 14
+_NOTES_SHOWN = 20
 _LOG_ROWS = 400
 
 
@@ -46,6 +47,11 @@ class Defect:
         cases: ids of the cases that show it, in run order.
         message: the first case's failure message (or the finding's).
         excerpt: lines of wire log around the failure (``C:``/``S:`` lines).
+        verdict: the clause's run-level verdict (``FAILED``, ``NON-STRICT``, ``INFORMATIONAL``; '' when
+            the run's index does not give one).
+        seen: case id -> findings it saw, for a clause that no case of its own failed: where the defect
+            was observed (each a note on that case).
+        owners: the cases of the run that test the clause.
     """
 
     clause: str
@@ -54,6 +60,9 @@ class Defect:
     cases: list[str] = field(default_factory=list)
     message: str = ""
     excerpt: list[str] = field(default_factory=list)
+    verdict: str = ""
+    seen: dict[str, int] = field(default_factory=dict)
+    owners: list[str] = field(default_factory=list)
 
 
 def load_matrix(path: Path = MATRIX) -> dict[str, dict[str, Any]]:
@@ -120,11 +129,20 @@ def defects(
             # "failed": the cases whose verdict the defect decided; "cases": every case that saw it.
             for case_id in item.get("failed") or item.get("cases", []):
                 case = cases.get(case_id, {})
-                add(clause, case_id, case.get("level", "MUST"), str(item.get("message", "")), excerpt(case))
+                level = str(item.get("level") or case.get("level", "MUST"))
+                add(clause, case_id, level, str(item.get("message", "")), excerpt(case))
             given = item.get("excerpt")
             if given and clause in found:
                 lines = given.splitlines() if isinstance(given, str) else [str(x) for x in given]
                 found[clause].excerpt = lines
+            if clause in found:
+                defect = found[clause]
+                defect.level = str(item.get("level") or defect.level)
+                defect.verdict = str(item.get("verdict") or "")
+                defect.owners = [str(c) for c in item.get("owners", [])]
+                if not item.get("failed"):
+                    per_case = item.get("per_case") or dict.fromkeys(item.get("cases", []), 1)
+                    defect.seen = {str(c): int(n) for c, n in per_case.items()}
     else:
         entries = index.get("cases", {})
         chosen = _explain(entries, cases)
@@ -141,7 +159,9 @@ def defects(
                 detail = next((str(f.get("message", "")) for f in findings if f["clause"] == clause), message)
                 add(clause, case_id, entry.get("level", "MUST"), detail, excerpt(case))
     order = {"MUST": 0, "SHOULD": 1, "MAY": 2}
-    return sorted(found.values(), key=lambda d: (order.get(d.level, 3), -len(d.cases)))
+    return sorted(
+        found.values(), key=lambda d: (_rank(d.verdict or "FAILED"), order.get(d.level, 3), -len(d.cases))
+    )
 
 
 def _declared(entry: Mapping[str, Any], case: Mapping[str, Any]) -> list[str]:
@@ -272,33 +292,54 @@ def render_index(
         f"started {_e(index.get('started', '?'))} · {_e(index.get('duration_s', '?'))} s · {total} cases"
         f"{' · strict' if index.get('strict') else ''}</p>",
     ]
-    must = [d for d in found if d.level == "MUST"]
-    bad = bool(found) or counts.get("FAILED", 0) > 0
+    must = [d for d in found if (d.verdict == "FAILED" if d.verdict else d.level == "MUST")]
+    unjudged = [d for d in must if d.seen]
+    failed_run = index.get("passed") is False or counts.get("FAILED", 0) > 0
+    bad = bool(found) or failed_run
     headline = (
         f"{len(found)} distinct defect{'s' if len(found) != 1 else ''}"
         if found
         else "No defects: every case that ran met its expectation"
     )
     pills = "".join(_pill(v, counts[v]) for v in _VERDICT_ORDER if counts.get(v))
+    elsewhere = f" ({len(unjudged)} seen only outside their own cases)" if unjudged else ""
     parts.append(
         f'<section class="summary {"bad" if bad else "good"}" id="summary">'
         f'<div class="big">{len(found)}</div><div><div class="headline">{_e(headline)}</div>'
-        f'<div class="why">{len(must)} break a MUST · {counts.get("FAILED", 0)} FAILED cases</div>'
+        f'<div class="why">{len(must)} break a MUST{_e(elsewhere)} · {counts.get("FAILED", 0)} FAILED cases'
+        f"{' · the run FAILED' if failed_run else ''}</div>"
         f'<div class="pills">{pills}</div></div></section>'
     )
     if found:
         parts.append('<h2 id="defects">Defects</h2>')
         for d in found:
-            links = ", ".join(f'<a href="cases/{_e(c)}.html">{_e(c)}</a>' for c in d.cases)
             sentence = f'<p class="sentence">{_md(d.sentence)}</p>' if d.sentence else ""
             wire = f"<pre>{_e(chr(10).join(d.excerpt))}</pre>" if d.excerpt else ""
             first = d.message.strip().splitlines()[0][:400] if d.message.strip() else ""
             message = f'<div class="msg">{_e(first)}</div>' if first else ""
+            verdict = f" · {_pill(d.verdict)}" if d.verdict else ""
+            if d.seen:
+                # No case of the clause failed: the clause row itself is the verdict.
+                known = index.get("cases", {})  # findings seen outside any case are listed where they were
+                links = ", ".join(
+                    (f'<a href="cases/{_e(c)}.html">{_e(c)}</a>' if c in known else _e(c)) + f" ({n})"
+                    for c, n in d.seen.items()
+                )
+                owners = (
+                    ", ".join(f'<a href="cases/{_e(c)}.html">{_e(c)}</a>' for c in d.owners) or "none ran"
+                )
+                why = (
+                    f'<p class="why">observed in {len(d.seen)} case{"s" if len(d.seen) != 1 else ""}: '
+                    f"{links}; its own cases: {owners} (the path that breaks it is not theirs)</p>"
+                )
+            else:
+                links = ", ".join(f'<a href="cases/{_e(c)}.html">{_e(c)}</a>' for c in d.cases)
+                plural = "s" if len(d.cases) != 1 else ""
+                why = f'<p class="why">shown by {len(d.cases)} case{plural}: {links}</p>'
             parts.append(
                 f'<article class="defect lvl-{_e(d.level)}" id="defect-{_e(d.clause)}">'
-                f'<h3><span class="clause">{_e(d.clause)}</span> · {_e(d.level)}</h3>{sentence}'
-                f'<p class="why">shown by {len(d.cases)} case{"s" if len(d.cases) != 1 else ""}: {links}</p>'
-                f"{message}{wire}</article>"
+                f'<h3><span class="clause">{_e(d.clause)}</span> · {_e(d.level)}{verdict}</h3>{sentence}'
+                f"{why}{message}{wire}</article>"
             )
     parts.append('<h2 id="cases">Cases by section</h2>')
     by_section: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
@@ -361,6 +402,18 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
         f"<li><span class=clause>{_e(f.get('clause', '?'))}</span> {_e(f.get('message', ''))}</li>"
         for f in case.get("findings", [])
     )
+    # Findings on clauses the case does not own: not its verdict, but the run's (each links to its defect).
+    notes = "".join(
+        f'<li><a class=clause href="../index.html#defect-{_e(f.get("clause", "?"))}">'
+        f"{_e(f.get('clause', '?'))}</a> {_e(f.get('message', ''))}"
+        + (f" [{_e(f.get('session', ''))} #{_e(f['index'])}]" if f.get("index") is not None else "")
+        + (f"<br><code>{_e(f['excerpt'])}</code>" if f.get("excerpt") else "")
+        + "</li>"
+        for f in case.get("notes", [])[:_NOTES_SHOWN]
+    )
+    more_notes = len(case.get("notes", [])) + int(case.get("notes_omitted", 0)) - _NOTES_SHOWN
+    if more_notes > 0:
+        notes += f"<li>… and {more_notes} more (cases/{_e(case_id)}.json has them)</li>"
     client = []
     for session in case.get("client_log", []):
         lines = [f"# session {session.get('session', '?')}"]
@@ -391,6 +444,7 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
         + (f"<dt>Message</dt><dd><pre>{_e(case['message'])}</pre></dd>" if case.get("message") else "")
         + (f"<dt>Tests</dt><dd><ul>{requirements}</ul></dd>" if requirements else "")
         + (f"<dt>Findings</dt><dd><ul>{findings}</ul></dd>" if findings else "")
+        + (f"<dt>Notes (judged by the run, on their clauses)</dt><dd><ul>{notes}</ul></dd>" if notes else "")
         + f"<dt>Observations</dt><dd><pre>{_e(observations)}</pre></dd></dl>"
         + (f"<h2>Client log</h2><pre>{_e(chr(10).join(client))}</pre>" if client else "")
         + (f"<h2>Simulator wire log</h2><pre>{_e(chr(10).join(wire))}</pre>" if wire else "")
@@ -401,16 +455,32 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
 # -- JUnit XML -------------------------------------------------------------------------------------------
 
 
+def _clause_rows(index: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The run's clause rows (``index["defects"]``) that no ``FAILED`` case of their own carries and whose
+    run-level verdict is not OK: each is a JUnit test case of its own."""
+    listed = index.get("defects")
+    if not isinstance(listed, list):
+        return []
+    return [d for d in listed if d.get("verdict") in ("FAILED", "NON-STRICT") and not d.get("carried", True)]
+
+
 def junit(index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> bytes:
     """JUnit XML of the run: FAILED is a failure; NON-STRICT, INFORMATIONAL, UNIMPLEMENTED and SKIPPED are
-    skipped with the verdict in the message; every case names its requirement ids as properties."""
+    skipped with the verdict in the message; every case names its requirement ids as properties.
+
+    A clause whose findings were seen only outside its own cases (no ``FAILED`` case of its own shows it) is
+    a test case of its own, ``conformance.clauses`` / ``R6.1-2 <sentence>``: a failure when its run-level
+    verdict is ``FAILED``, skipped when ``NON-STRICT``; the message names where it was observed."""
     entries = index.get("cases", {})
+    rows = _clause_rows(index)
     failures = sum(1 for e in entries.values() if e.get("verdict") == "FAILED")
+    failures += sum(1 for d in rows if d.get("verdict") == "FAILED")
     skipped = sum(1 for e in entries.values() if e.get("verdict") not in ("OK", "FAILED"))
+    skipped += sum(1 for d in rows if d.get("verdict") != "FAILED")
     suite = ElementTree.Element(
         "testsuite",
         name="conformance",
-        tests=str(len(entries)),
+        tests=str(len(entries) + len(rows)),
         failures=str(failures),
         errors="0",
         skipped=str(skipped),
@@ -443,6 +513,28 @@ def junit(index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> b
                 "skipped",
                 message=f"{verdict}: {message.splitlines()[0][:400]}" if message else str(verdict),
             )
+    for row in rows:
+        clause, verdict = str(row.get("clause", "?")), str(row.get("verdict"))
+        element = ElementTree.SubElement(
+            suite,
+            "testcase",
+            classname="conformance.clauses",
+            name=f"{clause} {row.get('sentence', '')}"[:200],
+        )
+        properties = ElementTree.SubElement(element, "properties")
+        for name, value in (("level", row.get("level", "")), ("verdict", verdict), ("requirement", clause)):
+            ElementTree.SubElement(properties, "property", name=name, value=str(value))
+        per_case = row.get("per_case") or dict.fromkeys(row.get("cases", []), 1)
+        seen = ", ".join(f"{c} ({n})" for c, n in per_case.items())
+        first = f"{clause} ({row.get('level')}) observed in {seen}: {row.get('message', '')}"[:500]
+        if verdict == "FAILED":
+            failure = ElementTree.SubElement(element, "failure", message=first)
+            failure.text = "\n".join(
+                [first, f"its own cases: {', '.join(row.get('owners', [])) or 'none ran'}"]
+                + ([f"wire: {row['excerpt']}"] if row.get("excerpt") else [])
+            )
+        else:
+            ElementTree.SubElement(element, "skipped", message=f"{verdict}: {first}")
     ElementTree.indent(suite)
     return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True) + b"\n"
 

@@ -54,6 +54,8 @@ class MutantInfo:
     caught_by: tuple[str, ...]
     row: str = ""
     """Fingerprint of the mutant's row (:func:`conformance.mutants.teeth.row_fingerprint`)."""
+    observed_by: tuple[str, ...] = ()
+    """For a mutant caught by the run only: the cases that see its defect without owning its clauses."""
 
 
 def build(
@@ -66,6 +68,8 @@ def build(
     titles: Mapping[str, str] | None = None,
     isolation: Mapping[str, Mapping[str, Any]] | None = None,
     no_mutant: Mapping[str, str] | None = None,
+    recorded: Mapping[str, Sequence[str]] | None = None,
+    no_run_mutant: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The matrix as JSON-ready data (deterministic: equal inputs give equal output).
 
@@ -77,6 +81,12 @@ def build(
     ``isolation`` (``conformance/mutants/isolation.json``) gives, per mutant, the cases the whole suite
     reported FAILED; a mutant is *isolated* when they are all cases of the requirements it breaks.
     ``no_mutant`` gives, per requirement, why no one-defect mutant can break it (not a gap then).
+
+    ``recorded`` (:func:`conformance.clauses.recorded`) gives the clauses a finding can be recorded on in any
+    case, whichever owns them; ``observed_outside`` lists each with its cases and the mutants caught by the
+    run only (``observed_by``: they break it on a path its own cases do not take, issue 30), which must
+    break requirements that cases test, on cases that do not test them; ``no_run_mutant`` says, per clause,
+    why it has none (a clause with neither is a problem).
     """
     no_mutant = no_mutant or {}
     ids = {r.id for r in requirements}
@@ -91,10 +101,25 @@ def build(
             else:
                 problems.append(f"case {case.id} declares {rid}, which the spec does not have")
     breakers: dict[str, list[str]] = {r.id: [] for r in requirements}
+    run_level: dict[str, list[str]] = {}
     for mutant in mutants:
         for rid in mutant.requirements:
             if rid not in ids:
                 problems.append(f"mutant {mutant.name} breaks {rid}, which the spec does not have")
+                continue
+            if not mutant.caught_by:  # caught by the run, on the clause, in cases that do not own it
+                owning = set(mutant.observed_by) & set(by_requirement[rid])
+                if not by_requirement[rid] or owning:
+                    problems.append(
+                        f"mutant {mutant.name} breaks {rid} on the path of {list(mutant.observed_by)}: "
+                        + (
+                            f"{sorted(owning)} test {rid} (name them in caught_by)"
+                            if owning
+                            else "no case tests it"
+                        )
+                    )
+                    continue
+                run_level.setdefault(rid, []).append(mutant.name)
                 continue
             if not set(mutant.caught_by) & set(by_requirement[rid]):
                 problems.append(
@@ -108,6 +133,9 @@ def build(
             problems.append(f"conformance/unobservable.py lists {rid}, which the spec does not have")
         elif by_requirement[rid]:
             problems.append(f"{rid} is listed as unobservable but cases {by_requirement[rid]} test it")
+    for rid in recorded or {}:
+        if not run_level.get(rid) and rid not in (no_run_mutant or {}):
+            problems.append(f"{rid} can be seen outside its cases, but no mutant is caught by the run on it")
     rows = []
     for r in requirements:
         reason = unobservable.get(r.id)
@@ -140,6 +168,14 @@ def build(
         "counts": _counts(rows),
         "requirements": rows,
         "mutants": {m.name: _mutant_row(m, by_requirement, (isolation or {}).get(m.name)) for m in mutants},
+        "observed_outside": {
+            rid: {
+                "cases": by_requirement.get(rid, []),
+                "run_mutants": run_level.get(rid, []),
+                "no_run_mutant": None if run_level.get(rid) else (no_run_mutant or {}).get(rid),
+            }
+            for rid in sorted(recorded or {}, key=_id_order)
+        },
         "sections": {s: t for s, t in (titles or {}).items() if "." not in s},
         "retired": dict(sorted((retired or {}).items())),
         "problems": problems,
@@ -155,6 +191,8 @@ def _mutant_row(
         "requirements": list(mutant.requirements),
         "caught_by": list(mutant.caught_by),
     }
+    if mutant.observed_by:
+        row["observed_by"] = list(mutant.observed_by)
     if recorded is None or recorded.get("row") != mutant.row:
         row["isolation"] = None  # not recorded for this row: python -m conformance.mutants.teeth --isolation
         return row
@@ -165,7 +203,16 @@ def _mutant_row(
         "isolated": set(failed) <= family and bool(failed),
         "outside_family": sorted(set(failed) - family),
     }
+    if not mutant.caught_by:  # caught by the run: no case may fail, the run must fail on its clauses
+        clauses = list(recorded.get("failed_clauses", []))
+        row["isolation"]["failed_clauses"] = clauses
+        row["isolation"]["isolated"] = not failed and set(mutant.requirements) <= set(clauses)
     return row
+
+
+def _id_order(rid: str) -> tuple[Any, ...]:
+    section, _, number = rid[1:].partition("-")
+    return (tuple(int(n) if n.isdigit() else 10_000 for n in section.split(".")), int(number or 0))
 
 
 def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -207,7 +254,7 @@ def summary(data: Mapping[str, Any]) -> list[str]:
 
 def _isolation_line(mutants: Mapping[str, Any]) -> str:
     recorded = [m["isolation"] for m in mutants.values() if m["isolation"] is not None]
-    isolated = sum(1 for i in recorded if i["isolated"])
+    isolated = sum(1 for i in recorded if i["isolated"])  # a mutant caught by the run: no case FAILED
     return (
         f"{len(mutants)} mutants; under the whole suite {len(recorded)} recorded, {isolated} fail only the "
         f"cases of the requirements they break ({len(mutants) - len(recorded)} not recorded)"
@@ -267,6 +314,9 @@ def markdown(data: Mapping[str, Any]) -> str:
         iso = m["isolation"]
         if iso is None:
             whole = "not recorded"
+        elif "failed_clauses" in iso:
+            clauses = ", ".join(iso["failed_clauses"]) or "none"
+            whole = f"{iso['failed']} FAILED; the run fails on {clauses}"
         elif iso["isolated"]:
             whole = f"only its cases ({iso['failed']} FAILED)"
         else:
@@ -274,10 +324,30 @@ def markdown(data: Mapping[str, Any]) -> str:
                 " ..." if len(iso["outside_family"]) > 8 else ""
             )
             whole = f"{iso['failed']} FAILED, {len(iso['outside_family'])} outside its cases: {outside}"
+        caught = ", ".join(m["caught_by"])
+        if not caught and m.get("observed_by"):
+            caught = f"the run (FAILED clause), seen in {', '.join(m['observed_by'])}"
         lines.append(
-            f"| {name} | {_cell(m['breaks'])} | {', '.join(m['requirements'])} | "
-            f"{', '.join(m['caught_by'])} | {_cell(whole)} |"
+            f"| {name} | {_cell(m['breaks'])} | {', '.join(m['requirements'])} | {caught} | {_cell(whole)} |"
         )
+    if data.get("observed_outside"):
+        lines += [
+            "",
+            "## Findings outside their own cases",
+            "",
+            "The clauses a finding can be recorded on in any case (the observer's rules, how a session ends, "
+            "the checks",
+            "that do not stop a case). Seen in a case that does not own it, a finding is a note on that case "
+            "and fails",
+            "the run on its clause; each mutant here breaks the clause only on a path its own cases do not "
+            "take.",
+            "",
+            "| Clause | Its cases | Mutants caught by the run |",
+            "|---|---|---|",
+        ]
+        for rid, row in data["observed_outside"].items():
+            mutants = ", ".join(row["run_mutants"]) or f"none: {_cell(row['no_run_mutant'] or '?')}"
+            lines.append(f"| {rid} | {', '.join(row['cases']) or 'none'} | {mutants} |")
     if data["retired"]:
         lines += ["", "## Retired ids (never reused)", ""]
         lines += [f"- {rid}: {_cell(text)}" for rid, text in data["retired"].items()]
@@ -300,9 +370,16 @@ def _mutant_infos() -> list[MutantInfo]:
     from conformance.mutants.teeth import row_fingerprint
 
     return [
-        MutantInfo(m.name, m.breaks, tuple(m.requirements), tuple(m.caught_by), row_fingerprint(m))
+        MutantInfo(
+            m.name,
+            m.breaks,
+            tuple(m.requirements),
+            tuple(m.caught_by),
+            row_fingerprint(m),
+            tuple(m.observed_by),
+        )
         for m in MUTANTS.values()
-        if m.caught_by
+        if m.caught_by or m.observed_by
     ]
 
 
@@ -323,7 +400,8 @@ def generate(root: Path = REPO_ROOT) -> Generated:
         ValueError: the spec is still inconsistent after tagging (a tagged sentence without a key word).
     """
     from conformance.cases import catalogue
-    from conformance.unobservable import NO_MUTANT, UNOBSERVABLE
+    from conformance.clauses import recorded
+    from conformance.unobservable import NO_MUTANT, NO_RUN_MUTANT, UNOBSERVABLE
 
     previous: dict[str, Any] = {}
     json_path = root / MATRIX_JSON
@@ -350,6 +428,8 @@ def generate(root: Path = REPO_ROOT) -> Generated:
         titles=section_titles(tagged),
         isolation=_isolation(root),
         no_mutant=NO_MUTANT,
+        recorded=recorded(),
+        no_run_mutant=NO_RUN_MUTANT,
     )
     return Generated(
         tagged, json.dumps(data, indent=1, ensure_ascii=False) + "\n", markdown(data), assigned, data

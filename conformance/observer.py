@@ -116,6 +116,9 @@ class Finding:
         session: the name of the session it was seen in (empty when not tied to one).
         index: the message's index in that session (``None`` when not tied to one message).
         excerpt: a short rendering of the message concerned (:func:`excerpt`).
+        level: the level it breaks, when it is not the clause's own (``None``: the sentence's level, from
+            the traceability matrix). A case's own failed assertion is a finding at the case's level: a
+            SHOULD case judging the SHOULD half of a sentence that also holds a MUST breaks a SHOULD.
     """
 
     clause: str
@@ -123,16 +126,20 @@ class Finding:
     session: str = ""
     index: int | None = None
     excerpt: str = ""
+    level: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
+        """A JSON-ready dict (``level`` only when the finding has its own)."""
+        out: dict[str, Any] = {
             "clause": self.clause,
             "message": self.message,
             "session": self.session,
             "index": self.index,
             "excerpt": self.excerpt,
         }
+        if self.level is not None:
+            out["level"] = self.level
+        return out
 
     def __str__(self) -> str:
         where = f" [{self.session} #{self.index}]" if self.index is not None else ""

@@ -48,6 +48,8 @@ class Recording:
         ended: the output stream ended (the server closed the session, normally or not).
         faithful_data_types: see :class:`conformance.observer.Observer`.
         extra: values the recording scenario measured on the side.
+        others: the recording's other sessions (a second session opened beside it, the sessions of the crowd):
+            their findings are the recording's too, judged like its own, and their logs go into the report.
     """
 
     name: str
@@ -60,6 +62,7 @@ class Recording:
     ended: bool = False
     faithful_data_types: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    others: list[Session] = field(default_factory=list)
 
     def replay(self) -> Observer:
         """The session's :class:`~conformance.observer.Observer` (its answers, errors and findings)."""
@@ -69,8 +72,11 @@ class Recording:
 
     @property
     def findings(self) -> list[Finding]:
-        """Every finding of the session."""
-        return list(self.observer.findings) if self.observer is not None else []
+        """Every finding of the session and of the recording's other sessions (:attr:`others`)."""
+        found = list(self.observer.findings) if self.observer is not None else []
+        for session in self.others:
+            found += session.observer.findings
+        return found
 
     def require_end(self) -> None:
         """Fail unless the scenario ran to its end and the server ended the session."""
@@ -236,7 +242,8 @@ class Probe:
         """A check of ``clause`` that does not stop the case: a finding when ``condition`` is false.
 
         The finding fails the case if ``clause`` is one of its own (at the end of the case), and is a note
-        on it otherwise. Returns ``condition``.
+        on it otherwise (which still fails the run on ``clause`` at the clause's level). Returns
+        ``condition``.
         """
         if not condition:
             self._checks.append(Finding(clause, message))
@@ -288,6 +295,8 @@ class Probe:
         result.observations.update(self.observations)
         for recording in self._recordings:
             result.client_log.append({"session": recording.name, "recorded": True, "entries": recording.log})
+            for other in recording.others:
+                result.client_log.append({"session": other.name, "recorded": True, "entries": other.log})
             result.wire_log.extend(recording.wire)
             if recording.error:
                 result.observations.setdefault("recording_errors", {})[recording.name] = recording.error

@@ -295,17 +295,18 @@ async def _poll_ping(url: str, stop: asyncio.Event, checks: list[tuple[float, An
                 pass
 
 
-async def _second_session(target: Target, extra: dict[str, Any]) -> None:
+async def _second_session(target: Target, recording: Recording) -> None:
+    extra = recording.extra
     started = time.monotonic()
     try:
         async with target.bidi() as bidi:
             session = Session(bidi, faithful_data_types=target.faithful_data_types, name="second")
+            recording.others.append(session)  # its findings are the recording's (issue 30)
             await asyncio.wait_for(bidi.opened(), deadline.bound(60.0))
             extra["second_opened_s"] = round(time.monotonic() - started, 3)
             answer = await session.answer(await session.request(SHORT, speed=FAST))
             extra["second_completed"] = answer.complete is not None
             extra["second_status"] = answer.complete.status if answer.complete else None
-            extra["second_findings"] = [str(f) for f in session.observer.findings[:5]]
             extra["second_audio_bytes"] = len(answer.audio)
             await session.close()
             await session.drain()
@@ -336,7 +337,7 @@ def long_text(target: Target, loop: LoopThread) -> Recording:
                 if await session.receive() is None:
                     break
             extra["first_audio_s"] = round(time.monotonic() - sent, 3)
-            side.append(asyncio.create_task(_second_session(target, extra)))
+            side.append(asyncio.create_task(_second_session(target, recording)))
             await session.answer("long-1")  # raises if it was refused
             extra["synthesis_s"] = round(time.monotonic() - sent, 3)
             await session.close()
@@ -512,14 +513,17 @@ async def _too_many(target: Target, recording: Recording) -> Session | None:
     return session
 
 
-async def _admitted(target: Target, grace_s: float, extra: dict[str, Any]) -> None:
-    """Open sessions until one is admitted and answers a request, for up to ``grace_s`` (§7.4)."""
+async def _admitted(target: Target, grace_s: float, recording: Recording) -> None:
+    """Open sessions until one is admitted and answers a request, for up to ``grace_s`` (§7.4); each is one
+    of the recording's :attr:`~conformance.probe.Recording.others`."""
+    extra = recording.extra
     started = time.monotonic()
     attempts = 0
     while True:
         attempts += 1
         async with target.bidi() as bidi:
             session = Session(bidi, faithful_data_types=target.faithful_data_types, name=f"after-{attempts}")
+            recording.others.append(session)
             await session.request(SHORT, request_id="crowd-after", speed=FAST)
             observer = session.observer
             try:
@@ -550,7 +554,8 @@ def crowded(target: Target, loop: LoopThread) -> Recording:
     speaks :data:`~conformance.texts.STREAMED` at speed 1, and at its first audio the session one too many
     opens and sends a request (its messages, log and findings are the recording's). Then the holder's input
     ends without ``close`` (SageMaker drops the container's WebSocket) and sessions open until one is admitted
-    and answers, for up to :data:`AFTER_DROP_GRACE`. ``extra`` keeps what happened.
+    and answers, for up to :data:`AFTER_DROP_GRACE`. ``extra`` keeps what happened; the holder and the
+    sessions opened after the drop are the recording's ``others`` (their findings are judged like its own).
     """
     recording = Recording("crowd", faithful_data_types=target.faithful_data_types)
     mark = target.wire_mark()
@@ -560,6 +565,7 @@ def crowded(target: Target, loop: LoopThread) -> Recording:
         async with contextlib.AsyncExitStack() as idle, contextlib.AsyncExitStack() as held:
             bidi = await held.enter_async_context(target.bidi())
             holder = Session(bidi, faithful_data_types=target.faithful_data_types, name="holder")
+            recording.others.append(holder)
             offer = await ask(holder, "limits")
             limit = DEFAULT_LIMITS.max_sessions if offer is None else offer.limit("max_sessions")
             extra["max_sessions"] = limit
@@ -597,7 +603,7 @@ def crowded(target: Target, loop: LoopThread) -> Recording:
             await held.aclose()  # the holder's input ends mid-synthesis: a disconnect (§7.4)
             grace = max(AFTER_DROP_GRACE[0], AFTER_DROP_GRACE[1] * first_audio_s)
             extra["grace_s"] = round(grace, 3)
-            await _admitted(target, grace, extra)
+            await _admitted(target, grace, recording)
 
     configure = target.configure(**CROWD_SETTINGS) if target.simulated else contextlib.nullcontext()
     try:

@@ -5,7 +5,9 @@ Like Autobahn|Testsuite's reports, ``--report DIR`` writes:
 * ``DIR/index.json``: the run (target, container, start time, duration, the case deadline, counts per
   verdict), per case id its ``verdict``, ``level``, ``section``, ``clauses``, ``duration_s``, counts of its
   ``findings`` and ``notes``, ``suite_error`` and ``report`` (the case file's path relative to ``DIR``), and
-  ``defects``: the findings grouped by clause, one entry per distinct defect (:meth:`Results.defects`);
+  ``defects``: the findings grouped by clause, one entry per distinct defect with its run-level verdict
+  (:meth:`Results.defects`), ``failed_clauses``, ``clause_counts`` and ``passed`` (the run's own verdict: no
+  ``FAILED`` case and no ``FAILED`` clause);
 * ``DIR/cases/<id>.json``: the case (requirement, description, expectation, level, section, clauses), its
   verdict, the failure message, its findings (on its own clauses) and notes (findings on other clauses),
   observations the case recorded, the client-side log of its sessions and the simulator's wire log of what
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.cases import Case, Level, Verdict
+from conformance.cases import Case, Level, Verdict, verdict_for
 from conformance.observer import Finding
 
 CASE_FORMAT = "kokoro-conformance-case/1"
@@ -34,6 +36,8 @@ CASE_FORMAT = "kokoro-conformance-case/1"
 recorded case again (:mod:`conformance.replay`). Change it when a case file's client log changes shape."""
 
 __all__ = ["CaseResult", "Results"]
+
+_LEVEL_ORDER = {"MUST": 0, "SHOULD": 1, "MAY": 2}
 
 FINDINGS_PER_CASE = 200
 """Findings (and notes) kept per case file; the rest are counted (a hostile server can cause thousands)."""
@@ -53,7 +57,8 @@ class CaseResult:
         client_log: per session, the client-side log entries during the case.
         wire_log: the simulator's wire-log records during the case, per simulator session.
         findings: deviations on the case's own clauses (each makes the case fail).
-        notes: deviations on other clauses seen during the case (judged by the cases owning them).
+        notes: deviations on other clauses seen during the case: they do not change its verdict, and are
+            judged by the cases owning them and by the run, on their clause (:meth:`Results.defects`).
         suite_error: the case ended on an exception of the suite itself (a bug of the suite, not a
             verdict on the server).
     """
@@ -97,6 +102,13 @@ class Results:
         self.by_node: dict[str, CaseResult] = {}
         self.started = time.time()
         self.meta: dict[str, Any] = {}
+        self.unattached: list[tuple[str, Finding]] = []
+        """Findings seen outside any case (a session shared by cases, after their parts): ``(where, it)``."""
+
+    def add_unattached(self, where: str, findings: list[Finding]) -> None:
+        """Keep findings that no case judged, seen ``where`` (a shared session's close after its last case):
+        they count in the clause rows like a case's notes (:meth:`defects`)."""
+        self.unattached += [(where, finding) for finding in findings]
 
     def add(self, case: Case, nodeid: str) -> CaseResult:
         """Register a selected case (before it runs)."""
@@ -121,39 +133,95 @@ class Results:
         """Cases that ended on an exception of the suite itself."""
         return [r for r in self.ran if r.suite_error]
 
-    def defects(self) -> list[dict[str, Any]]:
-        """The findings of the run grouped by clause: one entry per distinct defect, by clause.
+    def defects(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        """The findings of the run grouped by clause: one entry per distinct defect, a *clause row*.
 
-        Each entry: ``clause``; ``cases``, the ids of the cases that saw it (on their own clauses or as a
-        note); ``failed``, those among them whose verdict it decided (the clause is theirs and they did
-        not pass); ``findings``, how many findings; ``message`` and ``excerpt``, the first finding's
-        (``excerpt``: a short wire excerpt of the message concerned; ``where``: its session and index).
+        A clause row is judged over the whole run, wherever its findings were seen: a finding on a clause
+        is a defect of the server whether the case that saw it owns the clause or only keeps it as a note
+        (its own verdict stays its own: no cascade). Each entry:
+
+        * ``clause``; ``level`` (the strongest level its findings break: the sentence's level from the
+          traceability matrix, or a finding's own, :attr:`conformance.observer.Finding.level`) and
+          ``sentence`` (the spec's, '' when unknown);
+        * ``verdict``: ``FAILED`` for a MUST (and for a SHOULD under ``--strict``), ``NON-STRICT`` for a
+          SHOULD, ``INFORMATIONAL`` for a MAY (:func:`conformance.cases.verdict_for`);
+        * ``cases``, the ids of the cases that saw it (on their own clauses or as a note); ``owners``, the
+          cases of the run that declare the clause; ``failed``, the owners whose verdict it decided (the
+          clause is theirs and they did not pass); ``carried``: a ``FAILED`` owner already fails the run for
+          it (otherwise only the clause row does: ``pytest_runtestloop`` in ``conftest.py``);
+        * ``findings``, how many distinct findings (a recording judged by several cases counts once),
+          ``per_case`` (case id -> how many it saw; findings seen outside any case, :meth:`add_unattached`,
+          under where they were seen); ``message`` and ``excerpt``, the first finding's
+          (``excerpt``: a short wire excerpt of the message concerned; ``where``: its session and index).
         """
-        groups: dict[str, dict[str, Any]] = {}
+        from conformance.htmlreport import load_matrix  # the shipped matrix: levels and sentences
+
+        matrix = load_matrix()
+        owners: dict[str, list[str]] = {}
         for r in self.ran:
-            for finding in [*r.findings, *r.notes]:
-                group = groups.setdefault(
-                    finding.clause,
-                    {
-                        "clause": finding.clause,
-                        "cases": [],
-                        "failed": [],
-                        "findings": 0,
-                        "message": finding.message,
-                        "excerpt": finding.excerpt,
-                        "where": {"session": finding.session, "index": finding.index},
-                    },
-                )
-                group["findings"] += 1
-                if not group["excerpt"] and finding.excerpt:
-                    group["excerpt"], group["message"] = finding.excerpt, finding.message
-                    group["where"] = {"session": finding.session, "index": finding.index}
-                if r.case.id not in group["cases"]:
-                    group["cases"].append(r.case.id)
-                owned = finding.clause in r.case.clauses and r.verdict not in (Verdict.OK, Verdict.SKIPPED)
-                if owned and r.case.id not in group["failed"]:
-                    group["failed"].append(r.case.id)
+            for clause in r.case.clauses:
+                owners.setdefault(clause, []).append(r.case.id)
+        groups: dict[str, dict[str, Any]] = {}
+        seen: set[int] = set()  # a recording judged by several cases gives each the same Finding objects
+        sightings: list[tuple[CaseResult | None, str, Finding]] = [
+            (r, r.case.id, finding) for r in self.ran for finding in [*r.findings, *r.notes]
+        ]
+        sightings += [(None, where, finding) for where, finding in self.unattached]
+        for r, case_id, finding in sightings:
+            row = matrix.get(finding.clause, {})
+            group = groups.setdefault(
+                finding.clause,
+                {
+                    "clause": finding.clause,
+                    "level": None,
+                    "verdict": None,
+                    "sentence": row.get("text", ""),
+                    "cases": [],
+                    "owners": owners.get(finding.clause, []),
+                    "failed": [],
+                    "carried": False,
+                    "findings": 0,
+                    "per_case": {},
+                    "message": finding.message,
+                    "excerpt": finding.excerpt,
+                    "where": {"session": finding.session, "index": finding.index},
+                },
+            )
+            level = finding.level or row.get("level") or (r.case.level.value if r is not None else "MUST")
+            if group["level"] is None or _LEVEL_ORDER.get(level, 3) < _LEVEL_ORDER.get(group["level"], 3):
+                group["level"] = level
+            group["findings"] += id(finding) not in seen
+            seen.add(id(finding))
+            group["per_case"][case_id] = group["per_case"].get(case_id, 0) + 1
+            if not group["excerpt"] and finding.excerpt:
+                group["excerpt"], group["message"] = finding.excerpt, finding.message
+                group["where"] = {"session": finding.session, "index": finding.index}
+            if case_id not in group["cases"]:
+                group["cases"].append(case_id)
+            if r is None:
+                continue  # seen outside any case: judged by the run alone
+            owned = finding.clause in r.case.clauses and r.verdict not in (Verdict.OK, Verdict.SKIPPED)
+            if owned and case_id not in group["failed"]:
+                group["failed"].append(case_id)
+            if finding.clause in r.case.clauses and r.verdict is Verdict.FAILED:
+                group["carried"] = True
+        for group in groups.values():
+            group["verdict"] = verdict_for(Level(group["level"]), False, strict=strict).value
         return sorted(groups.values(), key=lambda g: _clause_order(g["clause"]))
+
+    def clause_failures(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        """The clause rows (:meth:`defects`) whose run-level verdict is ``FAILED``: each fails the run."""
+        return [d for d in self.defects(strict=strict) if d["verdict"] == Verdict.FAILED.value]
+
+    def uncarried_failures(self, *, strict: bool = False) -> list[dict[str, Any]]:
+        """The ``FAILED`` clause rows that no ``FAILED`` case of their own shows: without their own failure
+        (a JUnit test case, pytest's exit status 1) the run would pass."""
+        return [d for d in self.clause_failures(strict=strict) if not d["carried"]]
+
+    def failed(self, *, strict: bool = False) -> bool:
+        """Whether the run fails: a ``FAILED`` case, or a ``FAILED`` clause row (a finding that breaks a MUST,
+        wherever it was seen)."""
+        return any(r.verdict is Verdict.FAILED for r in self.ran) or bool(self.clause_failures(strict=strict))
 
     def must_failures(self) -> list[CaseResult]:
         """MUST cases whose verdict is ``FAILED``."""
@@ -173,26 +241,70 @@ class Results:
         )
         return lines
 
-    def defect_lines(self, width: int = 110) -> list[str]:
-        """The distinct defects, one line each: clause, the cases it failed, the first finding."""
-        defects = self.defects()
+    def defect_lines(self, width: int = 110, *, strict: bool = False) -> list[str]:
+        """The distinct defects, one line each: clause, level, run-level verdict, the cases it failed (or
+        where it was seen, when no case of the clause failed), the first finding."""
+        defects = self.defects(strict=strict)
         lines = [f"{len(defects)} distinct defect(s) (findings grouped by clause)"]
         for d in defects:
-            failed = ", ".join(d["failed"][:6]) + (" ..." if len(d["failed"]) > 6 else "") or "notes only"
-            lines.append(f"  {d['clause']:<34} [{failed}] {d['message']}"[:width])
+            if d["failed"]:
+                where = ", ".join(d["failed"][:6]) + (" ..." if len(d["failed"]) > 6 else "")
+            else:
+                where = "seen in " + ", ".join(d["cases"][:4]) + (" ..." if len(d["cases"]) > 4 else "")
+            lines.append(
+                f"  {d['clause']:<10} {d['level']:<6} {d['verdict']:<13} [{where}] {d['message']}"[:width]
+            )
         return lines
 
-    def write(self, directory: Path) -> Path:
-        """Write ``index.json`` and ``cases/<id>.json`` under ``directory``; return the index's path."""
+    def failure_lines(self, *, strict: bool = False, limit: int = 8) -> list[str]:
+        """The clauses that fail the run although no ``FAILED`` case of their own shows them, each with its
+        sentence, where it was seen and one wire excerpt (empty when there are none)."""
+        rows = self.uncarried_failures(strict=strict)
+        if not rows:
+            return []
+        lines = [
+            f"the run FAILED on {len(rows)} clause(s) that no case of their own failed "
+            "(findings seen in other cases: each is a defect of the server all the same)"
+        ]
+        for d in rows[:limit]:
+            seen = ", ".join(f"{c} ({n})" for c, n in list(d["per_case"].items())[:8])
+            more = " ..." if len(d["per_case"]) > 8 else ""
+            owners = ", ".join(d["owners"][:6]) or "none in this run"
+            lines += [
+                f"  {d['clause']} {d['level']} FAILED: {d['sentence'][:300] or '(sentence unknown)'}",
+                f"    observed in {seen}{more}; {d['findings']} finding(s); its own cases: {owners}",
+                f"    first: {d['message'][:300]}"
+                + (
+                    f" [{d['where']['session']} #{d['where']['index']}]"
+                    if d["where"]["index"] is not None
+                    else ""
+                ),
+            ]
+            if d["excerpt"]:
+                lines.append(f"    wire: {d['excerpt'][:300]}")
+        if len(rows) > limit:
+            lines.append(f"  ... and {len(rows) - limit} more (the report's defects list has them all)")
+        return lines
+
+    def write(self, directory: Path, *, strict: bool = False) -> Path:
+        """Write ``index.json`` and ``cases/<id>.json`` under ``directory``; return the index's path.
+
+        Besides the counts per case verdict, ``clause_counts`` counts the clause rows per run-level verdict
+        and ``failed_clauses`` names the ``FAILED`` ones; ``passed`` is false when the run fails (a
+        ``FAILED`` case or clause row, :meth:`failed`)."""
         cases_dir = directory / "cases"
         cases_dir.mkdir(parents=True, exist_ok=True)
-        defects = self.defects()
+        defects = self.defects(strict=strict)
+        failed_clauses = [d["clause"] for d in defects if d["verdict"] == Verdict.FAILED.value]
         index: dict[str, Any] = {
             **self.meta,
             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
             "duration_s": round(time.time() - self.started, 1),
             "counts": dict(self.counts()),
             "suite_errors": [r.case.id for r in self.suite_errors()],
+            "passed": not self.failed(strict=strict),
+            "clause_counts": dict(Counter(d["verdict"] for d in defects)),
+            "failed_clauses": failed_clauses,
             "defect_count": len(defects),
             "defects": defects,
             "cases": {},

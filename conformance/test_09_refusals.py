@@ -39,7 +39,11 @@ from protocol.messages import Describe, parse_client_message
 
 
 class SharedSession:
-    """A session several cases use in turn; replaced by a fresh one after a case that failed on it."""
+    """A session several cases use in turn; replaced by a fresh one after a case that failed on it.
+
+    Each case adopts the findings of its part (:meth:`adopted`); the others (the ``describe`` asked before
+    the first row, the close after the last, a session given up) are :attr:`unclaimed`, which the ``shared``
+    fixture hands to the run: they fail it on their clause like any finding (issue 30)."""
 
     def __init__(self, target: Target, name: str) -> None:
         self.target = target
@@ -47,6 +51,12 @@ class SharedSession:
         self.session: Session | None = None
         self._stack: contextlib.AsyncExitStack | None = None
         self._opened = 0
+        self._adopted: set[int] = set()
+        self.unclaimed: list[Finding] = []
+
+    def adopted(self, findings: list[Finding]) -> None:
+        """``findings`` are judged by a case."""
+        self._adopted |= {id(finding) for finding in findings}
 
     async def open(self) -> Session:
         """The shared session, opened if there is none or it ended."""
@@ -60,7 +70,10 @@ class SharedSession:
         return self.session
 
     async def discard(self) -> None:
-        """End the session's input (SageMaker then drops the container's WebSocket)."""
+        """End the session's input (SageMaker then drops the container's WebSocket); its findings that no
+        case adopted become :attr:`unclaimed`."""
+        if self.session is not None:
+            self.unclaimed += [f for f in self.session.observer.findings if id(f) not in self._adopted]
         stack, self._stack, self.session = self._stack, None, None
         if stack is not None:
             with contextlib.suppress(Exception):
@@ -77,12 +90,13 @@ class SharedSession:
 
 
 @pytest.fixture(scope="module")
-def shared(target: Target, client_loop: LoopThread) -> Iterator[SharedSession]:
-    """The session the bad-input rows share."""
+def shared(target: Target, client_loop: LoopThread, unattached: Any) -> Iterator[SharedSession]:
+    """The session the bad-input rows share; what no row judged is judged by the run."""
     shared = SharedSession(target, "bad-inputs")
     yield shared
     with contextlib.suppress(Exception):  # a server that never ends the session must not fail the teardown
         client_loop.run(shared.close(), 10.0)
+    unattached("the bad-inputs session, outside its rows", shared.unclaimed)
 
 
 GROUP_SIZE = 8
@@ -167,14 +181,16 @@ class BadInputRows:
         self.describes: bool | None = None
 
     async def outcome(self, row: BadInput) -> RowOutcome:
-        """The row's outcome, running its group first if needed."""
+        """The row's outcome, running its group first if needed; its findings are the row's case's."""
         if row.case.id not in self.outcomes:
             try:
                 await self._group(row)
             except BaseException:
                 await self.shared.discard()
                 raise
-        return self.outcomes[row.case.id]
+        outcome = self.outcomes[row.case.id]
+        self.shared.adopted(outcome.findings)
+        return outcome
 
     async def _group(self, row: BadInput) -> None:
         if self.describes is None:

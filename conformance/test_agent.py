@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -133,6 +134,21 @@ def _ask(conf: Probe, agent: Invoke, payload: dict[str, Any]) -> list[bytes]:
 TTS_BROKE_PROTOCOL = "TTS broke the protocol"
 """How the agent's error event says its strict TTS client refused the container's frames."""
 
+_BROKEN_RULE = re.compile(r"\[rule ([A-Z_]+)\]")
+"""How that message names the rule the frames broke (:class:`protocol.reader.Rule`)."""
+
+
+def broken_clause(message: str) -> str | None:
+    """The requirement id of the rule an agent's ``TTS broke the protocol`` message names (``None``: it
+    names none, as an agent older than the rule names does)."""
+    from conformance.clauses import RULES
+    from protocol.reader import Rule
+
+    match = _BROKEN_RULE.search(message)
+    if match is None or match.group(1) not in Rule.__members__:
+        return None
+    return RULES[Rule[match.group(1)]]
+
 
 def _judge(conf: Probe, chunks: list[bytes]) -> list[dict[str, Any]]:
     from reference_agent.checks import check_stream
@@ -141,8 +157,15 @@ def _judge(conf: Probe, chunks: list[bytes]) -> list[dict[str, Any]]:
     refused = [e for e in events if e.get("type") == "error" and TTS_BROKE_PROTOCOL in str(e.get("message"))]
     if refused:
         # The agent cases certify the agent with a conforming TTS; this container broke the protocol, which
-        # the container's own cases judge.
-        pytest.skip(f"the container under test broke the protocol for the agent: {refused[0].get('message')}")
+        # the container's own cases judge, and so does the run: the broken rule's clause is a finding here
+        # (a note on this case), so a defect only the agent's traffic shows still fails the run (issue 30).
+        message = str(refused[0].get("message"))
+        clause = broken_clause(message)
+        if clause is not None:
+            conf.check(
+                clause, False, f"the agent's TTS client refused the container's frames: {message}"[:300]
+            )
+        pytest.skip(f"the container under test broke the protocol for the agent: {message}")
     conf.observe(
         chunks=len(chunks),
         event_types=[e.get("type") for e in events][:40],

@@ -10,7 +10,7 @@ Keys are requirement ids (:mod:`conformance.requirements`); values say why, in a
 
 from __future__ import annotations
 
-__all__ = ["CLIENT", "NO_MUTANT", "UNOBSERVABLE"]
+__all__ = ["CLIENT", "NO_MUTANT", "NO_RUN_MUTANT", "UNOBSERVABLE"]
 
 CLIENT = "a requirement on clients: the suite is the client here (its client code meets it, tests/ check it)"
 
@@ -86,3 +86,19 @@ NO_MUTANT: dict[str, str] = {
     "application sees a message: a one-defect mutant cannot receive fragments differently",
 }
 """Requirement id -> why no one-defect mutant of the tone server can break it (its cases still run)."""
+
+NO_RUN_MUTANT: dict[str, str] = {
+    "R2.3-1": "a handshake is judged on its timing by 2.3.1 alone, on sessions it opens without a retry: "
+    "elsewhere an opening refused once is tried again and logged (host load passes the 250 ms accept "
+    "deadline as well as a slow container), and one refused twice is a finding in any case",
+    "R5.5-6": "spans come only in marks frames, which only the marks recording asks for, and the marks "
+    "cases that judge it own the clause: no case outside them can see a span",
+    "R6.2-3": "brackets out of order on the cancel path break the cancel's 'in its turn' (R4.2-7) as well, "
+    "which 4.2.2 owns: no path found on which only R6.2-3 breaks",
+    "R7-1": "every case sends close as soon as its answers are in: a server that ends a session before it is "
+    "seen ending it only where the case was still waiting for an answer, which fails the case itself",
+    "R15.6-1": "only the utterance cases get refusals that name an utterance, and 15.6.1 refuses each kind "
+    "of utterance message: no path found that only other cases take",
+}
+"""Requirement id -> why no mutant breaks it only outside its own cases, for the clauses a finding can be
+recorded on in any case (:func:`conformance.clauses.recorded`; the others have a mutant caught by the run)."""

@@ -141,11 +141,14 @@ class ProtocolViolation(Exception):
 
     Attributes:
         section: the PROTOCOL.md section of the broken rule, e.g. ``"§6.2"``.
+        rule: the name of the broken :class:`protocol.reader.Rule` (``"AUDIO_IN_BRACKET"``; '' when unknown),
+            which names the requirement it checks (``conformance.clauses.RULES``).
     """
 
-    def __init__(self, message: str, section: str) -> None:
+    def __init__(self, message: str, section: str, rule: str = "") -> None:
         super().__init__(f"{message} (PROTOCOL.md {section})")
         self.section = section
+        self.rule = rule
 
 
 # --- server side -------------------------------------------------------------------------------------
@@ -983,7 +986,7 @@ class ClientSession:
         for violation in outcome.violations:
             if violation.rule.level == "MUST":
                 self._reader.restore(state)  # a refused message changes nothing
-                raise ProtocolViolation(violation.message, violation.section)
+                raise ProtocolViolation(violation.message, violation.section, violation.rule.name)
         events: list[ClientEvent] = []
         for event in outcome.events:
             if isinstance(event, Opened):

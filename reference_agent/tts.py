@@ -319,7 +319,9 @@ class Speaker:
             try:
                 events = self._client.receive_part(data, complete)
             except ProtocolViolation as exc:
-                raise TtsFailure(f"TTS broke the protocol: {exc}") from exc
+                # The rule's name lets a reader of the error event (the conformance suite) name the clause.
+                rule = f" [rule {exc.rule}]" if exc.rule else ""
+                raise TtsFailure(f"TTS broke the protocol: {exc}{rule}") from exc
             for event in events:
                 pcm = await self._on_event(event)
                 if pcm:

@@ -21,7 +21,14 @@ from conformance.mutants.aws_sample import AwsSampleServer, AwsSampleTextOnly
 from conformance.mutants.base import ToneServer
 from conformance.mutants.defects import DEFECTS, DefectServer
 from conformance.mutants.features import FinishesAbandoned, MarksForAll
-from conformance.mutants.synthesis import BigFrames, LateCancel, SegmentFrames, WholeTextFirst, WrapsAround
+from conformance.mutants.synthesis import (
+    BigFrames,
+    CancelThenStream,
+    LateCancel,
+    SegmentFrames,
+    WholeTextFirst,
+    WrapsAround,
+)
 from conformance.mutants.variants import (
     BlockingSynthesis,
     CancelIgnoresUtterance,
@@ -55,9 +62,14 @@ class Mutant:
     Attributes:
         name: the command-line name.
         server: makes the server (a :class:`ToneServer` subclass, or a :class:`DefectServer` with its row).
-        caught_by: case ids that must be ``FAILED`` (empty for the unbroken control, which must pass them).
+        caught_by: case ids that must be ``FAILED`` (empty for the unbroken control, which must pass them,
+            and for a mutant caught by the run only).
         requirements: the ids of the spec sentences it breaks (``"R3.3.1-1"``,
             :mod:`conformance.requirements`).
+        description: what it breaks, in words (default: the server class's docstring).
+        observed_by: for a mutant that breaks its clauses only on a path their own cases do not take: cases
+            that take it. Run against them, the suite must fail on each of ``requirements`` (a ``FAILED``
+            clause row, exit status 1) although no case owning one runs (issue 30).
     """
 
     name: str
@@ -65,6 +77,7 @@ class Mutant:
     caught_by: tuple[str, ...]
     requirements: tuple[str, ...] = ()
     description: str | None = None
+    observed_by: tuple[str, ...] = ()
 
     @property
     def breaks(self) -> str:
@@ -78,6 +91,10 @@ AWS_SAMPLE_DEFECTS = ("3.2.1", "5.1.1", "5.3.1", "7.1.1", "7.1.2", "7.2.1", "9.2
 (R7.1-3), error frames naming the request (R6.3-3). Exactly these are FAILED, every other case is OK."""
 
 AWS_SAMPLE_BREAKS = ("R5-1", "R5.1-1", "R5.3-2", "R7.1-3", "R6.3-3")
+
+CANCEL_OBSERVERS = ("4.2.1", "7.2.1")
+"""Cases that cancel an active request: where a server that streams a cancelled request's audio after its
+``synthesis_complete`` shows audio outside any bracket (R6.1-2), a clause none of them owns."""
 
 MUTANTS: dict[str, Mutant] = {
     m.name: m
@@ -104,6 +121,7 @@ MUTANTS: dict[str, Mutant] = {
             ("R3.1-1", *AWS_SAMPLE_BREAKS),
         ),
         Mutant("late-cancel", LateCancel, ("4.2.4",), ("R4.2-6",)),
+        Mutant("cancel-then-stream", CancelThenStream, (), ("R6.1-2",), observed_by=CANCEL_OBSERVERS),
         Mutant("whole-text", WholeTextFirst, ("10.1.1",), ("R10.1-8",)),
         Mutant("segment-frames", SegmentFrames, ("3.3.6", "3.3.7"), ("R3.3.1-6",)),
         Mutant("big-frames", BigFrames, ("3.3.7",), ("R3.3.1-6",)),
@@ -113,7 +131,14 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("lenient-timestamps", LenientTimestamps, ("4.1.13.1", "9.1.59", "9.1.60"), ("R4.1-5",)),
         Mutant("refuses-slowest", RefusesSlowest, ("4.1.13.5",), ("R4.1-5",)),
         *(
-            Mutant(d.name, functools.partial(DefectServer, d), d.caught_by, d.requirements, d.breaks)
+            Mutant(
+                d.name,
+                functools.partial(DefectServer, d),
+                d.caught_by,
+                d.requirements,
+                d.breaks,
+                d.observed_by,
+            )
             for d in DEFECTS
         ),
         Mutant("marks-for-all", MarksForAll, ("5.5.3",), ("R5.5-7",)),

@@ -11,13 +11,23 @@ import json
 import math
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisRequest
+from protocol.session import RequestCancelled, ServerEvent, SessionStateError
 
-__all__ = ["BigFrames", "LateCancel", "SegmentFrames", "WholeTextFirst", "WrapsAround"]
+__all__ = [
+    "BigFrames",
+    "CancelThenStream",
+    "LateCancel",
+    "SegmentFrames",
+    "WholeTextFirst",
+    "WrapsAround",
+]
 
 
 class _LateCancelSession(ToneSession):
@@ -57,6 +67,86 @@ class LateCancel(ToneServer):
 
     name = "late-cancel"
     session_class = _LateCancelSession
+
+
+class _CancelThenStreamSession(ToneSession):
+    """Answers a cancel of the active request at once with its ``synthesis_complete`` (status cancelled,
+    the audio sent so far), then goes on synthesizing that request and sends the rest of its audio anyway,
+    in frames outside any bracket, before the next request's ``synthesis_start``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.active: str | None = None
+        self.answered_early: set[str] = set()
+        self.stray: list[bytes | str] = []
+
+    def act(self, events: list[ServerEvent]) -> None:
+        super().act(events)
+        active = self.active
+        for event in events:
+            if not isinstance(event, RequestCancelled) or event.request_id != active or active is None:
+                continue
+            if active in self.answered_early or active in self.utterances:
+                continue  # an utterance is cancelled as the base server does
+            try:
+                self.session.complete(active)  # at once, while its synthesis goes on
+            except SessionStateError:
+                continue
+            self.answered_early.add(active)
+            self.kick()
+
+    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
+        if request.request_id not in self.answered_early:  # no bracket left to mark
+            super().mark(request, segment, pcm)
+
+    async def work(self) -> None:
+        session = self.session
+        while True:
+            request = session.next_request()
+            if request is None:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            request_id = request.request_id
+            assert request_id is not None
+            if session.start(request_id):
+                self.active = request_id
+                self._deadline_moved.set()
+                self.kick()
+                async for pcm in self.synthesize(request):
+                    if request_id in self.answered_early:
+                        # The bracket is closed; the audio is sent all the same.
+                        self.stray += cut_audio_frames(pcm, session.limits.max_audio_frame_bytes)
+                    elif not session.audio(request_id, pcm):
+                        break  # cancelled while it could not be answered at once (an utterance)
+                    self.kick()
+                self.active = None
+                while self.stray:  # out before the next bracket opens
+                    self.kick()
+                    await asyncio.sleep(0.005)
+                words = self.words.pop(request_id, None)
+                if request_id not in self.answered_early:
+                    session.complete(request_id, None if session.is_cancelled(request_id) else words)
+                self.after_complete(request_id)
+            self.spoken_s.pop(request_id, None)
+            self.utterances.pop(request_id, None)
+            self.kick()
+
+    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
+        stray, self.stray = self.stray, []
+        return [*frames, *stray]
+
+    def should_close(self) -> bool:
+        # After close, a request answered early is still streamed to its end before the Close frame.
+        return super().should_close() and self.active is None and not self.stray
+
+
+class CancelThenStream(ToneServer):
+    """Answers a cancel of the active request at once with ``synthesis_complete``, then keeps streaming that
+    request's audio outside any bracket (§4.2, §6.1)."""
+
+    name = "cancel-then-stream"
+    session_class = _CancelThenStreamSession
 
 
 class _WholeTextFirstSession(ToneSession):

@@ -11,7 +11,9 @@ unbroken control, which must pass every case the worker's mutants failed (:func:
 Two checks:
 
 * **caught** (fast; ``tests/conformance/test_teeth.py``): only the mutant's ``caught_by`` cases run, and every
-  one must be ``FAILED`` (``NON-STRICT`` for a SHOULD case).
+  one must be ``FAILED`` (``NON-STRICT`` for a SHOULD case). A mutant that breaks its clauses only on a path
+  their own cases do not take (``observed_by``, issue 30) is caught by the run: only its ``observed_by``
+  cases run, and the run must fail on each clause it breaks (:func:`missed_clauses`).
 * **isolation** (slow; ``python -m conformance.mutants.teeth --isolation [NAME ...]``, about two minutes per
   mutant, mostly waiting, so ``--jobs 6`` on two cores): the whole suite runs against each mutant and the
   cases that are ``FAILED`` are recorded in ``conformance/mutants/isolation.json``; the traceability matrix
@@ -39,11 +41,13 @@ from typing import Any, TextIO
 __all__ = [
     "CONTROL",
     "ISOLATION",
+    "cases_to_run",
     "caught_verdict",
     "certify",
     "certify_many",
     "isolation_record",
     "main",
+    "missed_clauses",
     "mutant_cmd",
     "row_fingerprint",
     "verdicts",
@@ -186,7 +190,7 @@ def certify_many(names: list[str], *, jobs: int = 2, whole_suite: bool = False) 
                         name = todo.get_nowait()
                     except queue.Empty:
                         break
-                    index = ask(name, () if whole_suite else MUTANTS[name].caught_by)
+                    index = ask(name, () if whole_suite else cases_to_run(MUTANTS[name]))
                     failed |= {c for c, v in verdicts(index).items() if v in ("FAILED", "NON-STRICT")}
                     results[name] = index
                 if failed:
@@ -220,6 +224,19 @@ def _worker(commands: TextIO, answers: TextIO) -> int:
     return 0
 
 
+def cases_to_run(mutant: Any) -> tuple[str, ...]:
+    """The cases that certify ``mutant``: its ``caught_by``, or for a mutant caught by the run only, the
+    ``observed_by`` cases that take the path where it breaks its clauses."""
+    return tuple(mutant.caught_by) or tuple(mutant.observed_by)
+
+
+def missed_clauses(mutant: Any, index: dict[str, Any]) -> list[str]:
+    """The clauses of a run-level mutant (``observed_by``) that its run did not fail on, and ``exit`` when
+    it exited otherwise than with status 1 (empty: caught)."""
+    missed = [rid for rid in mutant.requirements if rid not in index.get("failed_clauses", [])]
+    return missed + ([] if index.get("returncode") == 1 else ["exit"])
+
+
 def row_fingerprint(mutant: Any) -> str:
     """A digest of one mutant's row (name, requirements, cases): its isolation record is stale when it
     changes."""
@@ -228,16 +245,20 @@ def row_fingerprint(mutant: Any) -> str:
 
 
 def isolation_record(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What ``--isolation`` records per mutant: its row's fingerprint and the cases the suite FAILED."""
+    """What ``--isolation`` records per mutant: its row's fingerprint and the cases the suite FAILED, and for
+    a mutant caught by the run only (``observed_by``), the clauses the run FAILED on."""
     from conformance.mutants import MUTANTS
 
-    return {
-        name: {
+    record: dict[str, Any] = {}
+    for name, index in sorted(results.items()):
+        entry: dict[str, Any] = {
             "row": row_fingerprint(MUTANTS[name]),
             "failed": sorted(case_id for case_id, verdict in verdicts(index).items() if verdict == "FAILED"),
         }
-        for name, index in sorted(results.items())
-    }
+        if MUTANTS[name].observed_by:
+            entry["failed_clauses"] = list(index.get("failed_clauses", []))
+        record[name] = entry
+    return record
 
 
 def caught_verdict(level: str) -> str:
@@ -264,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return _worker(sys.stdin, answers)
-    names = args.names or [n for n, m in MUTANTS.items() if m.caught_by]
+    names = args.names or [n for n, m in MUTANTS.items() if m.caught_by or m.observed_by]
     results = certify_many(names, jobs=args.jobs, whole_suite=args.isolation)
     controls = {n: i for n, i in results.items() if n.startswith(f"{CONTROL}#")}
     results = {n: i for n, i in results.items() if n not in controls}
@@ -274,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         seen = verdicts(index)
         wanted = MUTANTS[name].caught_by
         not_caught = [c for c in wanted if seen.get(c) != caught_verdict(levels.get(c, "MUST"))]
+        if not wanted and MUTANTS[name].observed_by and not args.isolation:
+            not_caught = [f"the run on {c}" for c in missed_clauses(MUTANTS[name], index)]
         failed = sorted(c for c, v in seen.items() if v == "FAILED")
         missed += bool(not_caught)
         print(

@@ -92,8 +92,58 @@ def test_suite_error():
 """
 
 
-def run(tmp_path: Path, *options: str) -> tuple[int, str, dict[str, Any] | None]:
-    (tmp_path / "test_sample_cases.py").write_text(CASES)
+NOTES = """
+import pytest
+from conformance.cases import case
+from conformance.observer import Finding
+
+
+class Seen:
+    def __init__(self, findings):
+        self._findings = findings
+
+    def findings(self):
+        return self._findings
+
+
+@pytest.fixture
+def conf(request):
+    clause, level = request.param
+    message = "4 audio bytes outside any synthesis bracket"
+    return Seen([Finding(clause, message, "cancel", 7, "<4 bytes>", level)])
+
+
+@case("6.1.1", "§6.1", "MUST", requirement="r", description="brackets", expectation="e",
+      requirements=("R6.1-2",))
+def test_owner_passes():
+    pass
+
+
+@case("3.2.4", "§3.2", "SHOULD", requirement="r", description="compact", expectation="e",
+      requirements=("R3.2-3",))
+def test_should_owner_passes():
+    pass
+
+
+@pytest.mark.parametrize("conf", [("R6.1-2", None)], indirect=True)
+@case("4.2.1", "§4.2", "MUST", requirement="r", description="cancel", expectation="e",
+      requirements=("R4.2-1",))
+def test_sees_a_must_note(conf):
+    pass
+
+
+@pytest.mark.parametrize("conf", [("R3.2-3", None)], indirect=True)
+@case("4.2.2", "§4.2", "MUST", requirement="r", description="cancel", expectation="e",
+      requirements=("R4.2-1",))
+def test_sees_a_should_note(conf):
+    pass
+"""
+"""Cases that all pass, two of them seeing a finding on a clause they do not own (a note): on R6.1-2, a MUST
+sentence of the spec, and on R3.2-3, a SHOULD; the owners of both pass."""
+
+
+def run(tmp_path: Path, *options: str, cases: str = CASES) -> tuple[int, str, dict[str, Any] | None]:
+    (tmp_path / "test_sample_cases.py").write_text(cases)
     report = tmp_path / "report"
     command = [
         sys.executable,
@@ -154,6 +204,12 @@ def test_findings_on_own_clauses_fail_a_case_and_others_are_notes(tmp_path: Path
     assert defects["R1-901"]["failed"] == ["1.0.2", "1.0.3", "1.0.4", "1.1.2", "1.2.1"]
     assert defects["R2-902"]["cases"] == ["1.2.1", "1.2.2"] and defects["R2-902"]["failed"] == []
     assert defects["R2-902"]["excerpt"] == "<2 bytes: 01 02>" and index["defect_count"] == len(defects)
+    # The note is judged at run level all the same: R2-902 is not in the matrix, so its level is the case's.
+    assert defects["R2-902"]["verdict"] == "FAILED" and not defects["R2-902"]["carried"]
+    assert defects["R2-902"]["per_case"] == {"1.2.1": 1, "1.2.2": 1} and defects["R2-902"]["findings"] == 2
+    assert defects["R1-901"]["carried"] and index["failed_clauses"] == ["R1-901", "R2-902"]
+    # A SHOULD case's own failed assertion breaks a SHOULD, a MAY case's a MAY: only the MUST ones are MUST.
+    assert defects["R1-901"]["level"] == "MUST"
     suite = json.loads((tmp_path / "report" / "cases" / "1.2.3.json").read_text())
     assert suite["suite_error"] and "KeyError" in suite["message"]
 
@@ -173,7 +229,52 @@ def test_cases_option_selects_by_pattern(tmp_path: Path) -> None:
 def test_junitxml_works_alongside(tmp_path: Path) -> None:
     run(tmp_path, "--junitxml", str(tmp_path / "junit.xml"))
     xml = (tmp_path / "junit.xml").read_text()
-    assert xml.count("<testcase") == 10
+    assert xml.count("<testcase") == 11  # the ten cases and the clause R2-902, seen only in notes
+    assert 'classname="conformance.clauses" name="R2-902"' in xml
+
+
+def test_a_must_finding_seen_only_as_a_note_fails_the_run(tmp_path: Path) -> None:
+    """Issue 30: every case passes, and the run fails on the clause that a case saw outside its own clauses;
+    the case keeps its own verdict (no cascade), the clause is named, with where it was seen."""
+    code, output, index = run(tmp_path, "--junitxml", str(tmp_path / "pytest.xml"), cases=NOTES)
+    assert index is not None and set(verdicts(index).values()) == {"OK"}
+    assert code == 1, output
+    assert index["passed"] is False and index["failed_clauses"] == ["R6.1-2"]
+    rows = {d["clause"]: d for d in index["defects"]}
+    must, should = rows["R6.1-2"], rows["R3.2-3"]
+    assert (must["level"], must["verdict"], must["owners"], must["failed"]) == (
+        "MUST",
+        "FAILED",
+        ["6.1.1"],
+        [],
+    )
+    assert must["sentence"].startswith("Audio frames MUST appear only between") and must["per_case"] == {
+        "4.2.1": 1
+    }
+    assert (should["level"], should["verdict"]) == ("SHOULD", "NON-STRICT")
+    assert "conformance/clauses::R6.1-2" in output and "1 failed, 4 passed" in output
+    assert "the run FAILED on 1 clause(s)" in output and "observed in 4.2.1 (1)" in output
+    assert "wire: <4 bytes>" in output
+    pytest_xml = (tmp_path / "pytest.xml").read_text()
+    assert pytest_xml.count("<failure") == 1 and 'name="R6.1-2"' in pytest_xml
+    ours = (tmp_path / "report" / "junit.xml").read_text()
+    assert ours.count("<failure") == 1 and ours.count("<skipped") == 1  # R3.2-3: NON-STRICT
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "the run FAILED" in page and 'href="cases/4.2.1.html">4.2.1</a> (1)' in page
+
+
+def test_a_should_finding_seen_only_as_a_note_fails_only_a_strict_run(tmp_path: Path) -> None:
+    code, output, index = run(tmp_path, "--cases", "3.2.4,4.2.2", cases=NOTES)
+    assert code == 0 and index is not None and index["passed"] is True, output
+    assert [(d["clause"], d["verdict"]) for d in index["defects"]] == [("R3.2-3", "NON-STRICT")]
+    code, output, index = run(tmp_path, "--cases", "3.2.4,4.2.2", "--strict", cases=NOTES)
+    assert code == 1 and index is not None and index["failed_clauses"] == ["R3.2-3"], output
+
+
+def test_a_run_without_findings_has_no_clause_rows(tmp_path: Path) -> None:
+    code, output, index = run(tmp_path, "--cases", "6.1.1,3.2.4", cases=NOTES)
+    assert code == 0 and index is not None, output
+    assert index["defects"] == [] and index["passed"] is True and "clauses::" not in output
 
 
 def test_live_target_without_endpoint_skips_every_case_with_a_reason(tmp_path: Path) -> None:
@@ -210,3 +311,34 @@ def test_the_command_line_help_is_the_suites() -> None:
     assert "pytest.main()" not in ours and "--junit-prefix" not in ours
     everything = run_cli("--pytest-help")
     assert "--junit-prefix" in everything and "--container-cmd" in everything
+
+
+UNATTACHED = """
+import pytest
+from conformance.cases import case
+from conformance.observer import Finding
+
+
+@pytest.fixture(scope="module")
+def shared(unattached):
+    yield
+    unattached("the shared session, outside its cases", [Finding("R7.1-3", "closed with 1011", "shared", 9)])
+
+
+@case("9.1.5", "§9.1", "MUST", requirement="r", description="row", expectation="e",
+      requirements=("R6.3-2",))
+def test_row(shared):
+    pass
+"""
+
+
+def test_a_finding_no_case_adopts_fails_the_run(tmp_path: Path) -> None:
+    """A session shared by cases ends after the last of them: what it shows then is judged by the run."""
+    code, output, index = run(tmp_path, cases=UNATTACHED)
+    assert index is not None and verdicts(index) == {"9.1.5": "OK"}
+    assert code == 1 and index["failed_clauses"] == ["R7.1-3"], output
+    row = index["defects"][0]
+    assert row["per_case"] == {"the shared session, outside its cases": 1} and row["failed"] == []
+    assert "observed in the shared session, outside its cases (1)" in output
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "the shared session, outside its cases (1)" in page and 'href="cases/the shared' not in page

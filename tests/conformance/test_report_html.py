@@ -156,3 +156,15 @@ def test_chromium_renders_the_summary_from_disk(tmp_path: Path) -> None:
     assert shown.requests == [], "the report must not load anything: it opens from disk"
     png = (directory / "index.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_a_case_page_lists_its_notes_linked_to_their_defects(tmp_path: Path) -> None:
+    """Issue 30: a finding on a clause the case does not own is the run's; the case's page shows it, linked
+    to the clause's row on the index."""
+    note = {"clause": "R6.1-2", "message": "32768 audio bytes outside any synthesis bracket", "session": "c"}
+    note |= {"index": 4, "excerpt": "<32768 bytes: 00 00>"}
+    case = _case("4.2.1", "OK", ["R4.2-6"], notes=[note])
+    page = htmlreport.render_case(case, MATRIX)
+    assert 'href="../index.html#defect-R6.1-2">R6.1-2</a> 32768 audio bytes outside' in page
+    assert "[c #4]" in page and "&lt;32768 bytes: 00 00&gt;" in page
+    assert "Notes" not in htmlreport.render_case(_case("4.2.2", "OK", ["R4.2-6"]), MATRIX)

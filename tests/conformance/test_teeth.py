@@ -1,5 +1,6 @@
-"""The suite has teeth: every mutant is caught by the cases named for it, the unbroken control passes every
-case, and the reference server (real Kokoro-82M ONNX on the CPU) passes every MUST case.
+"""The suite has teeth: every mutant is caught by the cases named for it, every mutant that breaks a clause
+only on a path its own cases do not take fails the run on that clause (issue 30), the unbroken control passes
+every case, and the reference server (real Kokoro-82M ONNX on the CPU) passes every MUST case.
 
 Each check runs ``python -m pytest conformance`` in a subprocess, exactly as a user certifies a container
 (``--container-cmd``), and reads the verdicts from the run's ``index.json``. The mutants run two at a time,
@@ -26,6 +27,7 @@ from conformance.mutants.teeth import (
     ISOLATION,
     certify,
     certify_many,
+    missed_clauses,
     mutant_cmd,
     row_fingerprint,
     verdicts,
@@ -35,6 +37,8 @@ JOBS = 3
 """Mutant workers at once: each a pytest process running one session per mutant, beside a mutant server."""
 
 CAUGHT = [name for name in MUTANTS if MUTANTS[name].caught_by]
+RUN_CAUGHT = [name for name in MUTANTS if MUTANTS[name].observed_by]
+"""Mutants caught by the run only: run against their ``observed_by`` cases, none of which owns the clause."""
 
 CANCEL_CASES = ("4.2.1", "4.2.2", "4.2.3", "7.2.1", "15.5.1")
 UTTERANCE_CASES = tuple(case.id for case in catalogue() if case.section.startswith("§15"))
@@ -67,9 +71,10 @@ def side_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Fu
 
 @pytest.fixture(scope="module")
 def caught_runs(side_runs: dict[str, Future[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Every mutant certified against the cases named to catch it, ``JOBS`` workers at a time (a session
-    each), then the control in each worker. The side runs start first and go on meanwhile."""
-    return certify_many(CAUGHT, jobs=JOBS)
+    """Every mutant certified against the cases named to catch it (or, caught by the run only, the cases that
+    see it), ``JOBS`` workers at a time (a session each), then the control in each worker. The side runs
+    start first and go on meanwhile."""
+    return certify_many(CAUGHT + RUN_CAUGHT, jobs=JOBS)
 
 
 LEVELS = {case.id: case.level for case in catalogue()}
@@ -88,8 +93,43 @@ def test_mutant_is_caught(caught_runs: dict[str, dict[str, Any]], name: str) -> 
     missed = {c: seen.get(c) for c in mutant.caught_by if seen.get(c) != caught_verdict(c)}
     assert not missed, f"{name} ({mutant.breaks}) was not caught: {missed}\n{index['output']}"
     must = any(LEVELS[c] is Level.MUST for c in mutant.caught_by)
-    assert index["returncode"] == (1 if must else 0), "a run with FAILED cases must exit with status 1"
+    failed_run = must or bool(index["failed_clauses"])  # a MUST finding seen anywhere fails it as well
+    assert index["returncode"] == (1 if failed_run else 0), "a FAILED case or clause must exit with status 1"
     assert not index.get("suite_errors"), f"suite errors: {index.get('suite_errors')}\n{index['output']}"
+
+
+@pytest.mark.parametrize("name", RUN_CAUGHT)
+def test_mutant_on_a_path_its_cases_do_not_take_fails_the_run(
+    caught_runs: dict[str, dict[str, Any]], name: str
+) -> None:
+    """Issue 30: a server that breaks a clause only where the cases of that clause never go (a cancel, a full
+    queue) passes every case it is run against, none of which owns the clause, and the run fails all the same:
+    exit status 1, the clause FAILED at run level and named in the output with where it was seen."""
+    mutant = MUTANTS[name]
+    index = caught_runs[name]
+    seen = verdicts(index)
+    assert set(seen) == set(mutant.observed_by), f"{name}: {seen}\n{index['output']}"
+    assert set(seen.values()) == {"OK"}, f"{name}: the cases keep their own verdicts: {seen}"
+    owners = {c.id for c in catalogue() if set(c.requirements) & set(mutant.requirements)}
+    assert not owners & set(seen), f"{name}: {sorted(owners & set(seen))} own its clauses"
+    assert not missed_clauses(mutant, index), f"{name} ({mutant.breaks}): {index['failed_clauses']}"
+    rows = {d["clause"]: d for d in index["defects"]}
+    for clause in mutant.requirements:
+        assert rows[clause]["verdict"] == "FAILED" and not rows[clause]["carried"], rows[clause]
+        assert f"conformance/clauses::{clause}" in index["output"], index["output"]
+    assert not index.get("suite_errors"), f"suite errors: {index.get('suite_errors')}\n{index['output']}"
+
+
+def test_every_clause_seen_outside_its_cases_has_a_mutant_caught_by_the_run_or_a_reason() -> None:
+    """Issue 30, point 3: each clause a finding can be recorded on in any case has a mutant that breaks it
+    only on a path its own cases do not take (checked above), or a reason why none can."""
+    from conformance.clauses import recorded
+    from conformance.unobservable import NO_RUN_MUTANT
+
+    shown = {rid for name in RUN_CAUGHT for rid in MUTANTS[name].requirements}
+    missing = sorted(rid for rid in recorded() if rid not in shown and rid not in NO_RUN_MUTANT)
+    assert not missing, f"clauses without a mutant caught by the run or a reason: {missing}"
+    assert not set(NO_RUN_MUTANT) & shown, "a clause with a mutant needs no reason"
 
 
 def test_sessions_in_one_worker_leave_nothing_behind(caught_runs: dict[str, dict[str, Any]]) -> None:
@@ -167,7 +207,7 @@ def test_control_passes_every_case(side_runs: dict[str, Future[dict[str, Any]]],
         again = wrong_in(verdicts(run_suite(tmp_path, mutant_cmd(CONTROL), tuple(wrong))))
         assert not again, f"the control failed cases: {wrong}, and alone again: {again}\n{index['output']}"
         return
-    assert index["returncode"] == 0
+    assert index["returncode"] == 0 and index["failed_clauses"] == [], index["defects"]
 
 
 def test_server_without_optional_cancel_is_unimplemented_not_failed(
@@ -223,6 +263,12 @@ def test_reference_server_passes_every_must_case(reference_report: dict[str, Any
         if case.level is Level.MUST and seen[case_id] != "OK"
     }
     assert not failed, f"MUST cases not OK on the reference server: {failed}\n{reference_report['output']}"
+
+
+def test_reference_server_run_passes_with_no_clause_failed(reference_report: dict[str, Any]) -> None:
+    """Issue 30: judging every finding at run level changes nothing for a conforming server."""
+    assert reference_report["failed_clauses"] == [], reference_report["defects"]
+    assert reference_report["passed"] and reference_report["returncode"] == 0, reference_report["output"]
 
 
 def test_reference_server_passes_every_case_that_catches_a_mutant(reference_report: dict[str, Any]) -> None:
