@@ -11,6 +11,7 @@ Examples::
     kokoro-conformance --container-cmd "docker run --rm -p 127.0.0.1:{port}:8080 my-tts" --report report
     kokoro-conformance --container-url http://127.0.0.1:8080 --cases "9.1.*"
     kokoro-conformance --target live --endpoint-name my-endpoint --region us-east-1
+  kokoro-conformance --container-url http://127.0.0.1:8080 --expect known-failures.toml
   kokoro-conformance replay report/cases/4.2.1.json --container-url http://127.0.0.1:8080
 """
 
@@ -68,6 +69,23 @@ def help_text() -> str:
     )
 
 
+def _expectations_problem(args: list[str]) -> str | None:
+    """What is wrong with the ``--expect`` file in ``args`` (one line), or ``None``: checked before pytest
+    starts, so that a missing file or an unknown case id is one line and exit status 2."""
+    from conformance.expectations import ExpectationsError, load
+
+    for i, arg in enumerate(args):
+        if arg == "--expect" or arg.startswith("--expect="):
+            path = arg.partition("=")[2] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            if not path:
+                return "--expect needs a file"
+            try:
+                load(path)
+            except ExpectationsError as exc:
+                return str(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run pytest on the suite; returns pytest's exit status (1 when a case or a clause is FAILED: the plugin
     gives a clause that fails the run a failed test report of its own, which pytest counts).
@@ -81,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         from conformance.replay import main as replay
 
         return replay(args[1:])
+    problem = _expectations_problem(args)
+    if problem is not None:
+        print(f"kokoro-conformance: {problem}", file=sys.stderr)
+        return 2
     if "-h" in args or "--help" in args:
         print(help_text(), end="")
         return 0

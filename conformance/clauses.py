@@ -104,3 +104,11 @@ def recorded() -> dict[str, list[str]]:
         if name.isupper() and isinstance(value, str) and re.fullmatch(r"R[\d.]+-\d+", value):
             found.setdefault(value, []).append(name)
     return found
+
+
+OBSERVED_ON_EVERY_SESSION: frozenset[str] = frozenset(
+    {*RULES.values(), HANDSHAKE, SESSION_ENDS_ONLY_BY, CLOSE_1000, ERROR_NAMES_REQUEST}
+)
+"""The clauses the observer judges on every session of every case, whoever owns them: a run in which no
+finding broke one of them has judged it (unexpected passes of ``--expect``, :mod:`conformance.expectations`).
+"""

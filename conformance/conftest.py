@@ -51,7 +51,7 @@ from typing import Any
 
 import pytest
 
-from conformance import deadline, htmlreport, recordings
+from conformance import deadline, expectations, htmlreport, recordings
 from conformance.cases import MARKER, Case, Unimplemented, Verdict, verdict_for
 from conformance.loop import LoopThread
 from conformance.observer import Finding
@@ -116,6 +116,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--report", type=Path, help="write index.json, index.html, junit.xml and cases/<id>.json|html here"
     )
     group.addoption(
+        "--expect",
+        type=Path,
+        help="a TOML file of the cases and clauses this server is known to fail, each with a reason: the run "
+        "passes when exactly those fail, and a listed one that passes fails it (default: none)",
+    )
+    group.addoption(
         "--case-timeout",
         type=float,
         default=deadline.DEFAULT_CASE_TIMEOUT_S,
@@ -131,6 +137,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", "ignore:datetime.datetime.utcnow:DeprecationWarning")
     config.stash[_RESULTS] = Results()
     config.stash[_RESULTS].meta["case_timeout_s"] = config.getoption("case_timeout")
+    if config.getoption("expect") is not None:
+        try:
+            config.stash[_RESULTS].expectations = expectations.load(config.getoption("expect"))
+        except expectations.ExpectationsError as exc:
+            raise pytest.UsageError(str(exc)) from None
     deadline.start(config.getoption("case_timeout"))
 
 
@@ -303,7 +314,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             # A failed SHOULD or MAY is not a failure of the run: reported as an expected failure.
             report.outcome = "skipped"
             report.wasxfail = f"{verdict}: {result.message.splitlines()[0][:300]}"
+    _hold_to_expectations(item.config.stash[_RESULTS].expectations, case, result, report)
     return report
+
+
+def _hold_to_expectations(
+    known: expectations.Expectations | None, case: Case, result: Any, report: pytest.TestReport
+) -> None:
+    """With ``--expect``: a listed case that FAILED is an expected failure (pytest's xfail: it does not fail
+    the run); a listed case that passed is an unexpected pass, a failed test until the file is updated."""
+    if known is None or case.id not in known.cases:
+        return
+    entry = known.cases[case.id]
+    if result.verdict is Verdict.FAILED:
+        result.known = "expected failure"
+        report.outcome = "skipped"
+        report.wasxfail = f"expected ({known.path}): {entry.reason}"
+    elif result.verdict in (Verdict.OK, Verdict.NON_STRICT, Verdict.INFORMATIONAL):
+        result.known = "unexpected pass"
+        report.outcome = "failed"
+        report.longrepr = (
+            f"UNEXPECTED PASS: {known.path} lists case {case.id} as failing ({entry.reason}), and it passed: "
+            "remove it from the file"
+        )
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -332,8 +365,19 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
     config = session.config
     if config.option.collectonly:
         return outcome
-    for row in config.stash[_RESULTS].uncarried_failures(strict=_strict(config)):
-        _report_clause(session, row)
+    results = config.stash[_RESULTS]
+    listed = results.expectations.clauses if results.expectations is not None else {}
+    for row in results.uncarried_failures(strict=_strict(config)):
+        if row["clause"] not in listed:  # a listed one is an expected failure (--expect)
+            _report_clause(session, row)
+    if results.expectations is not None:
+        for clause in results.judgement(strict=_strict(config)).unexpected_passes:
+            if clause in listed:
+                message = (
+                    f"UNEXPECTED PASS: {results.expectations.path} lists clause {clause} as failing "
+                    f"({listed[clause].reason}), and no finding broke it: remove it from the file"
+                )
+                _report_clause(session, {"clause": clause, "level": "?", "verdict": "OK"}, message)
     return outcome
 
 
@@ -351,9 +395,10 @@ def _clause_text(row: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _report_clause(session: pytest.Session, row: dict[str, Any]) -> None:
+def _report_clause(session: pytest.Session, row: dict[str, Any], message: str | None = None) -> None:
     """Log a failed clause row as a test of its own (setup, call, teardown reports, as a test item logs):
-    the terminal, pytest's JUnit XML and ``session.testsfailed`` take it like any failed test."""
+    the terminal, pytest's JUnit XML and ``session.testsfailed`` take it like any failed test. ``message``
+    replaces the row's description (an unexpected pass of ``--expect``)."""
     session.testscollected += 1  # the terminal's progress counts it
     try:
         where = CLAUSE_NODE.relative_to(session.config.rootpath).as_posix()
@@ -372,7 +417,7 @@ def _report_clause(session: pytest.Session, row: dict[str, Any]) -> None:
             location,
             {},
             "failed" if failed else "passed",
-            _clause_text(row) if failed else None,
+            (message or _clause_text(row)) if failed else None,
             when,  # type: ignore[arg-type]
             (),
             0.0,
@@ -397,6 +442,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(line)
         for line in results.failure_lines(strict=strict):
             terminalreporter.write_line(line, red=True, bold=True)
+    for line in results.expectation_lines(strict=strict):
+        terminalreporter.write_line(line, bold=True)
     if results.suite_errors():
         ids = ", ".join(r.case.id for r in results.suite_errors())
         terminalreporter.write_line(f"suite errors (bugs of the suite, not verdicts on the server): {ids}")
@@ -404,7 +451,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(f"container and simulator started in {results.meta['startup_s']:.1f} s")
     directory = config.getoption("report")
     if directory is not None:
-        terminalreporter.write_line(f"report: {directory / 'index.html'} (and index.json, junit.xml)")
+        terminalreporter.write_line(
+            f"report: {directory / 'index.html'} (and index.json, junit.xml, badge.svg)"
+        )
 
 
 def _container_process(config: pytest.Config) -> ContainerProcess:

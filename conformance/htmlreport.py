@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from conformance.replay import replay_command
+
 __all__ = ["Defect", "defects", "load_matrix", "render_case", "render_index", "write", "write_junit"]
 
 MATRIX = Path(__file__).resolve().parent / "matrix.json"
@@ -205,7 +207,8 @@ _CSS = """
 body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink);
   margin: 0; background: #fff; }
 main { max-width: 1180px; margin: 0 auto; padding: 28px 32px 64px; }
-h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 19px; margin: 36px 0 12px; }
+h1 { font-size: 24px; margin: 0 0 4px; } h1 .badge svg { vertical-align: middle; margin-left: 10px; }
+h2 { font-size: 19px; margin: 36px 0 12px; }
 h3 { font-size: 16px; margin: 0; }
 .meta { color: var(--muted); font-size: 13px; margin: 0 0 20px; overflow-wrap: anywhere; }
 .summary { display: flex; gap: 24px; align-items: center; border: 1px solid var(--line); border-radius: 12px;
@@ -279,22 +282,28 @@ def _section_key(section: str) -> tuple[int, ...]:
 
 
 def render_index(
-    index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]], matrix: Mapping[str, Mapping[str, Any]]
+    index: Mapping[str, Any],
+    cases: Mapping[str, Mapping[str, Any]],
+    matrix: Mapping[str, Mapping[str, Any]],
+    badge: str | None = None,
 ) -> str:
-    """``index.html``: the defects on top, then the case table by section (see the module docstring)."""
+    """``index.html``: the defects on top, then the case table by section (see the module docstring).
+
+    ``badge`` is the run's ``badge.svg`` text, drawn inline beside the title (the page loads nothing)."""
     found = defects(index, cases, matrix)
     counts: Mapping[str, int] = index.get("counts", {})
     total = sum(counts.values())
     target = index.get("container_cmd") or index.get("container_url") or index.get("endpoint_name") or "?"
     parts = [
-        "<h1>Conformance report</h1>",
+        f'<h1>Conformance report <span class="badge">{_inline_svg(badge)}</span></h1>',
         f'<p class="meta">spec/PROTOCOL.md · target {_e(index.get("target", "?"))}: {_e(target)} · '
         f"started {_e(index.get('started', '?'))} · {_e(index.get('duration_s', '?'))} s · {total} cases"
         f"{' · strict' if index.get('strict') else ''}</p>",
     ]
     must = [d for d in found if (d.verdict == "FAILED" if d.verdict else d.level == "MUST")]
     unjudged = [d for d in must if d.seen]
-    failed_run = index.get("passed") is False or counts.get("FAILED", 0) > 0
+    known = index.get("expectations")
+    failed_run = index.get("passed") is False or (not known and counts.get("FAILED", 0) > 0)
     bad = bool(found) or failed_run
     headline = (
         f"{len(found)} distinct defect{'s' if len(found) != 1 else ''}"
@@ -310,6 +319,8 @@ def render_index(
         f"{' · the run FAILED' if failed_run else ''}</div>"
         f'<div class="pills">{pills}</div></div></section>'
     )
+    if known:
+        parts.append(_expectations_section(known))
     if found:
         parts.append('<h2 id="defects">Defects</h2>')
         for d in found:
@@ -391,6 +402,41 @@ def _case_row(case_id: str, entry: Mapping[str, Any], case: Mapping[str, Any]) -
     )
 
 
+def _inline_svg(svg: str | None) -> str:
+    """An SVG document's ``<svg>`` element, to place in HTML (its XML declaration dropped); "" for none."""
+    if not svg or "<svg" not in svg:
+        return ""
+    return svg[svg.index("<svg") :]
+
+
+def _expectations_section(known: Mapping[str, Any]) -> str:
+    """The run held against ``--expect`` (``index["expectations"]``): what failed as listed, what failed
+    unlisted, what was listed and passed."""
+
+    def item(case_or_clause: str, entry: Mapping[str, Any] | None) -> str:
+        link = f'<a href="cases/{_e(case_or_clause)}.html">{_e(case_or_clause)}</a>'
+        if case_or_clause.startswith("R"):
+            link = f'<a href="#defect-{_e(case_or_clause)}">{_e(case_or_clause)}</a>'
+        if entry is None:
+            return f"<li>{link}</li>"
+        issue = entry.get("issue")
+        tracked = f' (<a href="{_e(issue)}">{_e(issue)}</a>)' if issue else ""
+        return f"<li>{link}: {_e(entry.get('reason', ''))}{tracked}</li>"
+
+    expected = "".join(item(i, e) for i, e in known.get("expected", {}).items())
+    unexpected = "".join(item(i, None) for i in known.get("unexpected_failures", []))
+    passes = "".join(item(i, e) for i, e in known.get("unexpected_passes", {}).items())
+    verdict = "passes: exactly the listed ones failed" if known.get("passed") else "FAILED"
+    return (
+        f'<section class="expectations" id="expectations"><h2>Expectations</h2>'
+        f"<p>Held against <code>{_e(known.get('file', '?'))}</code>: the run {verdict}.</p>"
+        + (f"<h3>Expected failures</h3><ul>{expected}</ul>" if expected else "")
+        + (f"<h3>Unexpected failures</h3><ul>{unexpected}</ul>" if unexpected else "")
+        + (f"<h3>Unexpected passes (remove them from the file)</h3><ul>{passes}</ul>" if passes else "")
+        + "</section>"
+    )
+
+
 def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]) -> str:
     """``cases/<id>.html``: one case with its verdict, message, observations and logs."""
     case_id = case.get("id", "?")
@@ -441,6 +487,14 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
         f"<dt>Requirement</dt><dd>{_e(case.get('requirement', ''))}</dd>"
         f"<dt>Does</dt><dd>{_e(case.get('description', ''))}</dd>"
         f"<dt>Expects</dt><dd>{_e(case.get('expectation', ''))}</dd>"
+        + (f"<dt>Expectations file</dt><dd>{_e(case['known'])}</dd>" if case.get("known") else "")
+        + (
+            f"<dt>Replay</dt><dd><code>{_e(replay_command(f'cases/{case_id}.json'))}</code> (from the "
+            "report's folder: sends this case's client messages again and shows where the answers differ)"
+            "</dd>"
+            if any(s.get("entries") for s in case.get("client_log", []))
+            else ""
+        )
         + (f"<dt>Message</dt><dd><pre>{_e(case['message'])}</pre></dd>" if case.get("message") else "")
         + (f"<dt>Tests</dt><dd><ul>{requirements}</ul></dd>" if requirements else "")
         + (f"<dt>Findings</dt><dd><ul>{findings}</ul></dd>" if findings else "")
@@ -473,14 +527,25 @@ def junit(index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> b
     verdict is ``FAILED``, skipped when ``NON-STRICT``; the message names where it was observed."""
     entries = index.get("cases", {})
     rows = _clause_rows(index)
-    failures = sum(1 for e in entries.values() if e.get("verdict") == "FAILED")
-    failures += sum(1 for d in rows if d.get("verdict") == "FAILED")
-    skipped = sum(1 for e in entries.values() if e.get("verdict") not in ("OK", "FAILED"))
-    skipped += sum(1 for d in rows if d.get("verdict") != "FAILED")
+    expectations = index.get("expectations") or {}
+    passed_clauses = [c for c in expectations.get("unexpected_passes", {}) if c not in entries]
+
+    def fails(verdict: Any, known: Any) -> bool:
+        # --expect: a listed failure is skipped ("expected failure"), a listed pass fails ("unexpected pass")
+        return known == "unexpected pass" or (verdict == "FAILED" and known != "expected failure")
+
+    failures = sum(1 for e in entries.values() if fails(e.get("verdict"), e.get("known")))
+    failures += sum(1 for d in rows if fails(d.get("verdict"), d.get("known"))) + len(passed_clauses)
+    skipped = sum(
+        1
+        for e in entries.values()
+        if e.get("verdict") != "OK" and not fails(e.get("verdict"), e.get("known"))
+    )
+    skipped += sum(1 for d in rows if not fails(d.get("verdict"), d.get("known")))
     suite = ElementTree.Element(
         "testsuite",
         name="conformance",
-        tests=str(len(entries) + len(rows)),
+        tests=str(len(entries) + len(rows) + len(passed_clauses)),
         failures=str(failures),
         errors="0",
         skipped=str(skipped),
@@ -503,7 +568,20 @@ def junit(index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> b
             ElementTree.SubElement(properties, "property", name="requirement", value=rid)
         verdict = entry.get("verdict")
         message = str(case.get("message") or "")
-        if verdict == "FAILED":
+        expected = expectations.get("expected", {}).get(case_id) or expectations.get(
+            "unexpected_passes", {}
+        ).get(case_id)
+        if entry.get("known") == "expected failure":
+            ElementTree.SubElement(
+                element, "skipped", message=f"expected failure ({expected['reason'] if expected else ''})"
+            )
+        elif entry.get("known") == "unexpected pass":
+            reason = expected["reason"] if expected else ""
+            failure = ElementTree.SubElement(
+                element, "failure", message=f"unexpected pass: listed as failing ({reason})"[:500]
+            )
+            failure.text = f"{case_id} passed but {expectations.get('file')} lists it as failing: {reason}"
+        elif verdict == "FAILED":
             first = message.splitlines()[0][:500] if message.strip() else "FAILED"
             failure = ElementTree.SubElement(element, "failure", message=first)
             failure.text = message
@@ -527,7 +605,9 @@ def junit(index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> b
         per_case = row.get("per_case") or dict.fromkeys(row.get("cases", []), 1)
         seen = ", ".join(f"{c} ({n})" for c, n in per_case.items())
         first = f"{clause} ({row.get('level')}) observed in {seen}: {row.get('message', '')}"[:500]
-        if verdict == "FAILED":
+        if row.get("known") == "expected failure":
+            ElementTree.SubElement(element, "skipped", message=f"expected failure: {first}"[:500])
+        elif verdict == "FAILED":
             failure = ElementTree.SubElement(element, "failure", message=first)
             failure.text = "\n".join(
                 [first, f"its own cases: {', '.join(row.get('owners', [])) or 'none ran'}"]
@@ -535,6 +615,12 @@ def junit(index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> b
             )
         else:
             ElementTree.SubElement(element, "skipped", message=f"{verdict}: {first}")
+    for clause in passed_clauses:
+        element = ElementTree.SubElement(suite, "testcase", classname="conformance.clauses", name=clause)
+        reason = expectations["unexpected_passes"][clause].get("reason", "")
+        ElementTree.SubElement(
+            element, "failure", message=f"unexpected pass: listed as failing ({reason})"[:500]
+        )
     ElementTree.indent(suite)
     return ElementTree.tostring(suite, encoding="utf-8", xml_declaration=True) + b"\n"
 
@@ -574,5 +660,7 @@ def write(directory: Path, matrix_path: Path = MATRIX) -> Path:
             page.write_text(render_case(case, matrix), encoding="utf-8", errors="backslashreplace")
     write_junit(directory, index, cases)
     path = directory / "index.html"
-    path.write_text(render_index(index, cases, matrix), encoding="utf-8", errors="backslashreplace")
+    badge_path = directory / "badge.svg"
+    badge = badge_path.read_text(encoding="utf-8") if badge_path.exists() else None
+    path.write_text(render_index(index, cases, matrix, badge), encoding="utf-8", errors="backslashreplace")
     return path

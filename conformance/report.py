@@ -28,8 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance import clauses
+from conformance.badge import badge_svg
 from conformance.cases import Case, Level, Verdict, verdict_for
+from conformance.expectations import Expectations, Judgement, judge
 from conformance.observer import Finding
+from protocol.messages import PROTOCOL_VERSION
 
 CASE_FORMAT = "kokoro-conformance-case/1"
 """The ``format`` member of every case file: what ``kokoro-conformance replay`` checks before it sends a
@@ -74,6 +78,9 @@ class CaseResult:
     findings: list[Finding] = field(default_factory=list)
     notes: list[Finding] = field(default_factory=list)
     suite_error: bool = False
+    known: str | None = None
+    """With ``--expect``: ``"expected failure"`` or ``"unexpected pass"`` (:mod:`conformance.expectations`).
+    """
 
     def to_dict(self) -> dict[str, Any]:
         """The case file's content."""
@@ -85,6 +92,7 @@ class CaseResult:
             "duration_s": round(self.duration_s, 3),
             "nodeid": self.nodeid,
             "suite_error": self.suite_error,
+            "known": self.known,
             "findings": [f.to_dict() for f in self.findings[:FINDINGS_PER_CASE]],
             "findings_omitted": max(0, len(self.findings) - FINDINGS_PER_CASE),
             "notes": [f.to_dict() for f in self.notes[:FINDINGS_PER_CASE]],
@@ -104,6 +112,8 @@ class Results:
         self.meta: dict[str, Any] = {}
         self.unattached: list[tuple[str, Finding]] = []
         """Findings seen outside any case (a session shared by cases, after their parts): ``(where, it)``."""
+        self.expectations: Expectations | None = None
+        """The ``--expect`` file's known failures, if one was given."""
 
     def add_unattached(self, where: str, findings: list[Finding]) -> None:
         """Keep findings that no case judged, seen ``where`` (a shared session's close after its last case):
@@ -220,8 +230,66 @@ class Results:
 
     def failed(self, *, strict: bool = False) -> bool:
         """Whether the run fails: a ``FAILED`` case, or a ``FAILED`` clause row (a finding that breaks a MUST,
-        wherever it was seen)."""
+        wherever it was seen). With ``--expect``: a failure the file does not list, or a listed one that
+        passed (:meth:`judgement`)."""
+        if self.expectations is not None:
+            return not self.judgement(strict=strict).passed
         return any(r.verdict is Verdict.FAILED for r in self.ran) or bool(self.clause_failures(strict=strict))
+
+    def judgement(self, *, strict: bool = False) -> Judgement:
+        """The run held against ``--expect`` (:func:`conformance.expectations.judge`).
+
+        A clause failure that a ``FAILED`` case of its own carries counts through that case, unless the file
+        lists the clause itself. A listed clause counts as judged when a case of it ran, it has a row, or
+        the observer checks it on every session (:data:`conformance.clauses.OBSERVED_ON_EVERY_SESSION`).
+        """
+        assert self.expectations is not None
+        listed = set(self.expectations.clauses)
+        rows = self.clause_failures(strict=strict)
+        failed_clauses = [d["clause"] for d in rows if not d["carried"] or d["clause"] in listed]
+        judged = {c for r in self.ran for c in r.case.clauses}
+        judged |= {d["clause"] for d in self.defects(strict=strict)}
+        if self.ran:
+            judged |= clauses.OBSERVED_ON_EVERY_SESSION
+        return judge(
+            self.expectations,
+            failed_cases=[r.case.id for r in self.ran if r.verdict is Verdict.FAILED],
+            ran_cases=[r.case.id for r in self.ran if r.verdict not in (Verdict.SKIPPED, None)],
+            failed_clauses=failed_clauses,
+            judged_clauses=judged,
+        )
+
+    def expectation_lines(self, *, strict: bool = False) -> list[str]:
+        """The run against ``--expect``, for the terminal (empty without it)."""
+        if self.expectations is None:
+            return []
+        j = self.judgement(strict=strict)
+        lines = [
+            f"expectations {self.expectations.path}: {len(j.expected)} expected failure(s), "
+            f"{len(j.unexpected_failures)} unexpected failure(s), "
+            f"{len(j.unexpected_passes)} unexpected pass(es) -> the run {'passes' if j.passed else 'FAILED'}"
+        ]
+        entries = {**self.expectations.cases, **self.expectations.clauses}
+        lines += [f"  expected   {i}: {entries[i].reason}" for i in j.expected]
+        lines += [f"  UNEXPECTED failure {i}" for i in j.unexpected_failures]
+        lines += [
+            f"  UNEXPECTED pass {i}: listed ({entries[i].reason}) but did not fail: remove it from the file"
+            for i in j.unexpected_passes
+        ]
+        return lines
+
+    def badge(self, protocol: str, *, strict: bool = False) -> str:
+        """``badge.svg`` of the run (:mod:`conformance.badge`): cases and clause rows that fail the run,
+        those that passed, and the expected failures."""
+        ok = sum(1 for r in self.ran if r.verdict is Verdict.OK)
+        if self.expectations is not None:
+            j = self.judgement(strict=strict)
+            failed, expected = len(j.unexpected_failures) + len(j.unexpected_passes), len(j.expected)
+        else:
+            failed = sum(1 for r in self.ran if r.verdict is Verdict.FAILED)
+            failed += len(self.uncarried_failures(strict=strict))
+            expected = 0
+        return badge_svg(protocol, ok=ok, failed=failed, expected=expected)
 
     def must_failures(self) -> list[CaseResult]:
         """MUST cases whose verdict is ``FAILED``."""
@@ -258,8 +326,10 @@ class Results:
 
     def failure_lines(self, *, strict: bool = False, limit: int = 8) -> list[str]:
         """The clauses that fail the run although no ``FAILED`` case of their own shows them, each with its
-        sentence, where it was seen and one wire excerpt (empty when there are none)."""
-        rows = self.uncarried_failures(strict=strict)
+        sentence, where it was seen and one wire excerpt (empty when there are none; ``--expect``'s listed
+        clauses are in :meth:`expectation_lines` instead)."""
+        listed = self.expectations.clauses if self.expectations is not None else {}
+        rows = [d for d in self.uncarried_failures(strict=strict) if d["clause"] not in listed]
         if not rows:
             return []
         lines = [
@@ -309,6 +379,21 @@ class Results:
             "defects": defects,
             "cases": {},
         }
+        if self.expectations is not None:
+            j = self.judgement(strict=strict)
+            entries = {**self.expectations.cases, **self.expectations.clauses}
+            index["expectations"] = {
+                "file": self.expectations.path,
+                "passed": j.passed,
+                "expected": {i: entries[i].to_dict() for i in j.expected},
+                "unexpected_failures": j.unexpected_failures,
+                "unexpected_passes": {i: entries[i].to_dict() for i in j.unexpected_passes},
+            }
+            for d in defects:
+                if d["clause"] in j.expected:
+                    d["known"] = "expected failure"
+                elif d["clause"] in j.unexpected_passes:
+                    d["known"] = "unexpected pass"
         for r in self.ran:
             assert r.verdict is not None
             name = f"cases/{r.case.id}.json"
@@ -322,11 +407,13 @@ class Results:
                 "findings": len(r.findings),
                 "notes": len(r.notes),
                 "suite_error": r.suite_error,
+                "known": r.known,
                 "description": r.case.description,
                 "report": name,
             }
         path = directory / "index.json"
         path.write_text(json.dumps(index, indent=1) + "\n")
+        (directory / "badge.svg").write_text(self.badge(PROTOCOL_VERSION, strict=strict), encoding="utf-8")
         return path
 
 
