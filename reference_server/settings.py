@@ -22,6 +22,7 @@ from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
 from protocol.logs import LOG_FORMATS, LOG_LEVELS
 
 __all__ = [
+    "ABORT_ON_CANCELS",
     "BACKENDS",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
@@ -53,6 +54,8 @@ UTTERANCE_RELEASES = ("deadline", "sentence")
 """When an utterance's unfinished sentence may be spoken (:attr:`Settings.utterance_release`, §15.3)."""
 LEAD_INS = ("early", "off")
 """When a speech's lead-in silence is sent (:attr:`Settings.lead_in`, PROTOCOL.md §10.1)."""
+ABORT_ON_CANCELS = ("yes", "no")
+"""Whether a cancel aborts the model pass running for the request (:attr:`Settings.abort_on_cancel`)."""
 ENV_PREFIX = "KOKORO_"
 """Every setting ``name`` is read from the environment variable ``KOKORO_<NAME>``."""
 PLAYGROUND_MODES = ("auto", "on", "off")
@@ -126,6 +129,10 @@ class Settings:
             otherwise run out of audio before the sentence's end arrives (PROTOCOL.md §15.3, §10.1);
             ``"sentence"``: the text waits for its sentence's end (or flush, end), the server before
             that, kept to compare against. Only with ``deadline`` segmentation.
+        abort_on_cancel: ``"yes"`` (default): a cancel, a disconnect or a failed session aborts the model
+            pass running for the request (onnxruntime's ``RunOptions.terminate``, torch between layers), so
+            the next request gets the model at once (PROTOCOL.md §4.2, §7.4); ``"no"``: the pass finishes
+            and its audio is dropped, the server before issue #26, kept to compare against.
         limits: the protocol limits of §10.
     """
 
@@ -145,6 +152,7 @@ class Settings:
     first_audio_target_s: float = 0.15
     lead_in: str = "off"
     utterance_release: str = "deadline"
+    abort_on_cancel: str = "yes"
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -171,6 +179,9 @@ class Settings:
         if self.utterance_release not in UTTERANCE_RELEASES:
             choices = ", ".join(UTTERANCE_RELEASES)
             raise SettingsError(f"utterance_release must be one of {choices}, not {self.utterance_release!r}")
+        if self.abort_on_cancel not in ABORT_ON_CANCELS:
+            choices = ", ".join(ABORT_ON_CANCELS)
+            raise SettingsError(f"abort_on_cancel must be one of {choices}, not {self.abort_on_cancel!r}")
         if self.lead_in not in LEAD_INS:
             raise SettingsError(f"lead_in must be one of {', '.join(LEAD_INS)}, not {self.lead_in!r}")
         if not self.first_audio_target_s >= 0:
@@ -317,6 +328,13 @@ _OPTIONS: tuple[_Option, ...] = (
         "deadline: speak the start of an utterance's unfinished sentence when the listener would otherwise "
         "run out of audio; sentence: wait for the sentence's end (default deadline; PROTOCOL.md §15.3)",
         choices=UTTERANCE_RELEASES,
+    ),
+    _Option(
+        "abort_on_cancel",
+        str,
+        "yes: a cancel or disconnect aborts the model pass running for the request; no: the pass "
+        "finishes and its audio is dropped (default yes; PROTOCOL.md §4.2)",
+        choices=ABORT_ON_CANCELS,
     ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),

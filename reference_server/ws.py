@@ -88,6 +88,9 @@ class _Job:
         self.cancelled = False
         self.finished = False
         self.error: BaseException | None = None
+        self.audio: RequestAudio | None = None
+        """The request's synthesis while it runs; ``cancel`` closes it, which aborts a model pass running for
+        it (``settings.abort_on_cancel``) instead of waiting for the synthesizer to notice."""
         self._pieces: deque[AudioPiece] = deque()
         self._has_piece = asyncio.Event()
         self._has_space = asyncio.Event()
@@ -123,6 +126,8 @@ class _Job:
         self._has_space.set()
         if self.utterance is not None:
             self.utterance.close()  # wakes a synthesizer waiting for the utterance's text
+        if self.audio is not None:
+            self.audio.close()  # aborts the model pass running for it, if any
 
 
 class WebSocketSession:
@@ -331,6 +336,7 @@ class WebSocketSession:
                 continue
             job.begun = True
             audio = job.utterance or RequestAudio(self.runtime, job.request, self.listener)
+            job.audio = audio
             error: BaseException | None = None
             try:
                 while not job.cancelled:
