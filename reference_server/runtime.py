@@ -5,7 +5,8 @@ Everything sessions share lives here and nothing else does (the issue's isolatio
 whose worker threads run synthesis off the event loop, the model-speed estimate and the count of open
 sessions. Each request's audio is produced by a :class:`RequestAudio`, one segment per scheduler step, so
 a session can stop between segments (cancel, disconnect) and sessions share the model segment by segment,
-the one whose listener runs out of audio first going first (PROTOCOL.md §10.2).
+the one whose listener runs out of audio first going first (PROTOCOL.md §10.2). A cancel or a disconnect
+also aborts the model pass running for the request (:meth:`RequestAudio.close`, ``abort_on_cancel``).
 
 Text (PROTOCOL.md §14.2): the request's text first goes through the text front-end
 (:func:`protocol.frontend.speech_pieces`, in the voice's language): markdown is not read aloud, figures

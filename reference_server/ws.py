@@ -25,7 +25,8 @@ each segment as soon as it is certain, so speech starts while the client is stil
 
 The reader never waits on the writer, and the event loop never waits on the model, so WebSocket pings
 are answered throughout synthesis (§8). A client that disconnects stops everything: the tasks are
-cancelled, the generator is closed between segments and the session's buffers are dropped (§7.4).
+cancelled, the model pass running for it is aborted (``abort_on_cancel``) and the session's buffers are
+dropped (§7.4).
 """
 
 from __future__ import annotations
