@@ -12,6 +12,9 @@ against); :mod:`bench.record` and :mod:`bench.summary` (results and statistics);
 then one module per benchmark, in the order of the issue:
 
 1. :mod:`bench.transport_latency`: first audio, whole text vs first sentence;
+   1b. :mod:`bench.first_audio`: a reply's first audio, lead-in sent early vs with its segment;
+   1c. :mod:`bench.barge_in`: a cancel during a pass, then the next reply's first audio, the pass
+   aborted vs run to its end (issue #26);
 2. :mod:`bench.agent_latency`: the agent's first audio and playback underrun, bidi, stream and batch;
 3. :mod:`bench.transport_sizes`: bytes on the wire per audio encoding;
    3b. :mod:`bench.audio_formats`: bytes per second and first audio per session encoding (PCM16, G.711

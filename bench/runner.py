@@ -36,6 +36,7 @@ __all__ = ["BENCHMARKS", "Context", "benchmark_module", "result_dict", "run_benc
 BENCHMARKS = (
     "transport_latency",
     "first_audio",
+    "barge_in",
     "agent_latency",
     "transport_sizes",
     "audio_formats",

@@ -51,6 +51,7 @@ class ReferenceServer:
         segmentation, scheduling: the server's ``--segmentation`` (``deadline`` or ``sentence``, §10.1)
             and ``--scheduling`` (``deadline`` or ``fifo``, §10.2); ``None`` keeps its default.
         lead_in: the server's ``--lead-in`` (``early`` or ``off``); ``None`` keeps its default.
+        abort_on_cancel: the server's ``--abort-on-cancel`` (``yes`` or ``no``); ``None`` keeps its default.
 
     Use ``async with ReferenceServer(...) as server``; :attr:`url` is ``http://127.0.0.1:PORT``.
     """
@@ -64,9 +65,11 @@ class ReferenceServer:
         segmentation: str | None = None,
         scheduling: str | None = None,
         lead_in: str | None = None,
+        abort_on_cancel: str | None = None,
     ) -> None:
         self.backend = backend
         self.lead_in = lead_in
+        self.abort_on_cancel = abort_on_cancel
         self.lookahead = lookahead
         self.segmentation = segmentation
         self.scheduling = scheduling
@@ -82,6 +85,8 @@ class ReferenceServer:
             argv += ["--scheduling", scheduling]
         if lead_in is not None:
             argv += ["--lead-in", lead_in]
+        if abort_on_cancel is not None:
+            argv += ["--abort-on-cancel", abort_on_cancel]
         self.command = shlex.join(argv)
         self._container = CommandContainer(self.command, self.url, startup_timeout_s=STARTUP_TIMEOUT_S)
         self.startup_s: float | None = None
@@ -99,6 +104,7 @@ class ReferenceServer:
             "segmentation": self.segmentation,
             "scheduling": self.scheduling,
             "lead_in": self.lead_in,
+            "abort_on_cancel": self.abort_on_cancel,
             "command": self.command,
         }
 

@@ -5,7 +5,8 @@ Everything sessions share lives here and nothing else does (the issue's isolatio
 whose worker threads run synthesis off the event loop, the model-speed estimate and the count of open
 sessions. Each request's audio is produced by a :class:`RequestAudio`, one segment per scheduler step, so
 a session can stop between segments (cancel, disconnect) and sessions share the model segment by segment,
-the one whose listener runs out of audio first going first (PROTOCOL.md §10.2).
+the one whose listener runs out of audio first going first (PROTOCOL.md §10.2). A cancel or a disconnect
+also aborts the model pass running for the request (:meth:`RequestAudio.close`, ``abort_on_cancel``).
 
 Text (PROTOCOL.md §14.2): the request's text first goes through the text front-end
 (:func:`protocol.frontend.speech_pieces`, in the voice's language): markdown is not read aloud, figures
@@ -53,6 +54,7 @@ from protocol.pcm import StreamResampler, float_to_pcm16
 from protocol.segmenter import DEFAULT_MIN_UNITS, Boundary, Segmenter, language_code, spoken_units
 from protocol.voices import LANGUAGE_TAGS, LANGUAGES
 from reference_server.assets import AssetError
+from reference_server.backends.base import AbortSignal, PassAborted, aborting
 from reference_server.scheduling import DeadlineScheduler, Grant, Listener, ModelSpeed
 from reference_server.telemetry import Metrics
 
@@ -309,6 +311,9 @@ class RequestAudio:
         self._segmenter = Segmenter(language_code(self.language))
         self.compute_s = 0.0
         self.segments: list[SegmentRecord] = []
+        self.abort = AbortSignal()
+        """Set by :meth:`close`; with ``settings.abort_on_cancel`` it stops the model pass running for this
+        request (:class:`~reference_server.backends.base.AbortSignal`); ``abort.aborted`` counts them."""
 
     def _next_text(self) -> str | OpenText | object | None:
         """The next text to synthesize (runs on a worker, under the lock): ``None`` when there is no
@@ -334,8 +339,9 @@ class RequestAudio:
         """Synthesize one segment (runs on a scheduler worker); :data:`WAIT_FOR_TEXT` when an utterance
         has spoken all it holds."""
         started = time.perf_counter()
+        abortable = getattr(self._runtime.settings, "abort_on_cancel", "yes") == "yes"
         try:
-            with self._lock:
+            with self._lock, aborting(self.abort if abortable else None):
                 if self._closed or self._exhausted:
                     return None
                 if self._runtime.settings.segmentation == "sentence":
@@ -343,6 +349,12 @@ class RequestAudio:
                 if self._pending is not None:
                     return self._advance_pending()
                 return self._advance_deadline(grant)
+        except PassAborted:
+            # close() stopped the pass (cancel, disconnect): it gives no audio and the request is over.
+            self._exhausted = True
+            self._runtime.passes_aborted += 1
+            log_event(logger, "pass_aborted", logging.DEBUG, request_id=self._request.request_id)
+            return None
         finally:
             self.compute_s += time.perf_counter() - started
 
@@ -616,10 +628,14 @@ class RequestAudio:
         )
 
     def close(self) -> None:
-        """Stop synthesis and release the generator; never blocks the event loop, safe to call twice."""
+        """Stop synthesis and release the generator; never blocks the event loop, safe to call twice.
+
+        A model pass running for this request is aborted (:attr:`abort`) when ``settings.abort_on_cancel``
+        is ``yes``: its step ends at once with no audio, and the model is free for the next request."""
         if self._closed:
             return
         self._closed = True
+        self.abort.set()
         if self._lock.acquire(blocking=False):
             try:
                 self._close_segments()
@@ -661,6 +677,8 @@ class Runtime:
             worker was inside.
         speed: the model-speed estimate of this backend on this device (§10.1).
         sessions: open WebSocket sessions and in-flight ``POST /invocations`` requests.
+        passes_aborted: model passes stopped early because their request was cancelled or its client
+            left (``settings.abort_on_cancel``, issue #26).
         metrics: the Prometheus instruments (:class:`~reference_server.telemetry.Metrics`); served only
             when ``settings.metrics_port`` is set.
     """
@@ -690,6 +708,8 @@ class Runtime:
         self.failure: str | None = None
         """Why loading failed, in one line (with the fix when there is one); ``None`` unless FAILED."""
         self.sessions = 0
+        self.passes_aborted = 0
+        """Model passes stopped by a cancel or a disconnect (``settings.abort_on_cancel``)."""
         self.closing = False
         self._ready = asyncio.Event()
         self._http_ids = itertools.count(1)

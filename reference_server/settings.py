@@ -22,6 +22,7 @@ from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
 from protocol.logs import LOG_FORMATS, LOG_LEVELS
 
 __all__ = [
+    "ABORT_ON_CANCELS",
     "BACKENDS",
     "DEFAULT_HOST",
     "DEFAULT_MAX_HEADER_BYTES",
@@ -54,6 +55,8 @@ UTTERANCE_RELEASES = ("deadline", "sentence")
 """When an utterance's unfinished sentence may be spoken (:attr:`Settings.utterance_release`, §15.3)."""
 LEAD_INS = ("early", "off")
 """When a speech's lead-in silence is sent (:attr:`Settings.lead_in`, PROTOCOL.md §10.1)."""
+ABORT_ON_CANCELS = ("yes", "no")
+"""Whether a cancel aborts the model pass running for the request (:attr:`Settings.abort_on_cancel`)."""
 ENV_PREFIX = "KOKORO_"
 """Every setting ``name`` is read from the environment variable ``KOKORO_<NAME>``."""
 PLAYGROUND_MODES = ("auto", "on", "off")
@@ -141,6 +144,10 @@ class Settings:
             names get 421, the defence against DNS rebinding (§13). Default: none.
         max_header_bytes: largest request head (request line and headers) read, in bytes; a larger one
             gets 431 ``headers_too_large`` (§13). Default 16,384.
+        abort_on_cancel: ``"yes"`` (default): a cancel, a disconnect or a failed session aborts the model
+            pass running for the request (onnxruntime's ``RunOptions.terminate``, torch between layers), so
+            the next request gets the model at once (PROTOCOL.md §4.2, §7.4); ``"no"``: the pass finishes
+            and its audio is dropped, the server before issue #26, kept to compare against.
         limits: the protocol limits of §10.
     """
 
@@ -163,6 +170,7 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    abort_on_cancel: str = "yes"
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -189,6 +197,9 @@ class Settings:
         if self.utterance_release not in UTTERANCE_RELEASES:
             choices = ", ".join(UTTERANCE_RELEASES)
             raise SettingsError(f"utterance_release must be one of {choices}, not {self.utterance_release!r}")
+        if self.abort_on_cancel not in ABORT_ON_CANCELS:
+            choices = ", ".join(ABORT_ON_CANCELS)
+            raise SettingsError(f"abort_on_cancel must be one of {choices}, not {self.abort_on_cancel!r}")
         if self.lead_in not in LEAD_INS:
             raise SettingsError(f"lead_in must be one of {', '.join(LEAD_INS)}, not {self.lead_in!r}")
         if not self.first_audio_target_s >= 0:
@@ -362,6 +373,13 @@ _OPTIONS: tuple[_Option, ...] = (
         int,
         f"largest request line plus headers in bytes; larger gets 431 (default {DEFAULT_MAX_HEADER_BYTES}; "
         "PROTOCOL.md §13)",
+    ),
+    _Option(
+        "abort_on_cancel",
+        str,
+        "yes: a cancel or disconnect aborts the model pass running for the request; no: the pass "
+        "finishes and its audio is dropped (default yes; PROTOCOL.md §4.2)",
+        choices=ABORT_ON_CANCELS,
     ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),

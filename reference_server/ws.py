@@ -25,7 +25,8 @@ each segment as soon as it is certain, so speech starts while the client is stil
 
 The reader never waits on the writer, and the event loop never waits on the model, so WebSocket pings
 are answered throughout synthesis (§8). A client that disconnects stops everything: the tasks are
-cancelled, the generator is closed between segments and the session's buffers are dropped (§7.4).
+cancelled, the model pass running for it is aborted (``abort_on_cancel``) and the session's buffers are
+dropped (§7.4).
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ class _Job:
         self.cancelled = False
         self.finished = False
         self.error: BaseException | None = None
+        self.audio: RequestAudio | None = None
+        """The request's synthesis while it runs; ``cancel`` closes it, which aborts a model pass running for
+        it (``settings.abort_on_cancel``) instead of waiting for the synthesizer to notice."""
         self._pieces: deque[AudioPiece] = deque()
         self._has_piece = asyncio.Event()
         self._has_space = asyncio.Event()
@@ -123,6 +127,8 @@ class _Job:
         self._has_space.set()
         if self.utterance is not None:
             self.utterance.close()  # wakes a synthesizer waiting for the utterance's text
+        if self.audio is not None:
+            self.audio.close()  # aborts the model pass running for it, if any
 
 
 class WebSocketSession:
@@ -331,6 +337,7 @@ class WebSocketSession:
                 continue
             job.begun = True
             audio = job.utterance or RequestAudio(self.runtime, job.request, self.listener)
+            job.audio = audio
             error: BaseException | None = None
             try:
                 while not job.cancelled:

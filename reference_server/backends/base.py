@@ -12,9 +12,11 @@ audio; :func:`word_timings` turns those into each word's start and end, the same
 from __future__ import annotations
 
 import abc
+import contextlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,11 +41,15 @@ __all__ = [
     "FRAME_SAMPLES",
     "LEAD_IN_ERROR_BOUND",
     "SAMPLE_RATE",
+    "AbortSignal",
     "Alignment",
     "Backend",
     "BackendNotLoadedError",
+    "PassAborted",
     "Segment",
     "UnknownVoiceError",
+    "aborting",
+    "current_abort",
     "installed_voices",
     "lead_in_frames",
     "word_timings",
@@ -91,6 +97,100 @@ def installed_voices(languages: Iterable[str] | None = None) -> frozenset[str]:
     """
     codes = available_languages() if languages is None else frozenset(languages)
     return frozenset(voice for voice in KOKORO_VOICES if voice[0] in codes)
+
+
+class PassAborted(Exception):
+    """A model pass stopped before its end because its request's :class:`AbortSignal` was set (a cancel,
+    a disconnect: PROTOCOL.md §4.2, §7.4); the pass gives no audio."""
+
+
+class AbortSignal:
+    """Aborts the model pass running for one request, set from any thread (PROTOCOL.md §4.2, §7.4).
+
+    The runtime makes one per request and installs it around each synthesis step with :func:`aborting`;
+    a backend reads it with :func:`current_abort` and stops its running pass when it is set: onnxruntime
+    through ``RunOptions.terminate`` (a :meth:`hook`), torch between the model's layers (:meth:`check`).
+    A backend that reads no signal simply finishes the pass, as before.
+
+    Setting it twice, or before a pass starts, is harmless: the next pass of the request is aborted as it
+    starts. :attr:`aborted` counts the passes that stopped this way (for tests and logs).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._hooks: list[Callable[[], None]] = []
+        self.aborted = 0
+
+    @property
+    def is_set(self) -> bool:
+        """Whether :meth:`set` was called."""
+        return self._set
+
+    def set(self) -> None:
+        """Abort the running pass (if any) and every later one; never blocks on the pass."""
+        with self._lock:
+            if self._set:
+                return
+            self._set = True
+            hooks = list(self._hooks)
+        for hook in hooks:
+            hook()
+
+    def check(self) -> None:
+        """Raise :class:`PassAborted` if the signal is set (a backend calls it between layers).
+
+        Raises:
+            PassAborted: :meth:`set` was called.
+        """
+        if self._set:
+            raise self.stopped()
+
+    def stopped(self) -> PassAborted:
+        """Count one pass stopped by this signal; the exception for the backend to raise."""
+        self.aborted += 1
+        return PassAborted("the request was cancelled")
+
+    @contextlib.contextmanager
+    def hook(self, action: Callable[[], None]) -> Iterator[None]:
+        """Run ``action`` (on the thread that sets the signal) if the signal is set while the block runs;
+        at once if it is set already."""
+        with self._lock:
+            already = self._set
+            if not already:
+                self._hooks.append(action)
+        if already:
+            action()
+        try:
+            yield
+        finally:
+            with self._lock:
+                if action in self._hooks:
+                    self._hooks.remove(action)
+
+
+_current = threading.local()
+
+
+def current_abort() -> AbortSignal | None:
+    """The :class:`AbortSignal` of the request this thread synthesizes now (:func:`aborting`), or
+    ``None`` when the pass may not be aborted."""
+    return getattr(_current, "signal", None)
+
+
+@contextlib.contextmanager
+def aborting(signal: AbortSignal | None) -> Iterator[None]:
+    """Make ``signal`` this thread's :func:`current_abort` while the block runs (``None``: no abort).
+
+    A thread-local rather than an argument, so that every backend method (``synthesize``, ``align``,
+    ``decode``) and every stand-in backend keeps its signature; model passes run on the calling thread.
+    """
+    previous = getattr(_current, "signal", None)
+    _current.signal = signal
+    try:
+        yield
+    finally:
+        _current.signal = previous
 
 
 class UnknownVoiceError(ValueError):
@@ -321,7 +421,8 @@ class Backend(abc.ABC):
         """Speak ``text`` in the voice's language: a generator of :class:`Segment`, one per model pass.
 
         The arguments are checked at once (not on the first ``next``). Closing the generator between
-        segments stops the work; a segment already running finishes first.
+        segments stops the work; a segment already running finishes first, unless the thread runs it
+        under :func:`aborting` and the signal is set: then it raises :class:`PassAborted` early.
 
         Args:
             text: plain text; cut into sentences and then into pieces of at most 510 phoneme tokens.

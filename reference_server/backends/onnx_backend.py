@@ -31,6 +31,10 @@ Threads: ``InferenceSession.run`` is thread-safe and this backend keeps no per-c
 The session's intra-op pool is ``threads`` wide (default: the CPUs this process may use, 2 on the CI
 machine); concurrent calls share it. Its idle threads sleep rather than spin (``allow_spinning`` 0), so that
 they leave the cores to the server's event loop and its neighbours between two model calls.
+
+Abort (issue #26): a run made under :func:`reference_server.backends.base.aborting` carries its own
+``RunOptions``; when the request is cancelled the event loop sets their ``terminate`` flag and the run
+stops at its next node (:meth:`OnnxBackend._run`), so the model is free for the next request at once.
 """
 
 from __future__ import annotations
@@ -39,11 +43,12 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from reference_server import assets as assets_module
-from reference_server.backends.base import Alignment, Backend, Segment
+from reference_server.backends.base import Alignment, Backend, Segment, current_abort
 from reference_server.backends.g2p import PhonemeSegment
 
 __all__ = [
@@ -205,6 +210,34 @@ class OnnxBackend(Backend):
         self.aligns = bool(split)
         self._load_phonemizer(found.config)
 
+    @staticmethod
+    def _run(session: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """``session.run`` that the thread's :class:`~reference_server.backends.base.AbortSignal` can stop.
+
+        Each call gets its own ``RunOptions``; setting the signal (from any thread) sets its ``terminate``
+        flag, and onnxruntime gives up the run at its next node (REFERENCE.md §9) with an error, raised
+        here as :class:`~reference_server.backends.base.PassAborted`. The session stays usable: a later
+        run has fresh options. Without a signal, or with one never set, the run is the plain one and its
+        output the same to the bit (the options change nothing else).
+
+        Raises:
+            PassAborted: the signal was set before or during the run.
+        """
+        signal = current_abort()
+        if signal is None:
+            return session.run(None, inputs)
+        import onnxruntime
+
+        options = onnxruntime.RunOptions()
+        with signal.hook(lambda: setattr(options, "terminate", True)):
+            signal.check()
+            try:
+                return session.run(None, inputs, run_options=options)
+            except Exception as exc:
+                if signal.is_set:  # "Exiting due to terminate flag being set to true."
+                    raise signal.stopped() from exc
+                raise
+
     def _inputs(self, segment: PhonemeSegment, pack: np.ndarray, speed: float) -> dict[str, np.ndarray]:
         tokens = [self._vocab[symbol] for symbol in segment.phonemes]
         return {
@@ -220,13 +253,13 @@ class OnnxBackend(Backend):
             alignment = self._align(segment, pack, speed)
             return self.decode(alignment).audio, alignment.durations
         assert self._session is not None  # synthesize() checks that load() ran
-        audio, durations = self._session.run(None, self._inputs(segment, pack, speed))
+        audio, durations = self._run(self._session, self._inputs(segment, pack, speed))
         return np.asarray(audio, dtype=np.float32).ravel(), np.asarray(durations).ravel().tolist()
 
     def _align(self, segment: PhonemeSegment, pack: np.ndarray, speed: float) -> Alignment:
         assert self._text_session is not None  # align() checks that load() split the graph
         inputs = self._inputs(segment, pack, speed)
-        *features, durations = self._text_session.run(None, inputs)
+        *features, durations = self._run(self._text_session, inputs)
         return Alignment.of(
             segment,
             np.asarray(durations).ravel().tolist(),
@@ -239,7 +272,7 @@ class OnnxBackend(Backend):
         24 kHz, the same samples as one run of the whole graph."""
         if self._decoder_session is None:
             return super().decode(alignment)
-        (audio,) = self._decoder_session.run(None, alignment.features)
+        (audio,) = self._run(self._decoder_session, alignment.features)
         segment = alignment.segment
         return Segment(
             segment.text, np.asarray(audio, dtype=np.float32).ravel(), alignment.words, segment.phonemes

@@ -16,6 +16,12 @@ and returns the predicted durations the word timings come from
 Threads: forward passes of one shared model in eval mode under ``torch.inference_mode`` change no
 module state, so ``synthesize`` may run on several threads at once. On the CPU ``threads`` sets
 torch's intra-op pool, which is process-wide (default: the CPUs this process may use).
+
+Abort (issue #26): every module of the model has a forward pre-hook that checks the calling thread's
+:class:`~reference_server.backends.base.AbortSignal` (:func:`~reference_server.backends.base.aborting`), so
+a cancelled request's pass stops before the next layer runs (the decoder's convolutions and resblocks,
+the text side's ALBERT layers) with :class:`~reference_server.backends.base.PassAborted`. A hook that finds
+no signal set does nothing: the audio of a pass that runs to its end is the same to the bit.
 """
 
 from __future__ import annotations
@@ -27,11 +33,18 @@ from typing import Any
 import numpy as np
 
 from reference_server import assets as assets_module
-from reference_server.backends.base import Backend
+from reference_server.backends.base import Backend, current_abort
 from reference_server.backends.g2p import PhonemeSegment
 from reference_server.backends.onnx_backend import usable_cpus
 
 __all__ = ["TorchBackend"]
+
+
+def _abort_between_layers(module: Any, args: Any) -> None:
+    """Forward pre-hook: stop the pass before this layer if the thread's request was aborted."""
+    signal = current_abort()
+    if signal is not None:
+        signal.check()
 
 
 class TorchBackend(Backend):
@@ -75,6 +88,8 @@ class TorchBackend(Backend):
         if torch.device(device).type == "cpu":
             torch.set_num_threads(self.threads or usable_cpus())
         model = build_kmodel(found.config, found.torch_weights)
+        for module in model.modules():
+            module.register_forward_pre_hook(_abort_between_layers)
         self._model = model.to(device)
         self.device = device
         with np.load(found.voices) as voices:
