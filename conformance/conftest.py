@@ -349,8 +349,8 @@ def _skip_reason(report: pytest.TestReport) -> str:
 CLAUSE_NODE = Path(__file__).resolve().parent / "clauses"
 """Where a clause row's own pytest report lives, as if the suite's package had a module ``clauses``: its node
 id is this path relative to the rootdir, ``conformance/clauses::R6.1-2`` from a checkout, shown like the
-cases' node ids from any directory (``kokoro-conformance``); ``conformance/clauses`` when the rootdir does
-not hold the package."""
+cases' node ids from any directory (``kokoro-conformance``); ``conformance/clauses`` when the rootdir is
+neither the checkout nor the package."""
 
 
 @pytest.hookimpl(wrapper=True)
@@ -400,10 +400,15 @@ def _report_clause(session: pytest.Session, row: dict[str, Any], message: str | 
     the terminal, pytest's JUnit XML and ``session.testsfailed`` take it like any failed test. ``message``
     replaces the row's description (an unexpected pass of ``--expect``)."""
     session.testscollected += 1  # the terminal's progress counts it
-    try:
-        where = CLAUSE_NODE.relative_to(session.config.rootpath).as_posix()
-    except ValueError:  # the plugin runs cases from elsewhere (-p conformance.conftest)
-        where = "conformance/clauses"
+    root, package = session.config.rootpath, CLAUSE_NODE.parent
+    # From the checkout (rootdir its root) or kokoro-conformance (rootdir the package): beside the cases'
+    # node ids. Any other rootdir (the plugin with cases of elsewhere, -p conformance.conftest) says
+    # conformance/clauses, wherever the checkout lies: a checkout under the rootdir must not show its path.
+    where = (
+        CLAUSE_NODE.relative_to(root).as_posix()
+        if root in (package, package.parent)
+        else "conformance/clauses"
+    )
     nodeid = f"{where}::{row['clause']}"
     location = (where, None, f"clause {row['clause']}")
     properties = [("requirement", row["clause"]), ("level", row["level"]), ("verdict", row["verdict"])]
