@@ -29,7 +29,7 @@ from typing import Any
 
 from bench import seeds
 from bench.record import Result
-from bench.summary import describe, ratio
+from bench.summary import describe, ms, ratio
 from bench.texts import REPLY
 
 __all__ = ["MODES", "NAME", "SMOKE", "TITLE", "Config", "notes", "plot", "run", "seed_timing", "tables"]
@@ -186,10 +186,6 @@ async def run(context: Any, config: Config = Config()) -> Result:
     return result
 
 
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f} ms"
-
-
 def _x(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
@@ -214,7 +210,7 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
     for condition in ("local", "hop"):
         figures = result["figures"][condition]
         first = {mode: figures[f"{mode}_first_audio_ms"] for mode in modes}
-        row = [names[condition], *(_ms(first[mode]["median"]) for mode in modes)]
+        row = [names[condition], *(ms(first[mode]["median"], 0) for mode in modes)]
         row.append(" / ".join(str(first[mode]["n"]) for mode in modes))
         if "stream" in modes:
             row.append(_x(figures.get("stream_over_bidi")))
@@ -232,8 +228,8 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
                     [
                         names[condition],
                         mode,
-                        _ms(under["median"]),
-                        _ms(under["max"]),
+                        ms(under["median"], 0),
+                        ms(under["max"], 0),
                         str(figures[f"{mode}_stalls"]),
                     ]
                 )

@@ -36,7 +36,7 @@ from typing import Any
 from bench.channels import SessionError, converse, direct_channel
 from bench.record import Result
 from bench.stack import ReferenceServer
-from bench.summary import describe, ratio
+from bench.summary import describe, ms, paired, ratio
 from bench.texts import LONG_REPLIES
 from protocol.session import AudioReceived, ErrorReceived, SynthesisCompleted
 
@@ -173,22 +173,10 @@ async def run(context: Any, config: Config = Config()) -> Result:
             figures[mode]["cancel_to_next_audio_ms"]["median"], figures[mode]["idle_first_audio_ms"]["median"]
         )
         figures[mode]["all_cancelled"] = all(t["cancelled_status"] == "cancelled" for t in mine)
-    figures["paired_change_ms"] = describe(_paired(result.trials, "cancel_to_next_audio_ms"))
+    figures["paired_change_ms"] = describe(paired(result.trials, "cancel_to_next_audio_ms", "yes", "no"))
     figures["target_ms"] = TARGET_MS
     result.figures = figures
     return result
-
-
-def _paired(trials: list[dict[str, Any]], key: str) -> list[float]:
-    """``yes - no`` of ``key`` in each trial (the two modes of a trial ran back to back)."""
-    by_trial: dict[int, dict[str, float]] = {}
-    for trial in trials:
-        by_trial.setdefault(trial["trial"], {})[trial["mode"]] = trial[key]
-    return [pair["yes"] - pair["no"] for pair in by_trial.values() if len(pair) == 2]
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.1f} ms"
 
 
 def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
@@ -211,28 +199,28 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
         rows.append(
             [
                 LABELS[mode],
-                _ms(f["cancel_to_complete_ms"]["median"]),
+                ms(f["cancel_to_complete_ms"]["median"]),
                 f"{f['bytes_after_cancel']['median']:,.0f}",
-                _ms(f["cancel_to_next_audio_ms"]["median"]),
-                _ms(f["cancel_to_next_audio_ms"]["p95"]),
-                _ms(f["idle_first_audio_ms"]["median"]),
-                _ms(f["excess_ms"]["median"]),
+                ms(f["cancel_to_next_audio_ms"]["median"]),
+                ms(f["cancel_to_next_audio_ms"]["p95"]),
+                ms(f["idle_first_audio_ms"]["median"]),
+                ms(f["excess_ms"]["median"]),
                 "–" if f["next_over_idle"] is None else f"{f['next_over_idle']:.2f}",
                 str(f["cancel_to_next_audio_ms"]["n"]),
             ]
         )
-    paired = _paired(trials, "cancel_to_next_audio_ms")
+    changes = paired(trials, "cancel_to_next_audio_ms", "yes", "no")
     rows.append(
         [
             "new − old, same trial",
             "",
             "",
-            _ms(statistics.median(paired) if paired else None),
+            ms(statistics.median(changes) if changes else None),
             "",
             "",
             "",
             "",
-            str(len(paired)),
+            str(len(changes)),
         ]
     )
     return [(headers, rows)]
@@ -249,7 +237,7 @@ def notes(result: dict[str, Any]) -> list[str]:
         f"({config['next_text']!r}) is sent right after the cancel on the same session. Idle first audio "
         "is the same next reply alone on a new session, in the same trial.",
         f"Target (issue #26): the next reply's first audio within {figures['target_ms']:.0f} ms of its "
-        f"idle first audio; with the pass aborted the median difference is {_ms(new)}: {verdict}.",
+        f"idle first audio; with the pass aborted the median difference is {ms(new)}: {verdict}.",
         "Bytes after cancel: audio of the cancelled request read after the cancel was sent: what was on "
         "the wire already (a segment goes out in frames of at most max_audio_frame_bytes); the server "
         "sends nothing of the cancelled request after reading the cancel, in both modes. Cancel → complete "

@@ -34,7 +34,7 @@ import numpy as np
 from bench.channels import converse, direct_channel
 from bench.record import Result
 from bench.stack import ReferenceServer
-from bench.summary import describe
+from bench.summary import describe, ms, paired
 from bench.texts import REPLY_SENTENCES
 
 __all__ = ["MODES", "NAME", "SMOKE", "TITLE", "Config", "notes", "plot", "run", "tables"]
@@ -149,7 +149,8 @@ async def run(context: Any, config: Config = Config()) -> Result:
         mine = [t for t in result.trials if t["mode"] == mode]
         figures[mode] = {key: describe([t[key] for t in mine]) for key in (*_TIMES, "first_piece_s")}
     figures["paired_change_ms"] = {
-        key: describe(_paired(result.trials, key)) for key in ("first_audio_ms", "first_voice_ms")
+        key: describe(paired(result.trials, key, "early", "off"))
+        for key in ("first_audio_ms", "first_voice_ms")
     }
     early = [t for t in result.trials if t["mode"] == "early"]
     figures["same_length_all"] = all(t["same_length"] for t in early)
@@ -157,18 +158,6 @@ async def run(context: Any, config: Config = Config()) -> Result:
     figures["differing_after_lead_in"] = sum((t["differing_after_lead_in"] or 0) for t in early)
     result.figures = figures
     return result
-
-
-def _paired(trials: list[dict[str, Any]], key: str) -> list[float]:
-    """``early - off`` of ``key`` in each trial (the two modes of a trial ran back to back)."""
-    by_trial: dict[int, dict[str, float]] = {}
-    for trial in trials:
-        by_trial.setdefault(trial["trial"], {})[trial["mode"]] = trial[key]
-    return [pair["early"] - pair["off"] for pair in by_trial.values() if len(pair) == 2]
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.1f} ms"
 
 
 def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
@@ -190,26 +179,26 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
         rows.append(
             [
                 LABELS[mode],
-                _ms(f["first_audio_ms"]["median"]),
-                _ms(f["first_audio_ms"]["p95"]),
-                _ms(f["first_voice_ms"]["median"]),
-                _ms(wait),
-                _ms(f["underrun_ms"]["median"]),
+                ms(f["first_audio_ms"]["median"]),
+                ms(f["first_audio_ms"]["p95"]),
+                ms(f["first_voice_ms"]["median"]),
+                ms(wait),
+                ms(f["underrun_ms"]["median"]),
                 str(f["first_audio_ms"]["n"]),
             ]
         )
-    paired = [
+    change = [
         [
             "new − old, same trial",
-            _ms(statistics.median(_paired(trials, "first_audio_ms") or [0.0])),
+            ms(statistics.median(paired(trials, "first_audio_ms", "early", "off") or [0.0])),
             "",
-            _ms(statistics.median(_paired(trials, "first_voice_ms") or [0.0])),
+            ms(statistics.median(paired(trials, "first_voice_ms", "early", "off") or [0.0])),
             "",
             "",
-            str(len(_paired(trials, "first_audio_ms"))),
+            str(len(paired(trials, "first_audio_ms", "early", "off"))),
         ]
     ]
-    return [(headers, rows + paired)]
+    return [(headers, rows + change)]
 
 
 def notes(result: dict[str, Any]) -> list[str]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["change_pct", "describe", "percentile", "ratio"]
 
@@ -55,3 +56,17 @@ def change_pct(new: float | None, old: float | None, digits: int = 1) -> float |
     if new is None or not old:
         return None
     return round(100.0 * (new - old) / old, digits)
+
+
+def paired(trials: Sequence[Mapping[str, Any]], key: str, new: str, old: str) -> list[float]:
+    """``new − old`` of ``key`` in each trial that ran both modes back to back (``trial`` numbers them,
+    ``mode`` names them): a per-trial difference cancels the machine's slower and faster moments."""
+    by_trial: dict[Any, dict[str, float]] = {}
+    for trial in trials:
+        by_trial.setdefault(trial["trial"], {})[trial["mode"]] = trial[key]
+    return [pair[new] - pair[old] for pair in by_trial.values() if new in pair and old in pair]
+
+
+def ms(value: float | None, digits: int = 1) -> str:
+    """A duration in milliseconds for a table: ``"1,234.5 ms"``, or ``"–"`` when it is missing."""
+    return "–" if value is None else f"{value:,.{digits}f} ms"

@@ -32,7 +32,7 @@ from bench import seeds
 from bench.channels import converse, simulator_channel
 from bench.record import Result
 from bench.stack import simulated_endpoint
-from bench.summary import change_pct, describe
+from bench.summary import change_pct, describe, ms
 from bench.texts import REPLY, REPLY_SENTENCES
 
 __all__ = ["MODES", "NAME", "SMOKE", "TITLE", "Config", "notes", "plot", "run", "tables"]
@@ -148,10 +148,6 @@ async def run(context: Any, config: Config = Config()) -> Result:
     return result
 
 
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.1f} ms"
-
-
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:+.1f} %"
 
@@ -180,10 +176,10 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
         rows.append(
             [
                 LABELS[mode],
-                _ms(first["median"]),
+                ms(first["median"]),
                 str(first["n"]),
-                _ms(figures[mode]["all_audio_ms"]["median"]),
-                _ms(seed_ms.get(mode)),
+                ms(figures[mode]["all_audio_ms"]["median"]),
+                ms(seed_ms.get(mode)),
                 _pct(ours_change) if mode != "whole_one_piece" else "(baseline)",
                 _pct(seed_change)
                 if mode == "first_sentence"
