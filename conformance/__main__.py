@@ -11,8 +11,8 @@ Examples::
     kokoro-conformance --container-cmd "docker run --rm -p 127.0.0.1:{port}:8080 my-tts" --report report
     kokoro-conformance --container-url http://127.0.0.1:8080 --cases "9.1.*"
     kokoro-conformance --target live --endpoint-name my-endpoint --region us-east-1
-  kokoro-conformance --container-url http://127.0.0.1:8080 --expect known-failures.toml
-  kokoro-conformance replay report/cases/4.2.1.json --container-url http://127.0.0.1:8080
+    kokoro-conformance --container-url http://127.0.0.1:8080 --expect known-failures.toml
+    kokoro-conformance replay report/cases/4.2.1.json --container-url http://127.0.0.1:8080
 """
 
 from __future__ import annotations
@@ -40,11 +40,14 @@ USAGE = """usage: kokoro-conformance [options]
 
 Certify a TTS container against spec/PROTOCOL.md: by default the reference server, through the SageMaker
 simulator and the official AWS clients. Exit status 1 when a case is FAILED, or a clause: a finding that
-breaks a MUST, wherever the suite saw it.
+breaks a MUST, wherever the suite saw it (--expect FILE: unless the file lists it as a known failure).
 
   kokoro-conformance --container-cmd "docker run --rm -p 127.0.0.1:{port}:8080 my-tts" --report report
   kokoro-conformance --container-url http://127.0.0.1:8080 --cases "9.1.*"
+  kokoro-conformance --container-url http://127.0.0.1:8080 --expect known-failures.toml
   kokoro-conformance --target live --endpoint-name my-endpoint --region us-east-1
+  kokoro-conformance replay report/cases/4.2.1.json --container-url http://127.0.0.1:8080
+                     (send one recorded case again; kokoro-conformance replay --help)
 """
 
 

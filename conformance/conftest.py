@@ -59,6 +59,7 @@ from conformance.probe import Probe, Recording
 from conformance.report import Results
 from conformance.target import (
     ContainerProcess,
+    ContainerStartError,
     LiveTarget,
     SimulatorTarget,
     Target,
@@ -481,7 +482,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if config.getoption("target") == "live" or config.getoption("container_url") or config.option.collectonly:
         return
-    _container_process(config).launch()
+    try:
+        _container_process(config).launch()
+    except ContainerStartError as exc:
+        raise pytest.UsageError(f"--container-cmd: {exc}") from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from conformance.replay import replay_command
+from conformance.replay import replay_command, replayable
 
 __all__ = ["Defect", "defects", "load_matrix", "render_case", "render_index", "write", "write_junit"]
 
@@ -492,7 +492,7 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
             f"<dt>Replay</dt><dd><code>{_e(replay_command(f'cases/{case_id}.json'))}</code> (from the "
             "report's folder: sends this case's client messages again and shows where the answers differ)"
             "</dd>"
-            if any(s.get("entries") for s in case.get("client_log", []))
+            if replayable(case)
             else ""
         )
         + (f"<dt>Message</dt><dd><pre>{_e(case['message'])}</pre></dd>" if case.get("message") else "")

@@ -28,7 +28,17 @@ from typing import Any
 
 from conformance.report import CASE_FORMAT
 
-__all__ = ["CASE_FORMAT", "Frame", "ReplayError", "compare", "frames", "load_case", "main", "replay_command"]
+__all__ = [
+    "CASE_FORMAT",
+    "Frame",
+    "ReplayError",
+    "compare",
+    "frames",
+    "load_case",
+    "main",
+    "replay_command",
+    "replayable",
+]
 
 IDENTIFYING = ("type", "request_id", "status", "code", "fatal", "utterance_id")
 """Control-frame members compared on replay; the others carry timings or measurements."""
@@ -87,10 +97,18 @@ def load_case(path: Path) -> dict[str, Any]:
             f"{path}: written by another version of the suite (format {case.get('format')!r}, this one "
             f"replays {CASE_FORMAT!r}): run the case again with this version"
         )
-    sessions = [s for s in case["client_log"] if _replayable(s)]
-    if not sessions:
-        raise ReplayError(f"{path}: case {case['id']} recorded no bidirectional session to replay")
+    if not replayable(case):
+        raise ReplayError(
+            f"{path}: case {case['id']} cannot be replayed: its sessions were shared recordings or sent "
+            "messages too large to keep, so their bytes are not in the file"
+        )
     return case
+
+
+def replayable(case: dict[str, Any]) -> bool:
+    """Whether a case file has a session :func:`replay` can send again (the report shows the command only
+    then): sessions of shared recordings (``recorded``) and messages over 64 KiB keep no bytes."""
+    return any(_replayable(s) for s in case.get("client_log", []))
 
 
 def _replayable(session: dict[str, Any]) -> bool:

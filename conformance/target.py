@@ -98,15 +98,26 @@ class ContainerProcess:
 
     def launch(self) -> None:
         """Start the command and return at once (idempotent): a container loads its model for seconds, which
-        the caller may spend on its own start-up before :meth:`wait_ready`."""
+        the caller may spend on its own start-up before :meth:`wait_ready`.
+
+        Raises:
+            ContainerStartError: the command cannot be run (no such program, not executable).
+        """
         if self._process is not None:
             return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("wb")
         # Its own process group, so a wrapper (a shell, `docker run`) stops with everything it started.
-        self._process = subprocess.Popen(
-            shlex.split(self.command), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        try:
+            self._process = subprocess.Popen(
+                shlex.split(self.command), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        except OSError as exc:
+            self._log.close()
+            raise ContainerStartError(
+                f"the container command cannot be run ({exc.strerror}: {exc.filename or self.command}); "
+                "a relative path is taken from the current directory"
+            ) from None
         self.launched = time.monotonic()
 
     def wait_ready(self) -> None:

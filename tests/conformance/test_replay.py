@@ -100,3 +100,31 @@ def test_bad_input_is_one_line_and_exit_2(recorded: Path, argument: str, says: s
 def test_an_unreachable_server_is_bad_input(recorded: Path) -> None:
     done = _cli(recorded, "replay", "report/cases/3.1.2.json", "--container-url", "http://127.0.0.1:1")
     assert done.returncode == 2 and "does not answer" in done.stderr
+
+
+def test_a_case_of_shared_recordings_is_not_replayable_and_its_page_says_nothing_of_replay() -> None:
+    from conformance.htmlreport import render_case
+    from conformance.replay import replayable
+
+    shared = {
+        "format": "kokoro-conformance-case/1",
+        "id": "3.3.1",
+        "client_log": [
+            {"session": "long", "recorded": True, "entries": [{"dir": "send", "t": 0, "bytes": 2}]}
+        ],
+    }
+    assert not replayable(shared)
+    assert "kokoro-conformance replay" not in render_case(shared, {})
+    own = {
+        **shared,
+        "client_log": [{"session": "s", "entries": [{"dir": "send", "t": 0, "payload": "e30="}]}],
+    }
+    assert replayable(own) and "kokoro-conformance replay cases/3.3.1.json" in render_case(own, {})
+
+
+def test_a_container_command_that_cannot_run_is_one_line(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "--container-cmd", "no-such-program --port {port}", "--cases", "4.2.1")
+    assert done.returncode == 4, done.stdout + done.stderr
+    output = done.stdout + done.stderr
+    assert "ERROR: --container-cmd: the container command cannot be run" in output
+    assert "INTERNALERROR" not in output and "Traceback" not in output
