@@ -58,6 +58,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def _listening(url: str) -> bool:
+    """Whether something accepts TCP connections at ``url``'s host and port already."""
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 80), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
 class ContainerStartError(RuntimeError):
     """The container command exited, or did not answer ``GET /ping`` with 200 in time."""
 
@@ -101,10 +111,18 @@ class ContainerProcess:
         the caller may spend on its own start-up before :meth:`wait_ready`.
 
         Raises:
-            ContainerStartError: the command cannot be run (no such program, not executable).
+            ContainerStartError: the command cannot be run (no such program, not executable), or its port
+                is taken already (a command without ``{port}``).
         """
         if self._process is not None:
             return
+        if _listening(self.url):
+            # A command without {port} is reached on a fixed port: whatever already listens there would be
+            # certified in its place, and the command's own server would fail to bind unseen.
+            raise ContainerStartError(
+                f"{self.url} already answers before the container command started: stop that server, or put "
+                "{port} in the command so that the suite gives it a free port"
+            )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("wb")
         # Its own process group, so a wrapper (a shell, `docker run`) stops with everything it started.

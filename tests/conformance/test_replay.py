@@ -128,3 +128,24 @@ def test_a_container_command_that_cannot_run_is_one_line(tmp_path: Path) -> None
     output = done.stdout + done.stderr
     assert "ERROR: --container-cmd: the container command cannot be run" in output
     assert "INTERNALERROR" not in output and "Traceback" not in output
+
+
+def test_a_container_command_whose_port_is_taken_is_refused(tmp_path: Path) -> None:
+    """Without {port} the container is reached on 8080 (or the port its URL names): when something already
+    listens there, the suite refuses to start rather than certify that other server."""
+    import socket
+
+    from conformance.target import ContainerProcess, ContainerStartError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = ContainerProcess(f"{sys.executable} -m http.server {port}", tmp_path / "c.log")
+        process.url = f"http://127.0.0.1:{port}"  # as a command without {port} would be reached
+        with pytest.raises(ContainerStartError, match="already answers before the container command"):
+            process.launch()
+    process = ContainerProcess(f"{sys.executable} -c pass", tmp_path / "d.log")
+    process.url = f"http://127.0.0.1:{port}"  # free again
+    process.launch()
+    process.stop()
