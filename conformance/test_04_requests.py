@@ -177,7 +177,9 @@ def test_server_assigns_request_ids(conf: Probe) -> None:
     ids = [a.start.request_id for a in answers]
     conf.observe(assigned_ids=ids)
     assert len(ids) == 2 and ids[0] != ids[1], f"assigned ids: {ids}"
-    assert all(re.fullmatch(r"r[1-9][0-9]*", i) for i in ids), f"assigned ids are not of the form r<N>: {ids}"
+    assert all(isinstance(i, str) and re.fullmatch(r"r[1-9][0-9]*", i) for i in ids), (
+        f"assigned ids are not of the form r<N>: {ids}"
+    )
     for answer in answers:
         expect.completed(answer)
 
