@@ -64,6 +64,7 @@ from conformance.target import (
     SimulatorTarget,
     Target,
     live_credentials_available,
+    wait_reachable,
 )
 
 DEFAULT_CONTAINER_CMD = (
@@ -480,7 +481,14 @@ def _container_process(config: pytest.Config) -> ContainerProcess:
 def pytest_sessionstart(session: pytest.Session) -> None:
     # The container loads its model (seconds) while the cases are collected; the target fixture waits for it.
     config = session.config
-    if config.getoption("target") == "live" or config.getoption("container_url") or config.option.collectonly:
+    if config.getoption("target") == "live" or config.option.collectonly:
+        return
+    url = config.getoption("container_url")
+    if url is not None:
+        try:
+            wait_reachable(url, config.getoption("startup_timeout"))
+        except ContainerStartError as exc:
+            raise pytest.UsageError(f"--container-url: {exc}") from None
         return
     try:
         _container_process(config).launch()

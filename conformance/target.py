@@ -72,6 +72,35 @@ class ContainerStartError(RuntimeError):
     """The container command exited, or did not answer ``GET /ping`` with 200 in time."""
 
 
+def wait_reachable(url: str, timeout_s: float) -> None:
+    """Wait until a container given by URL answers ``GET {url}/ping`` with any HTTP status.
+
+    Any answer will do: whether it is 200 is for the cases to judge (§2.1). Only a server that cannot be
+    reached at all (refused, unresolvable, no HTTP) is a usage error, reported before any case runs.
+
+    Args:
+        url: the container's base URL, e.g. ``http://127.0.0.1:8080``.
+        timeout_s: how long to keep trying, in seconds (``--startup-timeout``).
+
+    Raises:
+        ContainerStartError: nothing answered within ``timeout_s``; the message names the last error.
+    """
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=5.0) as client:
+        while True:
+            try:
+                client.get(f"{url.rstrip('/')}/ping")
+                return
+            except httpx.HTTPError as exc:
+                error = exc
+            if time.monotonic() > deadline:
+                raise ContainerStartError(
+                    f"nothing answered GET {url.rstrip('/')}/ping within {timeout_s:g} s "
+                    f"({type(error).__name__}: {error}); is the container running there?"
+                )
+            time.sleep(0.1)
+
+
 class ContainerProcess:
     """A container command run for the whole suite, the way a third party's container runs.
 

@@ -130,6 +130,15 @@ def test_a_container_command_that_cannot_run_is_one_line(tmp_path: Path) -> None
     assert "INTERNALERROR" not in output and "Traceback" not in output
 
 
+def test_a_container_url_that_nothing_answers_is_one_line(tmp_path: Path) -> None:
+    """An unreachable --container-url is a usage error before any case, not a FAILED 2.1.1 and a traceback."""
+    done = _cli(tmp_path, "--container-url", "http://127.0.0.1:1", "--startup-timeout", "0.5")
+    output = done.stdout + done.stderr
+    assert done.returncode == 4, output
+    assert "ERROR: --container-url: nothing answered GET http://127.0.0.1:1/ping within 0.5 s" in output
+    assert "INTERNALERROR" not in output and "Traceback" not in output and "FAILED" not in output
+
+
 def test_a_container_command_whose_port_is_taken_is_refused(tmp_path: Path) -> None:
     """Without {port} the container is reached on 8080 (or the port its URL names): when something already
     listens there, the suite refuses to start rather than certify that other server."""
