@@ -296,11 +296,15 @@ class Results:
         return [r for r in self.ran if r.case.level is Level.MUST and r.verdict is Verdict.FAILED]
 
     def table(self, width: int = 110) -> list[str]:
-        """The summary table, one line per case: id, level, verdict, seconds, description."""
+        """The summary table, one line per case: id, level, verdict, seconds, description. With ``--expect``
+        a listed case's verdict says so: ``FAILED (exp)`` (an expected failure) or ``OK (unexp)``."""
         lines = [f"{'case':<10} {'level':<6} {'verdict':<13} {'time':>7}  description"]
         for r in self.ran:
             assert r.verdict is not None
-            text = f"{r.case.id:<10} {r.case.level.value:<6} {r.verdict.value:<13} {r.duration_s:>6.2f}s  "
+            shown = r.verdict.value + {"expected failure": " (exp)", "unexpected pass": " (unexp)"}.get(
+                r.known or "", ""
+            )
+            text = f"{r.case.id:<10} {r.case.level.value:<6} {shown:<13} {r.duration_s:>6.2f}s  "
             lines.append((text + r.case.description)[:width])
         counts = self.counts()
         lines.append(

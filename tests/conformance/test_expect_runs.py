@@ -69,6 +69,7 @@ def test_a_listed_failure_is_expected_and_the_run_passes(tmp_path: Path) -> None
     badge = (tmp_path / "report" / "badge.svg").read_text()
     assert "kokoro-bidi v1.1" in badge and "2 expected" in badge
     assert "expected failure(s)" in output and "the run passes" in output
+    assert "3.1.2      MUST   FAILED (exp)" in output, "the verdict table says the failure was expected"
     html = (tmp_path / "report" / "index.html").read_text()
     assert 'id="expectations"' in html and "ends the session early" in html
 
@@ -81,6 +82,7 @@ def test_an_unlisted_failure_still_fails_the_run(tmp_path: Path) -> None:
     assert index["expectations"]["unexpected_failures"] == ["3.1.2", "R7-1"]
     assert "3.1.1" in index["expectations"]["unexpected_passes"], "3.1.1 passed although listed"
     assert index["cases"]["3.1.1"]["known"] == "unexpected pass"
+    assert "3.1.1      MUST   OK (unexp)" in output
     junit = _junit(tmp_path)
     assert junit["3.1.2"] == "failure" and junit["3.1.1"] == "failure"
     assert "FAILED" in (tmp_path / "report" / "badge.svg").read_text()
