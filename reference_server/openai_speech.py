@@ -137,8 +137,12 @@ class OpenAIError(Exception):
 
     @classmethod
     def from_protocol(cls, exc: ProtocolError) -> OpenAIError:
-        """The OpenAI form of a protocol refusal: the registry's HTTP status (§11.6) and code."""
-        return cls(exc.code.http_status or 400, exc.message, _PARAM_OF_CODE.get(exc.code), exc.code.value)
+        """The OpenAI form of a protocol refusal: the registry's HTTP status (§11.6) and code. A pointer to
+        the bidi session's ``describe`` becomes one to ``GET /v1/audio/voices``, this API's voice list."""
+        message = exc.message.replace(
+            'send {"type":"describe"} for the voice list', "GET /v1/audio/voices lists them"
+        )
+        return cls(exc.code.http_status or 400, message, _PARAM_OF_CODE.get(exc.code), exc.code.value)
 
     def response(self) -> JSONResponse:
         """``{"error": {"message", "type", "param", "code"}}`` with :attr:`status`."""
