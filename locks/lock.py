@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -215,6 +216,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    pinned = set().union(*(pinned_names(lock.path) for lock in LOCKS if lock.path.exists()))
+    unknown = [name for name in args.upgrade_package if normalized(name) not in pinned]
+    if unknown:
+        parser.error(
+            f"--upgrade-package {', '.join(unknown)}: no lock pins such a distribution (a new dependency "
+            "needs no upgrade option: add it to pyproject.toml and run make lock)"
+        )
     upgrade = [f"--upgrade-package={name}" for name in args.upgrade_package]
     if args.upgrade:
         upgrade = ["--upgrade"]
@@ -223,6 +231,17 @@ def main(argv: list[str] | None = None) -> int:
         compile_lock(lock, upgrade)
         print(f"{lock.path.relative_to(ROOT)}: {count(lock.path)} distributions ({lock.used_by})")
     return 0
+
+
+def normalized(name: str) -> str:
+    """A distribution name in PEP 503's normal form (``Foo_Bar`` → ``foo-bar``), as uv writes pins."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pinned_names(path: Path) -> set[str]:
+    """The normalized names a lock file pins (one ``name==version`` line each, extras dropped)."""
+    lines = recorded(path)[2].splitlines()
+    return {normalized(line.split("==")[0].split("[")[0]) for line in lines if line and line[0] not in " #"}
 
 
 def count(path: Path) -> int:

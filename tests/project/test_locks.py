@@ -140,6 +140,17 @@ def test_a_changed_requirement_makes_the_lock_stale(tmp_path, monkeypatch) -> No
     assert lock.inputs_digest(LOCKS["kit"]) != lock.recorded(LOCKS["kit"].path)[0]
 
 
+def test_upgrading_a_distribution_no_lock_pins_is_refused_before_any_work(monkeypatch, capsys) -> None:
+    """A misspelt ``--upgrade-package`` would otherwise rewrite nothing and say nothing."""
+    monkeypatch.setattr(lock, "compile_uv_lock", lambda: pytest.fail("compiled despite the bad name"))
+    with pytest.raises(SystemExit) as exited:
+        lock.main(["--upgrade-package", "nosuch-distribution"])
+    assert exited.value.code == 2
+    assert "nosuch-distribution: no lock pins such a distribution" in capsys.readouterr().err
+    assert lock.normalized("Typing_Extensions") == "typing-extensions"
+    assert "typing-extensions" in lock.pinned_names(LOCKS["test"].path)
+
+
 def test_this_environment_is_the_test_lock() -> None:
     """`make test` installed exactly what locks/test.txt pins (so every test ran on the locked set)."""
     import importlib.metadata as md
