@@ -57,9 +57,10 @@ AAC_BIT_RATE = 32_000
 """AAC-LC at 32 kbit/s, the rate of the AWS sample's AAC measurements (REFERENCE.md §3)."""
 
 _AV = {
-    # format: (muxer, encoder, muxer options)
+    # format: (muxer, encoder, format-context options). FLAC's header padding is the generic
+    # ``metadata_header_padding``: without it the muxer writes an 8 KiB PADDING block before any audio.
     "opus": ("ogg", "libopus", {"page_duration": str(OPUS_PAGE_DURATION_US)}),
-    "flac": ("flac", "flac", {"padding": "0"}),
+    "flac": ("flac", "flac", {"metadata_header_padding": "0"}),
     "aac": ("adts", "aac", {}),
 }
 

@@ -140,6 +140,22 @@ def test_a_non_streamed_flac_states_its_length():
     assert (total_samples(data), total_samples(streamed)) == (8000, 0)  # 0: unknown, as a stream may say
 
 
+def test_a_streamed_flac_header_carries_no_padding_block(capfd):
+    """The header is STREAMINFO and a VORBIS_COMMENT, then audio: no 8 KiB PADDING block (type 1) before
+    the first frame, and no option the muxer left unused (FFmpeg prints "Some options were not used")."""
+    data = b"".join(encode("flac", 24000, [tone(0.25, 24000)]))
+    assert data[:4] == b"fLaC"
+    at, kinds = 4, []
+    while True:
+        head = data[at]
+        kinds.append(head & 0x7F)
+        at += 4 + int.from_bytes(data[at + 1 : at + 4], "big")
+        if head & 0x80:
+            break
+    assert 1 not in kinds and at < 200, (kinds, at)
+    assert "not used" not in capfd.readouterr().err
+
+
 # --- the route --------------------------------------------------------------------------------------------
 
 
