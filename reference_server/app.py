@@ -63,7 +63,8 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
         from reference_server.assets import preflight
         from reference_server.backends import create_backend
 
-        preflight(settings.model_dir, backend=settings.backend)
+        if settings.backend != "tone":  # the tone backend loads no weights
+            preflight(settings.model_dir, backend=settings.backend)
         backend = create_backend(settings.backend, model_dir=settings.model_dir)
     runtime = Runtime(settings, backend)
 

@@ -45,8 +45,9 @@ DEFAULT_HOST = "127.0.0.1"
 """Loopback only: a development server is not reachable from the network by accident (§13)."""
 DEFAULT_PORT = 8080
 """The port SageMaker sends traffic to (REFERENCE.md §1, PROTOCOL.md §2)."""
-BACKENDS = ("onnx", "torch")
-"""``onnx``: the int8 ONNX on onnxruntime (the CPU image); ``torch``: ``kokoro.KModel``, CUDA if any."""
+BACKENDS = ("onnx", "torch", "tone")
+"""``onnx``: the int8 ONNX on onnxruntime (the CPU image); ``torch``: ``kokoro.KModel``, CUDA if any;
+``tone``: no model, a tone per word (:mod:`reference_server.backends.tone`), to test the shipped code."""
 SEGMENTATIONS = ("deadline", "sentence")
 """How request text is cut into synthesis segments (:attr:`Settings.segmentation`, PROTOCOL.md §10.1)."""
 SCHEDULINGS = ("deadline", "fifo")
@@ -89,7 +90,7 @@ class Settings:
     Attributes:
         host: address to bind; default 127.0.0.1.
         port: TCP port; default 8080 (0 picks a free port).
-        backend: ``"onnx"`` or ``"torch"``.
+        backend: ``"onnx"``, ``"torch"`` or ``"tone"`` (no model: the shipped server for tests).
         model_dir: folder holding the Kokoro weights and voices; ``None`` lets the backend use its own
             default (the asset cache, or ``/opt/ml/model`` in the containers).
         synthesis_workers: segments synthesized at the same time across all sessions. Default 1: on a
@@ -289,7 +290,12 @@ def _limit(name: str, what: str, parse: Callable[[str], Any] = int) -> _Option:
 _OPTIONS: tuple[_Option, ...] = (
     _Option("host", str, f"address to bind (default {DEFAULT_HOST}; the container passes 0.0.0.0)"),
     _Option("port", int, f"TCP port (default {DEFAULT_PORT})"),
-    _Option("backend", str, "synthesis backend (default onnx)", choices=BACKENDS),
+    _Option(
+        "backend",
+        str,
+        "synthesis backend (default onnx; tone: no model, a tone per word, to test the server's code)",
+        choices=BACKENDS,
+    ),
     _Option("model_dir", Path, "folder with the Kokoro weights and voices (default: the backend's own)"),
     _Option("synthesis_workers", int, "segments synthesized at once across all sessions (default 1)"),
     _Option(

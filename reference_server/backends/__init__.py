@@ -2,7 +2,9 @@
 
 ``onnx`` (:class:`~reference_server.backends.onnx_backend.OnnxBackend`): the official int8 ONNX on
 onnxruntime, the default on CPU. ``torch`` (:class:`~reference_server.backends.torch_backend.TorchBackend`):
-``kokoro.KModel`` in PyTorch, the default where CUDA is available. Both serve the 54 voices of the nine
+``kokoro.KModel`` in PyTorch, the default where CUDA is available. ``tone``
+(:class:`~reference_server.backends.tone.ToneBackend`): no model, a tone per word, for running the
+conformance suite against the shipped code in a minute. Both serve the 54 voices of the nine
 languages (PROTOCOL.md §14.1) with word timings, read the assets of :mod:`reference_server.assets` and
 share the text cutting and per-language G2P of :mod:`reference_server.backends.g2p`.
 """
@@ -32,7 +34,7 @@ __all__ = [
     "default_backend_name",
 ]
 
-BACKEND_NAMES = ("onnx", "torch")
+BACKEND_NAMES = ("onnx", "torch", "tone")
 
 
 def default_backend_name() -> str:
@@ -50,7 +52,8 @@ def create_backend(
     """A backend, not yet loaded (call ``load()`` then ``warm_up()`` off the event loop).
 
     Args:
-        name: ``"onnx"``, ``"torch"`` or ``None`` (:func:`default_backend_name`).
+        name: ``"onnx"``, ``"torch"``, ``"tone"`` (:mod:`reference_server.backends.tone`: the shipped
+            server without a model) or ``None`` (:func:`default_backend_name`).
         model_dir: asset directory; ``None`` lets :func:`reference_server.assets.locate` choose.
         options: backend keyword arguments (``threads``; ``device`` for torch).
 
@@ -66,4 +69,8 @@ def create_backend(
         from reference_server.backends.torch_backend import TorchBackend
 
         return TorchBackend(model_dir, **options)  # type: ignore[arg-type]
+    if name == "tone":
+        from reference_server.backends.tone import ToneBackend
+
+        return ToneBackend(**options)  # type: ignore[arg-type]
     raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
