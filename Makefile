@@ -27,12 +27,13 @@ PYTHON312 ?= $(shell \
   if python3.12 -c 'import sys' >/dev/null 2>&1; then command -v python3.12; \
   else ls -d "$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)"/versions/3.12*/bin/python3.12 2>/dev/null | sort -V | tail -n 1; fi)
 
-.PHONY: help venv assets test lint conformance bench lock clean
+.PHONY: help venv assets test lint conformance bench mutation lock clean
 
 help:
 	@echo "make conformance   certify the reference server through the simulator (main job)"
 	@echo "make test          lint + unit, property and integration tests"
 	@echo "make bench         benchmarks -> bench/results/*.json, bench/RESULTS.md"
+	@echo "make mutation      mutate the shipped server and certify each mutant (SAMPLE=N SEED=S for a sample)"
 	@echo "make lock          re-write locks/*.txt from pyproject.toml (ARGS=\"--upgrade-package NAME\" to move one)"
 	@echo "make assets        only fetch and verify the Kokoro-82M model and voices (both commands above do it)"
 	@echo "make clean         remove .venv, caches and the conformance report"
@@ -120,6 +121,12 @@ conformance: $(CONFORMANCE_STAMP) $(ASSETS) $(CHROMIUM_STAMP)
 bench: $(TEST_STAMP) $(ASSETS)
 	HF_HUB_OFFLINE=1 $(PY) -m bench
 
+# Mutation testing of the shipped server (conformance/mutation): every mutant of the default modules, hours on two
+# cores; SAMPLE=N [SEED=S] runs N drawn at random, MODULES="protocol/frames.py ..." other files.
+mutation: $(TEST_STAMP)
+	HF_HUB_OFFLINE=1 $(PY) -m conformance.mutation $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) \
+	  $(foreach m,$(MODULES),--module $(m)) $(ARGS)
+
 # The locks (locks/*.txt) from pyproject.toml, by the pinned resolver in locks/uv.txt. Keeps every pin that still
 # fits; ARGS="--upgrade-package NAME" moves one distribution, ARGS=--upgrade all of them (README "Installs").
 lock:
@@ -129,4 +136,4 @@ lock:
 	$(PY) locks/lock.py $(ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis conformance-report
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis conformance-report mutation-report

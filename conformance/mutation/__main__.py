@@ -1,0 +1,176 @@
+"""``python -m conformance.mutation``: mutation testing of the shipped server (``make mutation``).
+
+    python -m conformance.mutation                          # every mutant of the default modules
+    python -m conformance.mutation --sample 20 --seed 7     # 20 of them, drawn at random
+    python -m conformance.mutation --module protocol/frames.py --list
+
+Exit status: 0 when every mutant run was killed or is triaged equivalent; 1 when a survivor is not
+triaged, a triaged kill was lost, or a run ended in an error; 2 on bad input (an unknown module, a
+sample of 0, mutmut not installed, an invalid ``survivors.toml``, a control that fails).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from datetime import UTC, datetime
+from importlib.metadata import version
+from pathlib import Path
+
+from conformance.mutation import DEFAULT_MODULES, ROOT, SURVIVORS
+from conformance.mutation.report import TriageError, load_triage, summarize, write
+from conformance.mutation.runner import Outcome, certify_all
+from conformance.mutation.tree import MutationToolMissing, load_or_build
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (module docstring)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.mutation",
+        description="Mutate the reference server's code (mutmut) and certify each mutant with the "
+        "conformance suite, on the tone synthesizer.",
+    )
+    parser.add_argument(
+        "--module",
+        action="append",
+        metavar="PATH",
+        help="a file to mutate, relative to the checkout; repeatable (default: "
+        + ", ".join(DEFAULT_MODULES)
+        + ")",
+    )
+    parser.add_argument(
+        "--mutant", action="append", metavar="NAME", help="run this mutant (a name --list prints); repeatable"
+    )
+    parser.add_argument("--sample", type=_positive, metavar="N", help="run N mutants drawn at random")
+    parser.add_argument("--seed", type=int, help="the sample's seed (default: chosen and printed)")
+    parser.add_argument("--jobs", type=_positive, default=2, help="runs at once (default 2)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
+    parser.add_argument(
+        "--report", type=Path, default=Path("mutation-report"), help="report folder (default mutation-report)"
+    )
+    parser.add_argument("--triage", type=Path, default=SURVIVORS, help="the survivors' triage file")
+    parser.add_argument(
+        "--no-control",
+        action="store_true",
+        help="skip the two control runs (the unmutated tree passes; MUTANT_UNDER_TEST=fail is killed)",
+    )
+    parser.add_argument("--list", action="store_true", help="print the mutants that would run, and exit")
+    return parser
+
+
+def _progress(done: list[int], total: int) -> object:
+    def show(outcome: Outcome) -> None:
+        done[0] += 1
+        name = "control (unmutated)" if outcome.name is None else outcome.name
+        killer = f" by {outcome.killed_by[0]}" if outcome.killed_by else ""
+        print(f"[{done[0]}/{total}] {outcome.status}{killer}: {name} ({outcome.seconds:.0f} s)", flush=True)
+
+    return show
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    modules = tuple(args.module or DEFAULT_MODULES)
+    for module in modules:
+        if not module.endswith(".py") or not (ROOT / module).is_file():
+            parser.error(f"--module {module}: not a Python file of {ROOT}")
+    try:
+        triage = load_triage(args.triage)
+        mutants = load_or_build(modules, args.report / "tree")
+    except (TriageError, MutationToolMissing) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else random.randrange(1_000_000)
+    if args.mutant:
+        known = {m.name: m for m in mutants}
+        unknown = [name for name in args.mutant if name not in known]
+        if unknown:
+            print(
+                f"error: --mutant {unknown[0]}: not a mutant of {', '.join(modules)} (see --list)",
+                file=sys.stderr,
+            )
+            return 2
+        mutants = [known[name] for name in args.mutant]
+    chosen = (
+        mutants
+        if args.sample is None
+        else random.Random(seed).sample(mutants, min(args.sample, len(mutants)))
+    )
+    if args.list:
+        for mutant in chosen:
+            print(f"{mutant.name}  {mutant.path}:{mutant.line} {mutant.function}")
+        return 0
+    if args.sample is not None:
+        print(
+            f"{len(chosen)} of {len(mutants)} mutants, seed {seed} "
+            f"(again: --sample {args.sample} --seed {seed})"
+        )
+    controls: list[str | None] = [] if args.no_control else [None, "fail"]
+    names = [*controls, *(m.name for m in chosen)]
+    started = time.monotonic()
+    outcomes = certify_all(
+        args.report / "tree",
+        names,
+        jobs=args.jobs,
+        timeout_s=args.timeout,
+        progress=_progress([0], len(names)),
+    )
+    if controls:
+        plain, failing = outcomes[0], outcomes[1]
+        if plain.status != "survived":
+            print(
+                f"error: the unmutated server fails the suite ({plain.status}): {plain.detail[-500:]}",
+                file=sys.stderr,
+            )
+            return 2
+        if not failing.killed:
+            print(
+                "error: MUTANT_UNDER_TEST=fail was not killed: the mutants do not reach the server",
+                file=sys.stderr,
+            )
+            return 2
+    report = {
+        "tool": f"mutmut {version('mutmut')}",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "generated": len(mutants),
+        "run": len(chosen),
+        "sample": args.sample,
+        "seed": seed if args.sample is not None else None,
+        "seconds": round(time.monotonic() - started),
+        **summarize(mutants, outcomes[len(controls) :], triage),
+    }
+    page = write(args.report, report)
+    print(
+        f"{'module':<32} {'run':>5} {'killed':>6} {'surv.':>5} {'equiv.':>6} {'unobs.':>6} {'untri.':>6} "
+        f"{'score':>6}"
+    )
+    for path, row in sorted(report["modules"].items()):
+        score = "-" if row["score"] is None else f"{row['score']:.0%}"
+        print(
+            f"{path:<32} {row['run']:>5} {row['killed']:>6} {row['survived']:>5} {row['equivalent']:>6} "
+            f"{row['unobservable']:>6} {row['untriaged']:>6} {score:>6}"
+        )
+    bad = 0
+    for name, entry in sorted(report["mutants"].items()):
+        untriaged = entry["status"] == "survived" and entry["triage"] is None
+        lost = entry["status"] == "survived" and (entry["triage"] or {}).get("status") == "killed"
+        if untriaged or lost or entry["status"] == "error":
+            bad += 1
+            what = "LOST CATCH" if lost else "SURVIVED" if untriaged else "ERROR"
+            print(f"\n{what}: {name} ({entry['path']}:{entry['line']} {entry['function']})\n{entry['diff']}")
+    print(f"\nreport: {page}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Certify mutants of the shipped server: each one runs the conformance suite as any server does.
+
+A mutant is the reference server on the tone synthesizer, started from the mutated tree
+(:mod:`conformance.mutation.tree`) with ``MUTANT_UNDER_TEST`` naming it; the suite runs from the checkout
+(its client, simulator and checks are never mutated) with ``-x``, so a killed mutant costs only the cases up
+to its first ``FAILED`` one, and a survivor costs one whole run (about 40 s on two cores). Runs go on
+concurrently (``jobs``), each with its own free port.
+
+Outcomes (:class:`Outcome`): ``killed`` (the run failed: a case, or a clause row of §1.6's run-wide
+judgement), ``startup`` (the mutant did not answer ``GET /ping`` or exited: a server that cannot start
+fails certification, so it counts as killed), ``timeout`` (the run exceeded its limit: killed, as mutmut
+counts it) and ``survived`` (the run passed). ``error`` is an exit status the suite should never give (an
+internal error): neither killed nor survived, to be looked at.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.mutation import ROOT
+from conformance.mutation.tree import MUTANT_ENV
+
+__all__ = ["KILLED", "Outcome", "certify", "certify_all", "server_command"]
+
+KILLED = frozenset({"killed", "startup", "timeout"})
+"""The outcomes that count as a kill."""
+
+SERVER_ARGS = ("--backend", "tone", "--utterance-idle-timeout-s", "2")
+"""The tone synthesizer; utterances idle out in 2 s, so case 15.5.3 waits 2 s, not the default 20."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the suite made of one mutant.
+
+    Attributes:
+        name: the mutant (``None``: the unmutated tree, the control).
+        status: ``killed``, ``startup``, ``timeout``, ``survived`` or ``error`` (module docstring).
+        killed_by: the FAILED case ids and clause rows of the run (with ``-x``, the first case that failed).
+        seconds: the run's wall time.
+        detail: the tail of the suite's output when the status is ``startup`` or ``error``.
+    """
+
+    name: str | None
+    status: str
+    killed_by: tuple[str, ...] = ()
+    seconds: float = 0.0
+    detail: str = field(default="", repr=False)
+
+    @property
+    def killed(self) -> bool:
+        """Whether the outcome counts as a kill (:data:`KILLED`)."""
+        return self.status in KILLED
+
+
+def server_command(tree: Path, mutant: str | None) -> str:
+    """The ``--container-cmd`` that serves ``mutant`` (``None``: no mutant) from ``tree`` on ``{port}``."""
+    env = [f"PYTHONPATH={tree}", *([f"{MUTANT_ENV}={mutant}"] if mutant is not None else [])]
+    # -P: `python -m` would put the working directory (the checkout, unmutated) before PYTHONPATH.
+    command = [
+        "env",
+        *env,
+        sys.executable,
+        "-P",
+        "-m",
+        "reference_server",
+        "--host",
+        "127.0.0.1",
+        *SERVER_ARGS,
+    ]
+    return shlex.join(command) + " --port {port}"
+
+
+def certify(tree: Path, mutant: str | None, *, timeout_s: float = 600.0, fail_fast: bool = True) -> Outcome:
+    """Run the suite against one mutant of ``tree`` (``None``: the unmutated control).
+
+    Args:
+        tree: the mutated tree (:func:`conformance.mutation.tree.build`).
+        mutant: its name, as ``MUTANT_UNDER_TEST`` takes it; ``"fail"`` makes every mutated function raise.
+        timeout_s: the whole run's limit, seconds.
+        fail_fast: stop at the first FAILED case (``-x``); ``False`` runs every case (the full kill set).
+    """
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mutant-") as scratch:
+        report = Path(scratch) / "report"
+        args = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider"]
+        args += ["-x"] if fail_fast else []
+        args += ["--report", str(report), "--startup-timeout", "60"]
+        args += ["--container-cmd", server_command(tree, mutant)]
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+        env.pop(MUTANT_ENV, None)  # the suite's own process is never a mutant
+        try:
+            done = subprocess.run(
+                args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return Outcome(mutant, "timeout", (), time.monotonic() - started)
+        seconds = time.monotonic() - started
+        output = done.stdout[-3000:] + done.stderr[-2000:]
+        failed: tuple[str, ...] = ()
+        index = report / "index.json"
+        if index.exists():
+            data = json.loads(index.read_text(encoding="utf-8"))
+            cases = sorted(c for c, e in data.get("cases", {}).items() if e.get("verdict") == "FAILED")
+            failed = (*cases, *sorted(data.get("failed_clauses", [])))
+    if done.returncode == 0:
+        return Outcome(mutant, "survived", (), seconds)
+    if done.returncode == 1:
+        return Outcome(mutant, "killed", failed, seconds)
+    if done.returncode == 4 and "--container-cmd" in output:
+        return Outcome(mutant, "startup", (), seconds, output)
+    return Outcome(mutant, "error", failed, seconds, f"exit {done.returncode}\n{output}")
+
+
+def certify_all(
+    tree: Path,
+    mutants: Sequence[str | None],
+    *,
+    jobs: int = 2,
+    timeout_s: float = 600.0,
+    progress: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """:func:`certify` each of ``mutants``, ``jobs`` at a time; outcomes in the order of ``mutants``.
+
+    Raises:
+        ValueError: ``jobs`` is less than 1.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        futures = [pool.submit(certify, tree, mutant, timeout_s=timeout_s) for mutant in mutants]
+        for future in concurrent.futures.as_completed(futures):
+            if progress is not None:
+                progress(future.result())
+        return [future.result() for future in futures]

@@ -1,0 +1,185 @@
+"""Mutation testing of the shipped server (conformance/mutation): the mutated tree, the triage, the score,
+the command line's refusals, and one real sample certified end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.mutation import ROOT
+from conformance.mutation.report import Triage, TriageError, load_triage, summarize
+from conformance.mutation.runner import Outcome, server_command
+from conformance.mutation.tree import Mutant, build, load_or_build
+
+TOY = """
+def add(a, b):
+    return a + b
+
+
+class Gate:
+    def opens(self, n):
+        return n > 2
+"""
+
+
+def _toy_checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "checkout"
+    (root / "toy").mkdir(parents=True)
+    (root / "spec").mkdir()
+    (root / "toy" / "__init__.py").write_text("")
+    (root / "toy" / "core.py").write_text(TOY)
+    (root / "pyproject.toml").write_text('[tool.mutmut]\nsource_paths = ["toy"]\n')
+    return root
+
+
+def _call(tree: Path, mutant: str | None, expression: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "MUTANT_UNDER_TEST"}
+    env["PYTHONPATH"] = str(tree)
+    if mutant is not None:
+        env["MUTANT_UNDER_TEST"] = mutant
+    code = "import toy.core as c\ntry:\n    print(EXPR)\nexcept Exception as e:\n    print(type(e).__name__)"
+    code = code.replace("EXPR", expression)
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_one_tree_holds_every_mutant_and_the_variable_picks_one(tmp_path: Path) -> None:
+    root = _toy_checkout(tmp_path)
+    tree = tmp_path / "tree"
+    mutants = build(["toy/core.py"], tree, root=root)
+    names = {m.name for m in mutants}
+    assert "toy.core.x_add__mutmut_1" in names and "toy.core.xǁGateǁopens__mutmut_1" in names
+    add = next(m for m in mutants if m.name == "toy.core.x_add__mutmut_1")
+    assert add.function == "add" and add.line == 2 and "-    return a + b\n+    return a - b" in add.diff
+    gate = next(m for m in mutants if m.function == "Gate.opens")
+    assert gate.line == 7
+    assert _call(tree, None, "c.add(2, 3)") == "5", "no variable: the original"
+    assert _call(tree, add.name, "c.add(2, 3)") == "-1", "the mutant, chosen at call time"
+    assert _call(tree, add.name, "c.Gate().opens(3)") == "True", "other functions stay original"
+    assert _call(tree, "fail", "c.add(2, 3)") == "MutmutProgrammaticFailException"
+    assert (tree / "spec").is_dir(), "the schemas the server reads travel with the tree"
+
+
+def test_a_tree_is_rebuilt_only_when_its_sources_change(tmp_path: Path) -> None:
+    root = _toy_checkout(tmp_path)
+    tree = tmp_path / "tree"
+    first = load_or_build(["toy/core.py"], tree, root=root)
+    (tree / "toy" / "core.py").write_text("# not rebuilt\n")
+    assert load_or_build(["toy/core.py"], tree, root=root) == first
+    assert (tree / "toy" / "core.py").read_text() == "# not rebuilt\n"
+    (root / "toy" / "core.py").write_text(TOY + "\n\ndef sub(a, b):\n    return a - b\n")
+    again = load_or_build(["toy/core.py"], tree, root=root)
+    assert len(again) > len(first) and "# not rebuilt" not in (tree / "toy" / "core.py").read_text()
+
+
+def test_the_server_command_runs_the_tree_not_the_checkout() -> None:
+    command = server_command(Path("/t"), "protocol.frames.x_a__mutmut_1")
+    assert command.startswith("env PYTHONPATH=/t MUTANT_UNDER_TEST=protocol.frames.x_a__mutmut_1 ")
+    assert " -P -m reference_server " in command and "--backend tone" in command
+    assert command.endswith("--port {port}")
+
+
+def test_triage_entries_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "survivors.toml"
+    path.write_text('[mutants."a.x_f__mutmut_1"]\nstatus = "equivalent"\nreason = "same bytes"\n')
+    assert load_triage(path) == {"a.x_f__mutmut_1": Triage("equivalent", "same bytes")}
+    for body, message in [
+        ('[mutants."m"]\nstatus = "fine"\n', "status must be one of"),
+        ('[mutants."m"]\nstatus = "equivalent"\n', "needs a reason"),
+        ('[mutants."m"]\nstatus = "killed"\n', "names the case"),
+        ("[mutants\n", "survivors.toml"),
+    ]:
+        path.write_text(body)
+        with pytest.raises(TriageError, match=message):
+            load_triage(path)
+    assert load_triage(tmp_path / "absent.toml") == {}
+    load_triage()  # the checked-in file is valid
+
+
+def test_the_score_leaves_equivalent_mutants_out_and_reports_lost_catches() -> None:
+    mutants = [Mutant(f"m.x_f__mutmut_{i}", "m.py", "f", 1, "") for i in range(1, 7)]
+    outcomes = [
+        Outcome(None, "survived"),  # a control: not a mutant of the report
+        Outcome("m.x_f__mutmut_1", "killed", ("4.2.1",)),
+        Outcome("m.x_f__mutmut_2", "timeout"),
+        Outcome("m.x_f__mutmut_3", "survived"),
+        Outcome("m.x_f__mutmut_4", "survived"),
+        Outcome("m.x_f__mutmut_5", "survived"),
+    ]
+    triage = {"m.x_f__mutmut_4": Triage("equivalent", "r"), "m.x_f__mutmut_5": Triage("killed", case="4.2.9")}
+    row = summarize(mutants, outcomes, triage)["modules"]["m.py"]
+    assert row == {
+        "mutants": 6,
+        "run": 5,
+        "killed": 2,
+        "survived": 3,
+        "equivalent": 1,
+        "unobservable": 0,
+        "untriaged": 1,
+        "lost": 1,
+        "errors": 0,
+        "score": 0.5,
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sample", "0"], "must be at least 1"),
+        (["--module", "no/such.py"], "not a Python file"),
+        (["--jobs", "0"], "must be at least 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.mutation", *args], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_bad_triage_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text('[mutants."m"]\nstatus = "fine"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.mutation", "--triage", str(tmp_path / "bad.toml"), "--list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "status must be one of" in done.stderr and "Traceback" not in done.stderr
+
+
+KILLED = (
+    "protocol.messages.xǁSynthesisStartǁto_json__mutmut_1",
+    "protocol.messages.xǁSynthesisCompleteǁto_json__mutmut_1",
+)
+"""Two mutants every run must kill (they send ``null`` for a bracket frame): catches that must stay."""
+
+
+def test_mutants_of_the_shipped_server_are_certified_with_their_controls(tmp_path: Path) -> None:
+    """The real thing on two mutants: the controls (the unmutated tree passes, ``fail`` is killed), each
+    mutant's outcome and the report."""
+    report = tmp_path / "report"
+    args = ["--module", "protocol/messages.py", "--report", str(report)]
+    args += [f"--mutant={name}" for name in KILLED]
+    done = subprocess.run(
+        [sys.executable, "-m", "conformance.mutation", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    index = json.loads((report / "index.json").read_text())
+    assert sorted(index["mutants"]) == sorted(KILLED) and index["run"] == 2
+    assert all(entry["status"] == "killed" and entry["killed_by"] for entry in index["mutants"].values())
+    assert index["modules"]["protocol/messages.py"]["score"] == 1.0
+    assert "-        return _to_json(self.to_dict())" in index["mutants"][KILLED[0]]["diff"]
+    assert "Mutation testing of the shipped server" in (report / "index.html").read_text()
