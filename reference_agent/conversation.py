@@ -28,7 +28,10 @@ from typing import Any
 from protocol.heard import NoWordTimings, heard_of
 from protocol.messages import SynthesisComplete
 
-__all__ = ["Conversation", "Turn", "heard_reply"]
+__all__ = ["MAX_HISTORY_MESSAGES", "Conversation", "Turn", "heard_reply"]
+
+MAX_HISTORY_MESSAGES = 100
+"""Messages a conversation keeps (50 turns); older ones are dropped, oldest first, a turn at a time."""
 
 
 def heard_reply(spoken: Sequence[tuple[str, SynthesisComplete]], played_ms: float) -> str:
@@ -82,6 +85,7 @@ class Turn:
         running: whether the pipeline is still running the turn.
         interrupted: set by :meth:`Conversation.barge_in` while the turn runs: the pipeline stops the
             model and cancels the TTS requests not yet answered.
+        ended: set by :meth:`Conversation.end`.
     """
 
     prompt: str
@@ -90,6 +94,7 @@ class Turn:
     played_ms: float | None = None
     running: bool = True
     interrupted: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class Conversation:
@@ -102,7 +107,10 @@ class Conversation:
         messages: the history as Converse messages, oldest first; the model of the next turn sees them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_messages: int = MAX_HISTORY_MESSAGES) -> None:
+        if max_messages < 2:
+            raise ValueError(f"max_messages must be >= 2, got {max_messages}")
+        self.max_messages = max_messages
         self.messages: list[dict[str, Any]] = []
         self.turn: Turn | None = None
         """The turn running now, or the last one."""
@@ -138,6 +146,12 @@ class Conversation:
         """The pipeline finished ``turn`` (completed, interrupted or failed): record its reply."""
         turn.running = False
         self._settle(turn)
+        turn.ended.set()
+
+    async def idle(self) -> None:
+        """Return once no turn is running (at once when none is): turns of one conversation take turns."""
+        while self.turn is not None and self.turn.running:
+            await self.turn.ended.wait()
 
     def barge_in(self, played_ms: float) -> None:
         """The listener spoke over the reply after the player had played ``played_ms`` ms of its audio.
@@ -183,3 +197,8 @@ class Conversation:
             self.messages.pop()
         if reply:
             self.messages.append({"role": "assistant", "content": [{"text": reply}]})
+        # Oldest turns first, whole: the history still starts with a user message.
+        while len(self.messages) > self.max_messages:
+            del self.messages[0]
+            while self.messages and self.messages[0]["role"] != "user":
+                del self.messages[0]

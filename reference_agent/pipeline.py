@@ -180,8 +180,10 @@ async def run_agent(
     writer = AgentEventWriter(request_id, request.mode, clock)
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     yield writer.start(session_id)
-    turn = conversation.begin(request.prompt) if conversation is not None else None
-    context = conversation.context() if conversation is not None else None
+    turn, context = None, None
+    if conversation is not None:
+        await conversation.idle()  # a turn still running (being interrupted) ends first
+        turn, context = conversation.begin(request.prompt), conversation.context()
     runner = asyncio.create_task(_run(request, settings, writer, queue.put_nowait, turn, context))
     ended = False
     status, error = "disconnected", None  # unless a terminal event is sent

@@ -234,3 +234,35 @@ def test_heard_reply_lays_the_requests_end_to_end():
         Conversation().barge_in(float("inf"))
     with pytest.raises(RuntimeError, match="no reply"):
         Conversation().barge_in(10)
+
+
+def test_the_app_keeps_a_session_s_history_and_trims_it_at_a_barge_in():
+    """``POST /invocations`` with the AgentCore session header: the second turn's ``barge_in`` trims the
+    first reply to what was heard before the model answers the new prompt; without the header a barge-in
+    is refused (there is no conversation to trim)."""
+    from starlette.testclient import TestClient
+
+    from reference_agent.app import AgentSettings, create_app
+
+    seen: list = []
+    app = create_app(
+        AgentSettings(scripted=True),
+        tts_connect=StandInFactory(),
+        agent_factory=lambda request: Agent(model=RecordingModel(REPLY, seen), callback_handler=None),
+    )
+    header = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": "s" * 40}
+    with TestClient(app) as client:
+
+        def post(payload, headers=header):
+            with client.stream("POST", "/invocations", json=payload, headers=headers) as response:
+                return response.status_code, b"".join(response.iter_bytes())
+
+        assert post({"prompt": "p"})[0] == 200
+        played = ms(S1) + word_end_ms(S2, "second")
+        status, _ = post({"prompt": "q", "barge_in": {"played_ms": played}})
+        assert status == 200
+        assert seen[-1] == [_user("p"), _assistant(f"{S1} The second"), _user("q")]
+        status, body = post({"prompt": "r", "barge_in": {"played_ms": 5}}, headers={})
+        assert status == 400 and b"session header" in body
+        status, body = post({"prompt": "r", "barge_in": {"played_ms": -1}})
+        assert status == 400 and b"barge_in" in body
