@@ -332,6 +332,7 @@ async def _until_barge_in(writing: Any, interrupted: asyncio.Event, speaker: Spe
     finally:
         for waiter in (task, barge, drained):
             waiter.cancel()
+        await asyncio.gather(task, barge, drained, return_exceptions=True)
 
 
 async def _both(*coroutines: Any) -> None:

@@ -107,7 +107,8 @@ def _user(*texts):
     return {"role": "user", "content": [{"text": t} for t in texts]}
 
 
-def test_a_barge_in_while_the_model_writes_keeps_the_words_heard_and_stops_the_model():
+@pytest.mark.parametrize("mode", ["bidi", "stream"])
+def test_a_barge_in_while_the_model_writes_keeps_the_words_heard_and_stops_the_model(mode):
     factory = StandInFactory()
     conversation = Conversation()
     seen: list = []
@@ -115,10 +116,17 @@ def test_a_barge_in_while_the_model_writes_keeps_the_words_heard_and_stops_the_m
     pipeline = settings(factory, seen=seen, hold_after=10)
     played = ms(S1) + word_end_ms(S2, "sentence")
     events = run(
-        turn(conversation, pipeline, barge_at_bytes=len(speech_for(S1) + speech_for(S2)), played_ms=played)
+        turn(
+            conversation,
+            pipeline,
+            mode=mode,
+            barge_at_bytes=len(speech_for(S1) + speech_for(S2)),
+            played_ms=played,
+        )
     )
     assert check_events(events, expect="success") == []
-    assert factory.sessions[0].texts == [S1, S2]  # the model stopped: S3 never reached the TTS
+    # The model stopped: S3 never reached the TTS (the utterance got its first word, never spoken).
+    assert factory.sessions[0].texts == ([S1, S2] if mode == "bidi" else [f"{S1} {S2} This "])
     assert events[-1]["type"] == "agent_end" and events[-1]["interrupted"] is True
     assert conversation.messages == [_user("p"), _assistant(f"{S1} The second sentence")]
 
