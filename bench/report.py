@@ -59,11 +59,24 @@ def _machine(results: dict[str, dict[str, Any]]) -> str:
         else ""
     )
     wall = sum(r.get("wall_s") or 0 for r in cpu)
+    # One CPU model, or (a benchmark run again elsewhere) each model with the benchmarks run on it.
+    by_model: dict[str, list[str]] = {}
+    for r in cpu:
+        by_model.setdefault(r["environment"].get("cpu_model") or "unknown CPU", []).append(r["name"])
+    if len(by_model) > 1:
+        env = max(cpu, key=lambda r: len(by_model[r["environment"].get("cpu_model") or "unknown CPU"]))[
+            "environment"
+        ]
+        model = "; ".join(f"{m} ({', '.join(sorted(names))})" for m, names in by_model.items())
+    else:
+        model = env.get("cpu_model") or "unknown CPU"
+    dates = sorted({r["environment"].get("date", "")[:10] for r in cpu} - {""})
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}" if dates else ""
     return (
-        f"CPU run: {env.get('cpu_model') or 'unknown CPU'}, {env.get('cpus_usable')} usable CPU(s) of "
+        f"CPU run: {model}, {env.get('cpus_usable')} usable CPU(s) of "
         f"{env.get('cpu_count')}; {load}; Python {env.get('python')}, onnxruntime "
         f"{packages.get('onnxruntime')}, phonemizer-fork {packages.get('phonemizer-fork')}; "
-        f"{env.get('date', '')[:10]}; benchmarks took {wall / 60:.1f} min in all."
+        f"{when}; benchmarks took {wall / 60:.1f} min in all."
     )
 
 

@@ -1,4 +1,4 @@
-"""§4.2 cancel and §7.2 cancel-then-close (barge-in)."""
+"""§4.2 cancel, §7.2 cancel-then-close (barge-in) and §5.3 what a cancelled request says it spoke."""
 
 from __future__ import annotations
 
@@ -231,4 +231,96 @@ def test_cancel_stops_synthesis(conf: Probe, long_text: Recording) -> None:
     status = answer.complete.status if answer.complete else None
     assert answer.complete is not None and status in ("cancelled", None), (
         f"stop-1 ended with status {status!r}, expected cancelled"
+    )
+
+
+WORD_SLACK_S = 0.05
+"""Slack between a word's end and the end of the audio sent: resampling and millisecond rounding (§5.3)."""
+
+
+def _spoken(words: Any) -> list[str]:
+    """The words' letters and digits, lower case, punctuation entries left out: how two runs of the same text
+    are compared whatever the cut between segments (§10.1)."""
+    out = []
+    for word in words:
+        kept = "".join(c for c in word.word.casefold() if c.isalnum())
+        if kept:
+            out.append(kept)
+    return out
+
+
+@case(
+    "5.3.2",
+    "§5.3",
+    Level.MUST,
+    requirements=("R5.3-4", "R5.3-3", "R1.5-6", "R4.2-1"),
+    requirement="A server that lists `cancel_words` MUST put in the `synthesis_complete` of a cancelled "
+    "request in a language with word timings whose `audio_bytes` is above 0 the `words` of the audio it "
+    "sent: every word of that audio and no word whose audio it did not send.",
+    description="describe; send the long text of 4.1.10 at speed 2; at its first audio frame send cancel "
+    "naming it; compare its words with those of the same request uncancelled (the 4.1.10 recording)",
+    expectation="status cancelled with words: at least one, each ending by total_duration_s (within "
+    f"{WORD_SLACK_S} s), the first words of the uncancelled request in order. UNIMPLEMENTED on a server "
+    "without cancel or that does not list cancel_words",
+)
+def test_cancel_says_the_words_sent(conf: Probe, long_text: Recording) -> None:
+    from conformance.describe import ask
+
+    conf.use(long_text)
+    whole = long_text.replay().answers.get("long-1")
+    assert whole is not None and whole.complete is not None, (
+        f"the uncancelled long request was not answered ({long_text.error or 'no error'}): no reference"
+    )
+    offered: list[Any] = []
+
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("cancel-words") as s:
+            offer = await ask(s, "cw-caps")
+            offered.append(None if offer is None else sorted(offer.features))
+            if offer is None or "cancel_words" not in offer.features:
+                return s.answers.get("none"), []  # type: ignore[return-value]
+            await s.request(LONG, request_id="cw-1", speed=FAST)
+            await s.wait(lambda: _streaming(s, "cw-1"), "cw-1's audio began")
+            await s.cancel("cw-1")
+            answer = await s.answer("cw-1")
+            await s.close()
+            await s.drain()
+            return answer, s.observer.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    features = offered[0] if offered else None
+    if features is None:
+        raise Unimplemented(
+            "the server does not offer describe: a client cannot learn that it lists cancel_words"
+        )
+    if "cancel_words" not in features:
+        raise Unimplemented(f"the server does not list cancel_words in capabilities.features ({features})")
+    _require_cancel(errors)
+    if not whole.complete.words:
+        raise Unimplemented("the same request uncancelled carried no words: English has no word timings here")
+    complete = answer.complete
+    assert complete is not None and complete.status == "cancelled", (
+        f"cw-1 ended with status {complete.status if complete else None!r}, expected cancelled"
+    )
+    sent_s = complete.total_duration_s or 0.0
+    words = complete.words
+    conf.observe(
+        audio_s=sent_s,
+        words=None if words is None else [[w.word, w.start_s, w.end_s] for w in words],
+        uncancelled_words=len(whole.complete.words),
+    )
+    if not complete.audio_bytes:
+        return  # no audio sent: nothing to say (a server that stopped before the first frame)
+    assert words is not None, (
+        f"the cancelled request sent {sent_s} s of audio and its synthesis_complete carries no words"
+    )
+    assert words, f"the cancelled request sent {sent_s} s of audio and its words are empty"
+    late = [(w.word, w.end_s) for w in words if w.end_s > sent_s + WORD_SLACK_S]
+    assert not late, f"words whose audio was never sent (ending after the {sent_s} s sent): {late[:5]}" + (
+        f" and {len(late) - 5} more" if len(late) > 5 else ""
+    )
+    said, reference = _spoken(words), _spoken(whole.complete.words)
+    assert said == reference[: len(said)], (
+        f"the words are not the first words of the same request uncancelled: {said[:8]} against "
+        f"{reference[: max(8, len(said))][:8]}"
     )

@@ -15,6 +15,8 @@ are thin shells around them. One module per concept:
 - ``protocol.eventstream``: AWS event-stream messages and SageMaker PayloadParts (§12).
 - ``protocol.chunker``: incremental sentence chunking of streamed text.
 - ``protocol.session``: the server and client session state machines (§4–§7).
+- ``protocol.heard``: what a listener heard of a request, from its word timings and the player's
+  position (§5.3, barge-in).
 
 Importing ``protocol`` or any of its modules never imports a web framework, a WebSocket or HTTP
 library, an AWS SDK or an inference runtime (checked by tests/protocol/test_import_light.py), so every

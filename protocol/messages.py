@@ -93,9 +93,10 @@ __all__ = [
 
 PROTOCOL_VERSION = "1.1"
 """The version of PROTOCOL.md this code implements (§1.7); ``capabilities.protocol`` carries it (§4.4)."""
-FEATURES: tuple[str, ...] = ("cancel", "describe", "utterance", "marks", "voice_blend")
-"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.1, §4.4,
-§5.5, §15.1)."""
+FEATURES: tuple[str, ...] = ("cancel", "describe", "cancel_words", "utterance", "marks", "voice_blend")
+"""Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.1, §4.2,
+§4.4, §5.3, §5.5, §15.1). ``cancel_words``: a cancelled request's ``synthesis_complete`` carries the word
+timings of the audio sent (§5.3)."""
 SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000)
 """Output sample rates a request may ask for, in Hz (§4.1)."""
 DEFAULT_SAMPLE_RATE = 24000

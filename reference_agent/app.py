@@ -9,6 +9,12 @@ silently ``str()`` it).
 
 Configuration comes from :class:`AgentSettings`, read from the environment by default (the names the
 deployment stack sets, ``infra/agent_runtime.py``).
+
+An invocation that carries the AgentCore session header (``context.session_id``) is a turn of that
+session's :class:`~reference_agent.conversation.Conversation`: the model sees the session's earlier turns,
+one turn runs at a time, and a request's ``barge_in`` member (``{"played_ms": N}``: the listener spoke over
+the previous reply after N ms of its audio) stops that reply and keeps in the history only what was heard.
+The app keeps the :data:`MAX_CONVERSATIONS` most recently used sessions, in memory.
 """
 
 from __future__ import annotations
@@ -16,16 +22,28 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from reference_agent.conversation import Conversation
 from reference_agent.pipeline import DEFAULT_CONNECT_TIMEOUT_S, PipelineSettings, run_agent
 from reference_agent.request import AgentRequest, InvalidRequest, parse_request
 from reference_agent.sagemaker_tts import SageMakerTtsConnector
 from reference_agent.scripted import DEFAULT_FIRST_TOKEN_S, DEFAULT_REPLY, DEFAULT_TOKENS_PER_S, ScriptedModel
 from reference_agent.tts import DEFAULT_IDLE_TIMEOUT_S, TtsConnect, TtsEndpoint
 
-__all__ = ["DEFAULT_ENDPOINT_NAME", "SYSTEM_PROMPT", "AgentSettings", "build_agent", "create_app"]
+__all__ = [
+    "DEFAULT_ENDPOINT_NAME",
+    "MAX_CONVERSATIONS",
+    "SYSTEM_PROMPT",
+    "AgentSettings",
+    "build_agent",
+    "create_app",
+]
+
+MAX_CONVERSATIONS = 256
+"""Sessions whose conversation an app keeps; the least recently used is forgotten first."""
 
 DEFAULT_ENDPOINT_NAME = "kokoro-tts"
 """Endpoint name used when none is configured (the simulator accepts any name)."""
@@ -147,6 +165,7 @@ def create_app(
     connect = tts_connect or SageMakerTtsConnector()
     factory = agent_factory or (lambda request: build_agent(settings, request))
     app = _AgentApp()
+    conversations: OrderedDict[str, Conversation] = OrderedDict()
     # The app logs each call at INFO through a JSON handler of its own; the agent logs one line per
     # invocation instead (reference_agent.pipeline), in the project's one format (protocol.logs).
     app.logger.handlers.clear()
@@ -161,6 +180,21 @@ def create_app(
             )
         except InvalidRequest as exc:
             return JSONResponse(exc.to_json(), status_code=400)
+        session_id = getattr(context, "session_id", None)
+        conversation = None
+        if session_id:
+            conversation = conversations.pop(session_id, None) or Conversation()
+            conversations[session_id] = conversation  # the most recently used last
+            while len(conversations) > MAX_CONVERSATIONS:
+                conversations.popitem(last=False)
+        if request.barge_in_ms is not None:
+            if conversation is None:
+                error = InvalidRequest(
+                    "barge_in: needs the AgentCore session header (a conversation to trim)"
+                )
+                return JSONResponse(error.to_json(), status_code=400)
+            if conversation.turn is not None:
+                conversation.barge_in(request.barge_in_ms)
         default = settings.endpoint
         endpoint = TtsEndpoint(
             name=request.endpoint or default.name,
@@ -176,7 +210,7 @@ def create_app(
         )
         request_id = BedrockAgentCoreContext.get_request_id() or uuid.uuid4().hex
         return run_agent(
-            request, pipeline, request_id=request_id, session_id=getattr(context, "session_id", None)
+            request, pipeline, request_id=request_id, session_id=session_id, conversation=conversation
         )
 
     return app

@@ -23,7 +23,7 @@ Rules (``events.py`` and ``spec/schemas/agent_*.schema.json`` hold the contract)
 * ``AGENT-AUDIO-TOTALS``: ``audio_stream_end`` agrees with the chunks (``total_chunks``,
   ``audio_bytes``, ``duration_s``, the segments' ``audio_bytes``).
 * ``AGENT-SPOKEN``: every word of the reply was sent to the TTS, the last ones included, and a reply
-  with words has audio.
+  with words has audio; a reply the listener interrupted (``agent_end.interrupted``) promises neither.
 * ``AGENT-TTS-AUDIO``: (when the TTS's output is known) the decoded audio is exactly what the TTS made.
 * ``AGENT-BATCH``: in ``batch`` mode, one synthesis and no audio before the reply is complete.
 * ``AGENT-STREAM``: in ``stream`` mode, the whole reply went to the TTS as one utterance (one segment,
@@ -466,8 +466,8 @@ def _check_spoken(
     succeeded: bool,
     tts_texts: Sequence[str] | None,
 ) -> None:
-    # Only a stream that claims success promises the whole reply was spoken.
-    if not succeeded:
+    # Only a stream that claims success promises the whole reply was spoken; a barge-in cut it short.
+    if not succeeded or any(t == "agent_end" and e.get("interrupted") is True for _, t, e in typed):
         return
     text = "".join(str(e.get("text", "")) for _, t, e in typed if t == "text_delta")
     reply = reply_words(text)

@@ -198,8 +198,11 @@ class AgentEventWriter:
             segments=[segment.to_json() for segment in segments],
         )
 
-    def end(self) -> dict[str, Any]:
-        """``agent_end {first_audio_ms}``: the last event of a successful stream."""
+    def end(self, *, interrupted: bool = False) -> dict[str, Any]:
+        """``agent_end {first_audio_ms}``: the last event of a successful stream; ``interrupted: true`` when
+        a barge-in stopped the reply (:meth:`reference_agent.conversation.Conversation.barge_in`)."""
+        if interrupted:
+            return self._event("agent_end", first_audio_ms=self.first_audio_ms, interrupted=True)
         return self._event("agent_end", first_audio_ms=self.first_audio_ms)
 
     def error(self, code: AgentErrorCode | str, message: str) -> dict[str, Any]:

@@ -28,6 +28,12 @@ and, with a segmenter in the agent:
 
 Every failure ends the stream with one ``error`` event (:class:`reference_agent.events.AgentErrorCode`
 says which leg failed), never a hang or a silent stop.
+
+With a :class:`~reference_agent.conversation.Conversation`, the model sees the history and the turn is
+recorded in it. A barge-in (:meth:`Conversation.barge_in`) during the turn stops the model, cancels
+every TTS request not yet answered (PROTOCOL.md §4.2) and waits for their answers, whose word timings
+say what their audio spoke (§5.3); the stream then ends as usual, and the history keeps only the text
+the listener heard.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from typing import Any, Protocol
 from protocol.chunker import IncrementalSentenceChunker, strip_markdown
 from protocol.logs import log_event
 from protocol.voices import LANGUAGE_TAGS
+from reference_agent.conversation import Conversation, Turn
 from reference_agent.events import TERMINAL_TYPES, AgentErrorCode, AgentEventWriter
 from reference_agent.request import AgentRequest
 from reference_agent.tts import (
@@ -157,8 +164,12 @@ async def run_agent(
     request_id: str,
     session_id: str | None = None,
     clock: Callable[[], float] = time.monotonic,
+    conversation: Conversation | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """Run one invocation and yield its events (``reference_agent.events``), terminal event last.
+
+    ``conversation``: the history the model sees and this turn joins (a barge-in during the turn stops it,
+    see the module docstring); ``None`` runs the prompt alone.
 
     Every queue, task and client is created here, inside the running loop: ``BedrockAgentCoreApp``
     runs async handlers on its own worker loop (REFERENCE.md §5). Closing the generator early (the
@@ -169,7 +180,11 @@ async def run_agent(
     writer = AgentEventWriter(request_id, request.mode, clock)
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     yield writer.start(session_id)
-    runner = asyncio.create_task(_run(request, settings, writer, queue.put_nowait))
+    turn, context = None, None
+    if conversation is not None:
+        await conversation.idle()  # a turn still running (being interrupted) ends first
+        turn, context = conversation.begin(request.prompt), conversation.context()
+    runner = asyncio.create_task(_run(request, settings, writer, queue.put_nowait, turn, context))
     ended = False
     status, error = "disconnected", None  # unless a terminal event is sent
     try:
@@ -187,6 +202,8 @@ async def run_agent(
         # After the terminal event the runner is only closing the TTS session (bounded by
         # close_session); wait for it so no connection outlives the invocation.
         await asyncio.wait({runner})
+        if conversation is not None and turn is not None:
+            conversation.end(turn)
         sample_rate = writer.sample_rate or request.sample_rate
         log_event(
             logger,
@@ -209,6 +226,8 @@ async def _run(
     settings: PipelineSettings,
     writer: AgentEventWriter,
     emit: Callable[[dict[str, Any]], None],
+    turn: Turn | None = None,
+    context: list[dict[str, Any]] | None = None,
 ) -> None:
     session: TtsSession | None = None
     try:
@@ -227,18 +246,26 @@ async def _run(
             agent = settings.agent_factory(request)
         except Exception as exc:
             raise LlmFailure(f"cannot build the model: {type(exc).__name__}: {exc}") from exc
+        prompt = request.prompt
+        if turn is not None:
+            agent.messages = context or []  # the history before this prompt (Strands appends the prompt)
+            prompt = turn.prompt
+            speaker.answers = turn.spoken  # the turn sees each answer as it comes
+            emit = _recording(emit, turn)
         if request.mode == "stream":
-            writing = _write_stream(agent, request.prompt, speaker, writer, emit)
+            writing = _write_stream(agent, prompt, speaker, writer, emit)
         else:
             segmenter: Segmenter = (
                 IncrementalSentenceChunker(language=_chunker_language(request.voice))
                 if request.mode == "bidi"
                 else WholeReply()
             )
-            writing = _write(agent, request.prompt, segmenter, speaker, writer, emit)
+            writing = _write(agent, prompt, segmenter, speaker, writer, emit)
+        if turn is not None:
+            writing = _until_barge_in(writing, turn.interrupted, speaker)
         await _both(writing, _speak(speaker, writer, emit))
         emit(writer.audio_stream_end(speaker.segments))
-        emit(writer.end())
+        emit(writer.end(interrupted=speaker.cancelled))
     except (TtsUnavailable, TtsFailure, LlmFailure) as exc:
         emit(writer.error(exc.code, str(exc)))
     except Exception as exc:
@@ -265,6 +292,47 @@ async def _connect(connect: TtsConnect, endpoint: TtsEndpoint, timeout_s: float)
         ) from None
     except Exception as exc:
         raise TtsUnavailable(f"cannot open the TTS stream: {type(exc).__name__}: {exc}") from exc
+
+
+def _recording(emit: Callable[[dict[str, Any]], None], turn: Turn) -> Callable[[dict[str, Any]], None]:
+    """``emit`` that also adds each ``text_delta`` to the turn's written reply."""
+
+    def record(event: dict[str, Any]) -> None:
+        if event.get("type") == "text_delta":
+            turn.written += event.get("text", "")
+        emit(event)
+
+    return record
+
+
+async def _until_barge_in(writing: Any, interrupted: asyncio.Event, speaker: Speaker) -> None:
+    """Run the writer; a barge-in (``interrupted``) before the reply is spoken stops it.
+
+    The barge-in cancels the writer (the model's stream is closed: nothing more is written) and every TTS
+    request not yet answered (:meth:`Speaker.cancel`, PROTOCOL.md §4.2). Once the writer is done, a
+    barge-in still cancels what the TTS has not answered yet, until the speaker is drained. A failure of
+    the writer is raised as it is.
+    """
+    task = asyncio.ensure_future(writing)
+    barge = asyncio.ensure_future(interrupted.wait())
+    drained = asyncio.ensure_future(speaker.drained.wait())
+    try:
+        await asyncio.wait({task, barge}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            task.result()
+            await asyncio.wait({barge, drained}, return_when=asyncio.FIRST_COMPLETED)
+            if not barge.done():
+                return
+        else:
+            task.cancel()
+            await asyncio.wait({task})
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        await speaker.cancel()
+    finally:
+        for waiter in (task, barge, drained):
+            waiter.cancel()
+        await asyncio.gather(task, barge, drained, return_exceptions=True)
 
 
 async def _both(*coroutines: Any) -> None:

@@ -72,6 +72,9 @@ class AgentRequest:
         endpoint_url: where to reach it, or ``None`` for the agent's configured URL.
         region: AWS region, or ``None`` for the agent's.
         scripted: overrides for the scripted model, or ``None``.
+        barge_in_ms: the listener spoke over the session's previous reply after this many milliseconds
+            of its audio (``barge_in.played_ms``), or ``None``
+            (:meth:`reference_agent.conversation.Conversation.barge_in`).
     """
 
     prompt: str
@@ -83,6 +86,7 @@ class AgentRequest:
     endpoint_url: str | None = None
     region: str | None = None
     scripted: ScriptOverrides | None = None
+    barge_in_ms: float | None = None
 
 
 def parse_request(
@@ -140,4 +144,5 @@ def parse_request(
         endpoint_url=payload.get("endpoint_url"),
         region=payload.get("region"),
         scripted=overrides,
+        barge_in_ms=None if payload.get("barge_in") is None else float(payload["barge_in"]["played_ms"]),
     )

@@ -11,7 +11,9 @@ Two layers:
   text fragments into one utterance (§15) that :meth:`Speaker.end_stream` ends; :meth:`Speaker.audio`
   yields the audio as it arrives and checks every server message (§3, §5, §6) until every request is
   answered after :meth:`Speaker.finish`. Input stays open until then (REFERENCE.md §1, closing: a client that
-  ends its input early can lose its last message); ending it ends the session.
+  ends its input early can lose its last message); ending it ends the session. On a barge-in
+  :meth:`Speaker.cancel` cancels every request not yet answered (§4.2); :attr:`Speaker.answers` keeps each
+  request's text with its ``synthesis_complete``, whose word timings say what its audio spoke (§5.3).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from protocol.messages import SynthesisComplete
 from protocol.session import (
     AudioReceived,
     ClientSession,
@@ -168,9 +171,15 @@ class Speaker:
         self._utterance: str | None = None  # the open utterance of stream(), if any
         self._answered = asyncio.Condition()
         self._finished = False
+        self._cancelled = False
         self._wait_scope: asyncio.Timeout | None = None
         self.segments: list[Segment] = []
         """Answered requests, in order: the text sent and the audio bytes its answer reported."""
+        self.answers: list[tuple[str, SynthesisComplete]] = []
+        """Answered requests, in order: the text sent and its ``synthesis_complete`` (§5.3: its audio's
+        duration and word timings, the audio sent before a cancel for a cancelled one)."""
+        self.drained = asyncio.Event()
+        """Set once :meth:`audio` has returned or failed: nothing more will be spoken."""
 
     @property
     def streaming(self) -> bool:
@@ -238,6 +247,29 @@ class Speaker:
         await self._send(self._client.end(request_id))
         self._arm_deadline(restart=True)
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+        return self._cancelled
+
+    async def cancel(self) -> None:
+        """Barge-in: cancel every request not yet answered and take no more text (PROTOCOL.md §4.2).
+
+        Sends one ``cancel`` without ``request_id`` (an open utterance is cancelled with the rest, §15.5),
+        then :meth:`finish`: :meth:`audio` returns once every request is answered, the cancelled ones with
+        ``status`` ``cancelled`` (audio already on its way still arrives and is yielded). Idempotent.
+
+        Raises:
+            TtsFailure: the transport refused the message.
+        """
+        if self._cancelled:
+            return
+        self._cancelled = True
+        self._utterance = None
+        if self.outstanding:
+            await self._send(self._client.cancel())
+        self.finish()
+
     def finish(self) -> None:
         """No more texts: :meth:`audio` returns once every request sent so far is answered.
 
@@ -281,10 +313,18 @@ class Speaker:
 
         Raises:
             TtsUnavailable: the stream never opened.
-            TtsFailure: a stream exception, an ``error`` frame, a failed or cancelled request, a
-                different sample rate than asked, a protocol violation, the stream ending while
-                answers are owed, or ``idle_timeout_s`` of silence while answers are owed.
+            TtsFailure: a stream exception, an ``error`` frame, a failed request (or one cancelled
+                other than by :meth:`cancel`), a different sample rate than asked, a protocol
+                violation, the stream ending while answers are owed, or ``idle_timeout_s`` of silence
+                while answers are owed.
         """
+        try:
+            async for pcm in self._audio():
+                yield pcm
+        finally:
+            self.drained.set()
+
+    async def _audio(self) -> AsyncIterator[bytes]:
         parts = aiter(self.session.receive())
         loop = asyncio.get_running_loop()
         while not (self._finished and self.outstanding == 0):
@@ -338,9 +378,11 @@ class Speaker:
             return None
         if isinstance(event, SynthesisCompleted):
             frame = event.frame
-            if frame.status != "completed":
+            if frame.status != "completed" and not (self._cancelled and frame.status == "cancelled"):
                 raise TtsFailure(f"TTS request {frame.request_id} ended with status {frame.status}")
-            self.segments.append(Segment(self._texts.pop(frame.request_id, ""), frame.audio_bytes))
+            text = self._texts.pop(frame.request_id, "")
+            self.segments.append(Segment(text, frame.audio_bytes))
+            self.answers.append((text, frame))
             async with self._answered:
                 self._answered.notify_all()
             return None

@@ -402,8 +402,16 @@ class WebSocketSession:
             session.fail(request_id, "synthesis failed")
             return "failed"
         cancelled = session.is_cancelled(request_id)
-        session.complete(request_id, None if cancelled else words)
+        if cancelled and words is None and job.request.voice[:1] in self._timed_languages():
+            words = []  # §5.3 cancel_words: the audio sent (a lead-in, or none) spoke no word
+        # A cancelled request's words are those of the audio sent (§4.2, §5.3 cancel_words): a segment's
+        # words join the list only once its audio was queued, and queued audio is always sent.
+        session.complete(request_id, words)
         return "cancelled" if cancelled else "completed"
+
+    def _timed_languages(self) -> frozenset[str]:
+        """The language codes whose requests carry word timings (``capabilities.languages``, §14.1)."""
+        return frozenset(info.code for info in self.runtime.capabilities.languages if info.word_timings)
 
     # -- writer ------------------------------------------------------------------------------------
 

@@ -20,7 +20,13 @@ from conformance.mutants.admission import AssignsWithoutSkipping, LenientTimesta
 from conformance.mutants.aws_sample import AwsSampleServer, AwsSampleTextOnly
 from conformance.mutants.base import ToneServer
 from conformance.mutants.defects import DEFECTS, DefectServer
-from conformance.mutants.features import FinishesAbandoned, MarksForAll
+from conformance.mutants.features import (
+    CancelWordsAll,
+    CancelWordsNone,
+    CancelWordsUnsent,
+    FinishesAbandoned,
+    MarksForAll,
+)
 from conformance.mutants.synthesis import (
     BigFrames,
     CancelThenStream,
@@ -143,6 +149,9 @@ MUTANTS: dict[str, Mutant] = {
         ),
         Mutant("marks-for-all", MarksForAll, ("5.5.3",), ("R5.5-7",)),
         Mutant("finishes-abandoned", FinishesAbandoned, ("7.4.2",), ("R7.4-1",)),
+        Mutant("cancel-words-none", CancelWordsNone, ("5.3.2",), ("R5.3-4",)),
+        Mutant("cancel-words-all", CancelWordsAll, ("5.3.2",), ("R5.3-4",)),
+        Mutant("cancel-words-unsent", CancelWordsUnsent, ("5.3.2",), ("R5.3-4",)),
         # Utterances (§15): a version 1 server is the control, each other breaks one rule.
         Mutant("no-utterances", WithoutUtterances, ()),  # conforming: utterances are OPTIONAL (§1.5)
         Mutant("flush-ends-utterance", FlushEndsUtterance, ("15.4.1",), ("R15.4-2", "R15.3-4")),

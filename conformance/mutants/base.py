@@ -178,8 +178,8 @@ class ToneSession:
 
     The hooks a mutant may override are :meth:`receive`, :meth:`on_accepted`, :meth:`on_refused`,
     :meth:`on_close_requested`, :meth:`on_text`, :meth:`on_flush`, :meth:`on_utterance_end`, :meth:`work`,
-    :meth:`synthesize`, :meth:`after_complete`, :meth:`outgoing`, :meth:`should_close`, :meth:`end` and
-    :meth:`close_code`.
+    :meth:`synthesize`, :meth:`complete_words`, :meth:`after_complete`, :meth:`outgoing`,
+    :meth:`should_close`, :meth:`end` and :meth:`close_code`.
     """
 
     def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
@@ -203,7 +203,9 @@ class ToneSession:
         self.spoken_s: dict[str, float] = {}
         """Seconds of audio synthesized so far, per request: where its next segment starts (§5.5)."""
         self.words: dict[str, list[Word]] = {}
-        """Word timings of each request so far, when its language has them (§5.3)."""
+        """Word timings of each request's audio sent so far, when its language has them (§5.3)."""
+        self.segment_words: dict[str, tuple[Word, ...] | None] = {}
+        """Word timings of each request's segment noted by :meth:`mark` whose audio is not queued yet."""
         self._wake = asyncio.Event()
         self._outbox = asyncio.Event()
         self._deadline_moved = asyncio.Event()
@@ -325,10 +327,12 @@ class ToneSession:
                 async for pcm in self.synthesize(request):
                     if not session.audio(request_id, pcm):
                         break  # cancelled (§4.2)
+                    self.sent(request_id)
                     self.kick()
-                words = self.words.pop(request_id, None)
-                session.complete(request_id, None if session.is_cancelled(request_id) else words)
+                session.complete(request_id, self.complete_words(request))
                 self.after_complete(request_id)
+            self.words.pop(request_id, None)
+            self.segment_words.pop(request_id, None)
             self.spoken_s.pop(request_id, None)
             self.utterances.pop(request_id, None)
             self.kick()
@@ -355,9 +359,29 @@ class ToneSession:
         end = start + len(pcm) / 2 / request.sample_rate
         self.spoken_s[request_id] = end
         words = synth.words(segment, request.voice, start, end)
+        self.segment_words[request_id] = words
+        self.session.marks(request_id, synth.spoken(segment, request.voice), start, end, words)
+
+    def sent(self, request_id: str) -> None:
+        """The last segment :meth:`mark` noted had its audio queued: its words join the request's (§5.3)."""
+        words = self.segment_words.pop(request_id, None)
         if words is not None:
             self.words.setdefault(request_id, []).extend(words)
-        self.session.marks(request_id, synth.spoken(segment, request.voice), start, end, words)
+
+    def complete_words(self, request: SynthesisRequest) -> list[Word] | None:
+        """The ``words`` of the request's ``synthesis_complete``: those of the audio sent, also when it was
+        cancelled (§5.3 ``cancel_words``; ``[]`` when a cancel left no word sent); ``None`` for a language
+        without word timings."""
+        request_id = request.request_id
+        assert request_id is not None
+        words = self.words.get(request_id)
+        if (
+            words is None
+            and self.session.is_cancelled(request_id)
+            and request.voice[:1] in self.server.word_timings
+        ):
+            return []
+        return words
 
     async def segments(self, request: SynthesisRequest) -> AsyncIterator[str]:
         """The request's segments; an utterance's as they become ready, until it has ended (§15.3)."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 
 from conformance.mutants.base import ToneServer, ToneSession
-from protocol.messages import Marks, SynthesisRequest
+from protocol.messages import Marks, SynthesisRequest, Word
 
-__all__ = ["FinishesAbandoned", "MarksForAll"]
+__all__ = ["CancelWordsAll", "CancelWordsNone", "CancelWordsUnsent", "FinishesAbandoned", "MarksForAll"]
 
 
 class _MarksForAllSession(ToneSession):
@@ -76,3 +76,54 @@ class FinishesAbandoned(ToneServer):
 
     name = "finishes-abandoned"
     session_class = _FinishesAbandonedSession
+
+
+# --- what a cancel leaves said (§5.3, cancel_words) -------------------------------------------------------
+
+
+class _CancelWordsNoneSession(ToneSession):
+    def complete_words(self, request: SynthesisRequest) -> list[Word] | None:
+        if self.session.is_cancelled(request.request_id or ""):
+            return None  # as before version 1.1 added cancel_words, which it lists all the same
+        return super().complete_words(request)
+
+
+class CancelWordsNone(ToneServer):
+    """Lists cancel_words but sends no words with a cancelled request (§5.3)."""
+
+    name = "cancel-words-none"
+    session_class = _CancelWordsNoneSession
+
+
+class _CancelWordsAllSession(ToneSession):
+    def complete_words(self, request: SynthesisRequest) -> list[Word] | None:
+        if not self.session.is_cancelled(request.request_id or ""):
+            return super().complete_words(request)
+        # The words of the whole text, as if every segment had been sent: what the client wrote.
+        synth, start, words = self.server.synth, 0.0, []
+        for segment in synth.segments(request.text):
+            end = start + synth.seconds(segment, request.voice, request.speed)
+            words += synth.words(segment, request.voice, start, end) or ()
+            start = end
+        return words
+
+
+class CancelWordsAll(ToneServer):
+    """With a cancelled request, sends the words of its whole text, also those it never spoke (§5.3)."""
+
+    name = "cancel-words-all"
+    session_class = _CancelWordsAllSession
+
+
+class _CancelWordsUnsentSession(ToneSession):
+    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
+        super().mark(request, segment, pcm)
+        self.sent(request.request_id or "")  # counted when synthesized, before its audio is queued
+
+
+class CancelWordsUnsent(ToneServer):
+    """Counts a segment's words when it is synthesized, not when its audio is sent: a cancelled request
+    names the words of a segment it dropped (§5.3)."""
+
+    name = "cancel-words-unsent"
+    session_class = _CancelWordsUnsentSession

@@ -119,15 +119,17 @@ class _CancelThenStreamSession(ToneSession):
                         self.stray += cut_audio_frames(pcm, session.limits.max_audio_frame_bytes)
                     elif not session.audio(request_id, pcm):
                         break  # cancelled while it could not be answered at once (an utterance)
+                    self.sent(request_id)
                     self.kick()
                 self.active = None
                 while self.stray:  # out before the next bracket opens
                     self.kick()
                     await asyncio.sleep(0.005)
-                words = self.words.pop(request_id, None)
                 if request_id not in self.answered_early:
-                    session.complete(request_id, None if session.is_cancelled(request_id) else words)
+                    session.complete(request_id, self.complete_words(request))
                 self.after_complete(request_id)
+            self.words.pop(request_id, None)
+            self.segment_words.pop(request_id, None)
             self.spoken_s.pop(request_id, None)
             self.utterances.pop(request_id, None)
             self.kick()

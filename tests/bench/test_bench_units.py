@@ -333,3 +333,31 @@ def test_audio_formats_table_sets_the_seed_beside_its_rows() -> None:
 def test_report_orders_sections_by_number_with_letters_after() -> None:
     names = [name for name in report._ORDER if name in ("transport_sizes", "audio_formats", "throughput")]
     assert names == ["transport_sizes", "audio_formats", "throughput"]
+
+
+def test_agent_latency_ideal_is_the_writing_time_plus_one_first_sentence_pass() -> None:
+    ideal = agent_latency.ideal_figures(600.0, 5000.0, 500.0)
+    assert ideal == {"bidi_ms": 1100.0, "batch_ms": 5500.0, "batch_over_bidi": 5.0}
+    # The hop adds its latency each way to both: the request going out, the first audio coming back.
+    hop = agent_latency.ideal_figures(600.0, 5000.0, 500.0, hop_ms=25.0)
+    assert hop == {"bidi_ms": 1150.0, "batch_ms": 5550.0, "batch_over_bidi": round(5550 / 1150, 2)}
+    # A slower pass lowers the ideal ratio: the ratio alone does not compare across machines.
+    assert agent_latency.ideal_figures(600.0, 5000.0, 1500.0)["batch_over_bidi"] == 3.10
+    assert agent_latency.ideal_figures(None, 5000.0, 500.0)["batch_over_bidi"] is None
+
+
+def test_agent_latency_first_sentence_is_what_the_chunker_releases_first() -> None:
+    assert agent_latency.first_sentence(REPLY) == REPLY_SENTENCES[0]
+    assert agent_latency.first_sentence("No end here") == "No end here"
+
+
+def test_agent_latency_first_sentence_written_is_the_delta_that_releases_it() -> None:
+    events = [
+        {"type": "agent_start", "t_ms": 0},
+        {"type": "text_delta", "t_ms": 300.0, "text": "Hello "},
+        {"type": "text_delta", "t_ms": 400.0, "text": "there. "},
+        {"type": "text_delta", "t_ms": 500.0, "text": "More "},
+        {"type": "text_delta", "t_ms": 600.0, "text": "text."},
+    ]
+    assert agent_latency._written_ms(events) == 500.0
+    assert agent_latency._written_ms(events[:3]) is None

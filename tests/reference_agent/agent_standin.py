@@ -3,19 +3,21 @@
 :class:`StandInTts` is a :class:`reference_agent.tts.TtsSession` whose far end is
 :class:`protocol.session.ServerSession`: requests are parsed, answered in order, bracketed and cut into
 audio frames exactly as the reference server does, but the "speech" is a deterministic sawtooth whose
-length depends on the text. Server messages come back as PayloadParts, optionally split into small
-parts (as SageMaker may, PROTOCOL.md §12). Faults: a ``ModelStreamError`` after N messages, a stall, a
-refusing endpoint.
+length depends on the text, timed word by word (:func:`words_for`, PROTOCOL.md §5.3). Server messages
+come back as PayloadParts, optionally split into small parts (as SageMaker may, PROTOCOL.md §12). Faults:
+a ``ModelStreamError`` after N messages, a stall, a refusing endpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from protocol.chunker import IncrementalSentenceChunker
+from protocol.messages import Word
 from protocol.session import (
     RequestAccepted,
     ServerSession,
@@ -29,6 +31,16 @@ SAMPLES_PER_CHAR = 40
 """Audio length per character of text: a 60-character sentence gives 2,400 samples (0.1 s at 24 kHz)."""
 
 
+def words_for(text: str, sample_rate: int, start_s: float = 0.0) -> list[Word]:
+    """The word timings of :func:`speech_for`'s audio for ``text`` at ``sample_rate``, from ``start_s``: each
+    whitespace-separated word spans the samples of its characters (:data:`SAMPLES_PER_CHAR` each)."""
+    seconds = SAMPLES_PER_CHAR / sample_rate
+    return [
+        Word(m.group(), round(start_s + m.start() * seconds, 6), round(start_s + m.end() * seconds, 6))
+        for m in re.finditer(r"\S+", text)
+    ]
+
+
 def speech_for(text: str) -> bytes:
     """The stand-in's PCM16LE "speech" for ``text``: deterministic, never empty for non-empty text."""
     base = sum(map(ord, text)) % 997
@@ -40,7 +52,10 @@ def speech_for(text: str) -> bytes:
 class _Utterance:
     """An utterance (PROTOCOL.md §15) the stand-in is answering: its text so far, the sentences ready."""
 
+    sample_rate: int = 24_000
     text: str = ""
+    words: list[Word] = field(default_factory=list)
+    spoken_s: float = 0.0
     chunker: IncrementalSentenceChunker = field(
         default_factory=lambda: IncrementalSentenceChunker(markdown=False)
     )
@@ -96,7 +111,7 @@ class Answerer:
             self.messages.append({"undecodable": repr(data[:40])})
         for event in self.server.receive_frame(data):
             if isinstance(event, RequestAccepted) and event.utterance:
-                self._utterances[event.request.request_id] = _Utterance()  # type: ignore[index]
+                self._utterances[event.request.request_id] = _Utterance(event.request.sample_rate)  # type: ignore[index]
             elif isinstance(event, TextAppended):
                 utterance = self._utterances[event.request_id]
                 utterance.text += event.text
@@ -120,18 +135,24 @@ class Answerer:
                 if request_id not in self._utterances:
                     self.texts.append(request.text)
                     server.audio(request_id, speech_for(request.text))
-                    server.complete(request_id)
+                    server.complete(
+                        request_id, words_for(request.text, self.sample_rate or request.sample_rate)
+                    )
                     continue
                 self._active = request_id
             if self._active is None:
                 break
             utterance = self._utterances[self._active]
+            rate = self.sample_rate or utterance.sample_rate
             while utterance.ready:
-                server.audio(self._active, speech_for(utterance.ready.pop(0)))
+                sentence = utterance.ready.pop(0)
+                if server.audio(self._active, speech_for(sentence)):
+                    utterance.words += words_for(sentence, rate, utterance.spoken_s)
+                    utterance.spoken_s += SAMPLES_PER_CHAR * max(1, len(sentence)) / rate
             if not (utterance.ended or server.is_cancelled(self._active)):
                 break  # the utterance is open: more text may come
             self.texts.append(utterance.text)
-            server.complete(self._active)
+            server.complete(self._active, utterance.words)
             del self._utterances[self._active]
             self._active = None
 

@@ -279,6 +279,36 @@ def test_cancel_of_the_active_request_stops_within_one_segment(serve):
     run(scenario())
 
 
+def test_a_cancelled_request_says_the_words_of_the_audio_it_sent(serve):
+    """§5.3 cancel_words: the cancelled complete carries the words of segment 1, whose audio was sent, and
+    none of segment 2, which was being synthesized when the cancel came; the same words and timings as
+    the request uncancelled."""
+    backend = ToneBackend(gated=True)
+    server = serve(backend)
+    text = "One two. Three four. Five."
+
+    async def scenario():
+        async with open_session(server.ws_url) as conv:
+            rid = await conv.request(text)
+            await in_thread(acquire, backend.entered)
+            backend.segment_permits.release(1)  # segment 1 only
+            assert isinstance(await conv.next_event(), SynthesisStarted)
+            assert isinstance(await conv.next_event(), AudioReceived)
+            await in_thread(acquire, backend.entered)  # segment 2 is being synthesized (held)
+            await conv.send({"type": "cancel", "request_id": rid})
+            cut = await conv.until_complete(rid)
+            backend.segment_permits.release(10)
+            whole = await conv.until_complete(await conv.request(text))
+            return cut, whole
+
+    cut, whole = run(scenario())
+    assert (cut.complete.status, whole.complete.status) == ("cancelled", "completed")
+    assert len(cut.pcm) == 2 * expected_samples("One two.") == cut.complete.audio_bytes
+    sent = tuple(w for w in whole.complete.words if w.end_s <= cut.complete.total_duration_s)
+    assert cut.complete.words == sent and [w.word for w in sent] == ["One", "two."]
+    assert whole.pcm[: len(cut.pcm)] == cut.pcm
+
+
 def test_cancel_of_queued_requests_answers_them_in_turn(serve):
     backend = ToneBackend(gated=True)
     server = serve(backend, limits=Limits(lookahead=0))
