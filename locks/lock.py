@@ -59,7 +59,11 @@ class Lock:
 
 # test first: the others are constrained by it (module docstring).
 LOCKS = (
-    Lock("test", ("all", "conformance", "demo", "dev", "crosscheck"), "make test, on top of the main job"),
+    Lock(
+        "test",
+        ("all", "conformance", "demo", "dev", "crosscheck", "quality"),
+        "make test, on top of the main job",
+    ),
     Lock("conformance", ("server", "agent", "demo", "conformance", "dev"), "make conformance, the main job"),
     Lock("kit", ("conformance",), "the conformance kit alone (README 'Certify your own container')"),
     Lock("image-cpu", ("server",), "reference_server/Dockerfile.cpu"),
