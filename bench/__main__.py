@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     run_benchmarks(names, smoke=getattr(args, "smoke", False), results_dir=results)
     print(f"benchmarks finished in {time.perf_counter() - started:.0f} s", flush=True)
-    if args.command is None or by_name:
+    if args.command is None or (by_name and Path(results).resolve() == RESULTS_DIR.resolve()):
         print(f"wrote {write_report(results, RESULTS_MD)}")
     return 0
 

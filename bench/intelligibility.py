@@ -574,7 +574,7 @@ def notes(result: dict[str, Any]) -> list[str]:
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    """Median CER per voice."""
+    """Median and mean CER per voice."""
     from bench.plots import grouped_bars
 
     voices = (result.get("figures") or {}).get("voices") or {}
@@ -582,8 +582,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
         return
     grouped_bars(
         path,
-        "median CER (%)",
-        list(voices),
-        {"median CER": [100 * (f["median_cer"] or 0.0) for f in voices.values()]},
+        "CER (%)",
+        [voice.replace("_", "\n", 1) for voice in voices],
+        {
+            "median CER": [100 * (f["median_cer"] or 0.0) for f in voices.values()],
+            "mean CER": [100 * (f["mean_cer"] or 0.0) for f in voices.values()],
+        },
         title="Whisper-base's character error rate on the server's speech, per voice",
     )
