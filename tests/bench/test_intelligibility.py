@@ -207,3 +207,19 @@ def test_results_md_reports_every_language_and_the_worst_cases() -> None:
     assert {row[0].strip("`") for row in voices[1]} == every_voice
     assert cases[1] and all(row[2] for row in cases[1])
     assert "Worst language: " in section and "median CER" in section
+
+
+def test_python_m_bench_intelligibility_runs_it_by_name(monkeypatch, tmp_path) -> None:
+    """`python -m bench intelligibility` runs that benchmark alone (make bench leaves it out)."""
+    import bench.__main__ as cli
+    import bench.report
+    from bench.runner import BENCHMARKS
+
+    ran, reports = [], []
+    monkeypatch.setattr(cli, "run_benchmarks", lambda names, **kw: ran.append((tuple(names), kw)))
+    monkeypatch.setattr(bench.report, "write_report", lambda *args: reports.append(args) or "RESULTS.md")
+    assert "intelligibility" not in BENCHMARKS
+    assert cli.main(["intelligibility", "--smoke", "--results", str(tmp_path)]) == 0
+    assert ran == [(("intelligibility",), {"smoke": True, "results_dir": tmp_path})]
+    assert reports == []  # results elsewhere: bench/RESULTS.md is left alone
+    assert cli.main(["intelligibility"]) == 0 and len(reports) == 1
