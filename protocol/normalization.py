@@ -36,7 +36,9 @@ all          emoji (pictographs, flags, keycaps, with their modifiers and joiner
              "slash" and "at" (scheme, ``www.``, query and fragment dropped); bare domains and file names
              with a known suffix (``example.com``, ``main.py``); ``&``, arrows ``→`` and a few
              abbreviations the G2P spells out (English ``e.g.``, ``i.e.``, ``vs.``, ``approx.``; ``p. ej.``,
-             ``p. ex.``, ``ecc.``, French ``M.`` before a name, Portuguese ``Sr.``/``Sra.``)
+             ``p. ex.``, ``ecc.``, French ``M.`` before a name, Spanish and Portuguese ``Sr.``/``Sra.``,
+             Italian ``dott.``, ``sig.``, English ``St.`` after a street's name); an amount with cents
+             before a currency's name (``12,50 euro``, ``12.50 dollars``) is read as money
 ===========  ===============================================================================================
 
 Anything else stays as written: words, plain punctuation, and figures next to letters (``Q1``, ``4K``,
@@ -380,7 +382,9 @@ _LANGUAGES = {
         months=tuple(
             "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre".split()
         ),
-        abbreviations=_pairs("p. ej.=por ejemplo; p.ej.=por ejemplo; aprox.=aproximadamente"),
+        abbreviations=_pairs(
+            "p. ej.=por ejemplo; p.ej.=por ejemplo; aprox.=aproximadamente; Sr.=señor; Sra.=señora"
+        ),
         feminine=frozenset(["hora", "milla por hora"]),
     ),
     "f": _Language(
@@ -443,7 +447,10 @@ _LANGUAGES = {
             "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre "
             "dicembre".split()
         ),
-        abbreviations=_pairs("ecc.=eccetera; etc.=eccetera"),
+        abbreviations=_pairs(
+            "ecc.=eccetera; etc.=eccetera; dott.=dottor; Dott.=dottor; dott.ssa=dottoressa; "
+            "Dott.ssa=dottoressa; sig.=signor; Sig.=signor; sig.ra=signora; Sig.ra=signora"
+        ),
         feminine=frozenset(["ora"]),
     ),
     "p": _Language(
@@ -624,6 +631,17 @@ def _number_pattern(lang: _Language) -> str:
     return rf"(?:{grouped}|\d+(?:[.,]\d+)?)"
 
 
+def _currency_names(lang: _Language) -> dict[str, _Currency]:
+    """A currency's names as words ("euro", "euros", "dollars") -> the currency, for amounts written before
+    them; names that are not plain words are left out."""
+    found: dict[str, _Currency] = {}
+    for money in lang.currencies.values():
+        for name in (money.one, money.many):
+            if name and name.replace(" ", "").isalpha():
+                found.setdefault(name, money)
+    return found
+
+
 @cache
 def _compiled(code: str) -> re.Pattern[str]:
     lang = _LANGUAGES.get(code, _GENERIC)
@@ -639,6 +657,9 @@ def _compiled(code: str) -> re.Pattern[str]:
         parts.append(rf"(?<![\w.])(?P<abbr>{names})(?![\w])")
     if code == "f":
         parts.append(r"(?<![\w.])(?P<monsieur>M\.)(?=\s[A-ZÀ-Ý])")
+    if code in ("a", "b"):
+        # "Main St." is a street; "St. Louis" (a capital after it) is a saint, left to the G2P.
+        parts.append(r"(?<=\w )(?P<street>St\.)(?!\s+[A-Z])")
     parts.append(r"(?P<symbol>(?<=\s)(?:&|→|⇒|⟶|->)(?=\s))")
     if code in ("j", "z"):
         parts += _cjk_patterns(code)
@@ -683,9 +704,13 @@ def _compiled(code: str) -> re.Pattern[str]:
         ]
     if code == "h":
         parts.append(r"(?P<numero>(?<![\w])#(?=\d))")
+    # An amount with cents before a currency's name ("12,50 euro", "12.50 dollars") is money, not a decimal.
+    names = "|".join(re.escape(n) for n in sorted(_currency_names(lang), key=len, reverse=True)) or "(?!)"
+    cents = r"[\d.\u00a0\u202f ]*,\d{2}" if lang.decimal_comma else r"[\d,]*\.\d{2}"
     parts += [
         rf"(?P<currency>(?<![\w$€£¥₹])(?P<cur_pre>{symbols})\s*(?P<amount_pre>{number})(?![.,]\d)(?:\s+(?P<scale_pre>{scales})|(?P<scale_pre2>k|K|M|B|bn|mn))?(?![\w])"
-        rf"|{_START}(?P<amount_post>{number})(?![.,]\d)(?:\s*(?P<scale_post>{scales}))?\s*(?P<cur_post>{symbols})(?![\w$€£¥₹]))",
+        rf"|{_START}(?P<amount_post>{number})(?![.,]\d)(?:\s*(?P<scale_post>{scales}))?\s*(?P<cur_post>{symbols})(?![\w$€£¥₹])"
+        rf"|{_START}(?=\d{cents}\s)(?P<amount_word>{number})(?![.,]\d)\s+(?P<cur_word>{names})(?![\w]))",
         rf"(?P<percent>(?:(?P<sign_p>{_SIGN})|{_START})(?P<amount_p>{number})(?![.,]\d)\s*%)",
         rf"(?P<unit>(?:(?P<sign_u>{_SIGN})|{_START})(?P<amount_u>{number})(?![.,]\d)\s*(?P<unit_name>{units})(?![\w/]))",
         r"(?P<operator>(?<=\d)\s*(?P<op>[×÷=+*–—])\s*(?=[-−]?\d))",
@@ -801,6 +826,8 @@ class _Reader:
             return self.lang.abbreviations[group("abbr")]
         if kind == "monsieur":
             return "Monsieur"
+        if kind == "street":  # its dot also ended the sentence when nothing follows
+            return "Street" if match.string[match.end() :].strip() else "Street."
         if kind == "symbol":
             return {"&": words.get("and", "&")}.get(group("symbol"), words.get("to", ""))
         if kind == "date_iso":
@@ -903,9 +930,9 @@ class _Reader:
     def currency(self, match: re.Match[str]) -> str:
         group = match.group
         symbol = group("cur_pre") or group("cur_post")
-        amount = group("amount_pre") or group("amount_post")
+        amount = group("amount_pre") or group("amount_post") or group("amount_word")
         scale_written = group("scale_pre") or group("scale_pre2") or group("scale_post")
-        money = self.lang.currencies[symbol]
+        money = self.lang.currencies[symbol] if symbol else _currency_names(self.lang)[group("cur_word")]
         whole, fraction, _ = self.parse(amount)
         if scale_written:
             scale = self.lang.scales.get(scale_written, scale_written)

