@@ -290,6 +290,52 @@ def test_g711_body(conf: Probe, name: str) -> None:
     _g711(conf, name)
 
 
+@case(
+    "11.3.4",
+    "§11.3",
+    Level.MUST,
+    requirements=("R11.3-2",),
+    requirement='With `"encoding": "pcm_mulaw"` or `"pcm_alaw"` the body MUST be G.711 codes instead, '
+    "one byte per sample, no header, under the registered types of RFC 4856",
+    description="InvokeEndpoint (not streamed) with format pcm, encoding pcm_mulaw, stream false, 8 kHz",
+    expectation="Content-Type audio/PCMU;rate=8000 and a body of G.711 codes that decode to plausible "
+    "speech, as when streamed (11.3.2); a server without pcm_mulaw answers 400 unsupported_encoding "
+    "(UNIMPLEMENTED)",
+)
+def test_g711_whole(conf: Probe) -> None:
+    """A body answered whole takes another path than a streamed one in most servers (a buffer, a length):
+    its Content-Type must still name the encoding (found by mutation testing: the reference server's whole
+    body once said PCM16 while carrying G.711 codes)."""
+
+    def call() -> tuple[str, bytes]:
+        response = conf.runtime().invoke_endpoint(
+            EndpointName=conf.target.endpoint_name,
+            Body=json.dumps(_body("pcm", encoding="pcm_mulaw", stream=False)).encode(),
+            ContentType="application/json",
+        )
+        return response.get("ContentType", ""), response["Body"].read()
+
+    try:
+        content_type, body = conf.blocking(call, "InvokeEndpoint answered")
+    except ClientError as exc:
+        original = str(exc.response.get("OriginalMessage", ""))
+        if exc.response.get("OriginalStatusCode") == 400 and "unsupported_encoding" in original:
+            raise Unimplemented("the server does not offer pcm_mulaw (400 unsupported_encoding)") from None
+        raise
+    declared = content_type.replace(" ", "").lower()
+    conf.observe(content_type=content_type, bytes=len(body))
+    if declared == f"audio/pcm;rate={RATE};encoding=s16le;channels=1" and len(body) % 2 == 0:
+        # Either PCM16 (the encoding ignored: version 1) or G.711 mislabelled: the codes tell.
+        as_pcm16 = check_speech(body, RATE, SHORT, FAST)
+        if not as_pcm16:
+            raise Unimplemented("the server ignored encoding pcm_mulaw and answered PCM16 (version 1)")
+    expected = f"{G711_TYPES['pcm_mulaw']};rate={RATE}"
+    assert declared == expected, (
+        f"asked for pcm_mulaw, whole: Content-Type {content_type!r}, not {expected!r}"
+    )
+    _check_pcm(conf, decode_to_pcm16(body, "pcm_mulaw"))
+
+
 def _split_cases(number: int, what: str, decoder: str, requirements: tuple[str, ...]) -> list[Any]:
     return [
         param(

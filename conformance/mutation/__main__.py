@@ -12,6 +12,8 @@ sample of 0, mutmut not installed, an invalid ``survivors.toml``, a control that
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import random
 import sys
 import time
@@ -20,9 +22,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 from conformance.mutation import DEFAULT_MODULES, ROOT, SURVIVORS
-from conformance.mutation.report import TriageError, load_triage, summarize, write
-from conformance.mutation.runner import Outcome, certify_all
-from conformance.mutation.tree import MutationToolMissing, load_or_build
+from conformance.mutation.covered import CoverageRunFailed, measure
+from conformance.mutation.report import TriageError, load_triage, summarize, toml_entry, write
+from conformance.mutation.runner import SERVER_ARGS, Outcome, certify_all
+from conformance.mutation.tree import MutationToolMissing, load_or_build, stamp
 
 
 def _positive(text: str) -> int:
@@ -63,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the two control runs (the unmutated tree passes; MUTANT_UNDER_TEST=fail is killed)",
     )
+    parser.add_argument(
+        "--every-line",
+        action="store_true",
+        help="mutate every line, not only those the suite makes the server run (measured once by coverage)",
+    )
     parser.add_argument("--list", action="store_true", help="print the mutants that would run, and exit")
     return parser
 
@@ -77,6 +85,25 @@ def _progress(done: list[int], total: int) -> object:
     return show
 
 
+def _covered(modules: tuple[str, ...], report: Path) -> dict[str, list[int]]:
+    """The lines of ``modules`` the suite runs (:mod:`conformance.mutation.covered`), measured once per
+    change of the server, the suite or the simulator (``report/coverage.json`` keeps them)."""
+    record = report / "coverage.json"
+    key = {
+        "files": stamp(["protocol", "reference_server", "conformance", "simulator", "spec"]),
+        "paths": modules,
+    }
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        saved = json.loads(record.read_text(encoding="utf-8"))
+        if saved["key"] == key:
+            return saved["lines"]
+    print("measuring which lines the suite runs (one whole run under coverage) ...", flush=True)
+    lines = measure(modules, SERVER_ARGS)
+    report.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"key": key, "lines": lines}), encoding="utf-8")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -86,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--module {module}: not a Python file of {ROOT}")
     try:
         triage = load_triage(args.triage)
-        mutants = load_or_build(modules, args.report / "tree")
-    except (TriageError, MutationToolMissing) as exc:
+        covered = None if args.every_line else _covered(modules, args.report)
+        tree = load_or_build(modules, args.report / "tree", covered=covered)
+    except (TriageError, MutationToolMissing, CoverageRunFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    mutants = tree.mutants
     seed = args.seed if args.seed is not None else random.randrange(1_000_000)
     if args.mutant:
         known = {m.name: m for m in mutants}
@@ -147,20 +176,21 @@ def main(argv: list[str] | None = None) -> int:
         "sample": args.sample,
         "seed": seed if args.sample is not None else None,
         "seconds": round(time.monotonic() - started),
-        **summarize(mutants, outcomes[len(controls) :], triage),
+        **summarize(mutants, outcomes[len(controls) :], triage, tree.not_run),
     }
     page = write(args.report, report)
     print(
-        f"{'module':<32} {'run':>5} {'killed':>6} {'surv.':>5} {'equiv.':>6} {'unobs.':>6} {'untri.':>6} "
-        f"{'score':>6}"
+        f"{'module':<32} {'not run':>7} {'run':>5} {'killed':>6} {'surv.':>5} {'equiv.':>6} {'unobs.':>6} "
+        f"{'untri.':>6} {'score':>6}"
     )
     for path, row in sorted(report["modules"].items()):
         score = "-" if row["score"] is None else f"{row['score']:.0%}"
         print(
-            f"{path:<32} {row['run']:>5} {row['killed']:>6} {row['survived']:>5} {row['equivalent']:>6} "
-            f"{row['unobservable']:>6} {row['untriaged']:>6} {score:>6}"
+            f"{path:<32} {row['not_run']:>7} {row['run']:>5} {row['killed']:>6} {row['survived']:>5} "
+            f"{row['equivalent']:>6} {row['unobservable']:>6} {row['untriaged']:>6} {score:>6}"
         )
     bad = 0
+    by_name = {m.name: m for m in mutants}
     for name, entry in sorted(report["mutants"].items()):
         untriaged = entry["status"] == "survived" and entry["triage"] is None
         lost = entry["status"] == "survived" and (entry["triage"] or {}).get("status") == "killed"
@@ -168,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
             what = "LOST CATCH" if lost else "SURVIVED" if untriaged else "ERROR"
             print(f"\n{what}: {name} ({entry['path']}:{entry['line']} {entry['function']})\n{entry['diff']}")
+            if untriaged:
+                print(f"triage it in {args.triage}:\n{toml_entry(by_name[name])}")
     print(f"\nreport: {page}")
     return 1 if bad else 0
 

@@ -1,18 +1,21 @@
 """The mutation report: the score per module, the survivors with their diffs, and their triage.
 
-``survivors.toml`` (checked in beside this module) triages surviving mutants, one table each::
+``survivors.toml`` (checked in beside this module) triages surviving mutants, one ``[[survivor]]`` each,
+found by the function they change and the change itself (mutmut's numbers move when a function changes;
+the change does not)::
 
-    [mutants."protocol.frames.x__detect__mutmut_2"]
-    status = "equivalent"          # no spec sentence constrains what it changes
-    reason = "the BOM check reads the same 4 bytes either way"
+    [[survivor]]
+    function = "protocol/session.py ServerSession.fail"
+    change = '''
+    -        error = ErrorFrame(code=ErrorCode.INTERNAL_ERROR, message=message, request_id=request_id, ...)
+    +        error = ErrorFrame(code=ErrorCode.INTERNAL_ERROR, message=message, ...)'''
+    status = "unobservable"   # a defect, but no client can make a conforming server take that path
+    reason = "the error frame of a failed synthesis: no request makes a conforming server fail"
 
-    [mutants."protocol.session.xǁServerSessionǁfail__mutmut_14"]
-    status = "unobservable"        # a defect, but no client can make a conforming server take that path
-    reason = "the error frame of a failed synthesis: no request makes the server fail"
-
-    [mutants."protocol.session.xǁServerSessionǁcancel__mutmut_7"]
-    status = "killed"              # a case added since kills it
-    case = "4.2.9"
+``status`` is ``equivalent`` (no defect a client could see; ``reason`` says why), ``unobservable`` (a
+defect on a path no black-box client can make a conforming server take; ``reason``) or ``killed`` (by
+``case``, a case added since). ``python -m conformance.mutation`` prints a block to fill in for each
+survivor it finds untriaged.
 
 The score of a module is ``killed / (mutants run - equivalent - unobservable)``: an equivalent mutant is no
 defect, an unobservable one is a defect no black-box client can provoke (counted apart, as the matrix counts
@@ -34,9 +37,21 @@ from conformance.mutation import SURVIVORS
 from conformance.mutation.runner import Outcome
 from conformance.mutation.tree import Mutant
 
-__all__ = ["Triage", "TriageError", "load_triage", "summarize", "write"]
+__all__ = [
+    "Triage",
+    "TriageError",
+    "change_of",
+    "load_triage",
+    "summarize",
+    "toml_entry",
+    "triage_key",
+    "write",
+]
 
 STATUSES = ("equivalent", "unobservable", "killed")
+
+TriageKey = tuple[str, str]
+"""``("path function", change)``: what a triage entry and a mutant are matched by."""
 
 
 class TriageError(ValueError):
@@ -45,19 +60,43 @@ class TriageError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Triage:
-    """One survivor's triage: ``equivalent`` with its ``reason``, or ``killed`` by ``case``."""
+    """One survivor's triage: ``equivalent`` or ``unobservable`` with its ``reason``, or ``killed`` by
+    ``case``."""
 
     status: str
     reason: str = ""
     case: str = ""
 
 
-def load_triage(path: Path = SURVIVORS) -> dict[str, Triage]:
+def change_of(diff: str) -> str:
+    """The lines a unified diff removes and adds (``-``/``+``, headers left out), right-trimmed."""
+    lines = diff.splitlines()
+    kept = [line.rstrip() for line in lines if line[:1] in "+-" and not line.startswith(("---", "+++"))]
+    return "\n".join(kept)
+
+
+def triage_key(mutant: Mutant) -> TriageKey:
+    """What a mutant is triaged by: its file and function, and its change (:func:`change_of`)."""
+    return f"{mutant.path} {mutant.function}", change_of(mutant.diff)
+
+
+def toml_entry(mutant: Mutant) -> str:
+    """A ``[[survivor]]`` block for ``mutant`` whose ``status`` and ``reason`` are left to fill in (the change
+    as a TOML literal string: no escapes)."""
+    where, change = triage_key(mutant)
+    return (
+        f"[[survivor]]\nfunction = \"{where}\"\nchange = '''\n{change}'''\n"
+        'status = "equivalent | unobservable | killed"\nreason = ""\n'
+    )
+
+
+def load_triage(path: Path = SURVIVORS) -> dict[TriageKey, Triage]:
     """The triage file (module docstring); a missing file is an empty triage.
 
     Raises:
-        TriageError: not TOML, or an entry without a known ``status``, an ``equivalent`` or
-            ``unobservable`` one without a ``reason`` or a ``killed`` one without a ``case``.
+        TriageError: not TOML, or an entry without ``function`` and ``change``, without a known ``status``,
+            an ``equivalent`` or ``unobservable`` one without a ``reason`` or a ``killed`` one without a
+            ``case``, or two entries for the same change.
     """
     if not path.exists():
         return {}
@@ -65,30 +104,45 @@ def load_triage(path: Path = SURVIVORS) -> dict[str, Triage]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise TriageError(f"{path}: {exc}") from None
-    found = {}
-    for name, entry in data.get("mutants", {}).items():
-        status = entry.get("status") if isinstance(entry, dict) else None
+    found: dict[TriageKey, Triage] = {}
+    for number, entry in enumerate(data.get("survivor", []), 1):
+        where, change = entry.get("function"), entry.get("change")
+        name = f"survivor {number} ({where})"
+        if not isinstance(where, str) or not isinstance(change, str) or not change.strip():
+            raise TriageError(f"{path}: {name}: needs function and change")
+        status = entry.get("status")
         if status not in STATUSES:
-            raise TriageError(f"{path}: mutant {name!r}: status must be one of {', '.join(STATUSES)}")
+            raise TriageError(f"{path}: {name}: status must be one of {', '.join(STATUSES)}")
         if status != "killed" and not str(entry.get("reason", "")).strip():
-            raise TriageError(f"{path}: mutant {name!r}: an {status} mutant needs a reason")
+            raise TriageError(f"{path}: {name}: an {status} mutant needs a reason")
         if status == "killed" and not str(entry.get("case", "")).strip():
-            raise TriageError(f"{path}: mutant {name!r}: a killed mutant names the case that kills it")
-        found[name] = Triage(status, str(entry.get("reason", "")), str(entry.get("case", "")))
+            raise TriageError(f"{path}: {name}: a killed mutant names the case that kills it")
+        key = (where, change_of(change))
+        if key in found:
+            raise TriageError(f"{path}: {name}: the same change is triaged twice")
+        found[key] = Triage(status, str(entry.get("reason", "")), str(entry.get("case", "")))
     return found
 
 
 def summarize(
-    mutants: Sequence[Mutant], outcomes: Sequence[Outcome], triage: Mapping[str, Triage]
+    mutants: Sequence[Mutant],
+    outcomes: Sequence[Outcome],
+    triage: Mapping[TriageKey, Triage],
+    not_run: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """The report's data: per module ``mutants`` (generated), ``run``, ``killed``, ``survived``,
-    ``equivalent``, ``unobservable``, ``untriaged``, ``lost`` (triaged killed, survived now), ``errors`` and
-    ``score``
-    (``None`` when nothing non-equivalent ran); per mutant its outcome, function, line, diff and triage."""
+    """The report's data: per module ``not_run`` (mutants not written: their lines never run in the suite),
+    ``mutants`` (written), ``run``, ``killed``, ``survived``, ``equivalent``, ``unobservable``, ``untriaged``,
+    ``lost`` (triaged killed, survived now), ``errors`` and ``score`` (``None`` when nothing was judged);
+    per mutant its outcome, function, line, diff and triage; ``not_run``, the functions with mutants not
+    written, by module."""
     by_name = {m.name: m for m in mutants}
-    modules: dict[str, dict[str, Any]] = {}
+    not_run = not_run or {}
+    modules: dict[str, dict[str, Any]] = {
+        path: {"not_run": sum(not_run.get(path, {}).values()), "mutants": 0}
+        for path in sorted({m.path for m in mutants} | set(not_run))
+    }
     for mutant in mutants:
-        modules.setdefault(mutant.path, {"mutants": 0})["mutants"] += 1
+        modules[mutant.path]["mutants"] += 1
     keys = ("run", "killed", "survived", "equivalent", "unobservable", "untriaged", "lost", "errors")
     for row in modules.values():
         row.update(dict.fromkeys(keys, 0))
@@ -99,7 +153,7 @@ def summarize(
         mutant = by_name[outcome.name]
         row = modules[mutant.path]
         row["run"] += 1
-        known = triage.get(mutant.name)
+        known = triage.get(triage_key(mutant))
         if outcome.killed:
             row["killed"] += 1
         elif outcome.status == "error":
@@ -128,7 +182,7 @@ def summarize(
     for row in modules.values():
         judged = row["run"] - row["equivalent"] - row["unobservable"] - row["errors"]
         row["score"] = round(row["killed"] / judged, 4) if judged else None
-    return {"modules": modules, "mutants": entries}
+    return {"modules": modules, "mutants": entries, "not_run": {p: dict(f) for p, f in not_run.items()}}
 
 
 _CSS = """
@@ -188,6 +242,15 @@ def _html(report: Mapping[str, Any]) -> str:
         f"{'' if report['sample'] is None else f' (a sample, seed {report["seed"]})'}; {killed} killed; "
         f"{_e(report['seconds'])} s</p><table><tr>{heads}</tr>{rows}</table>"
         f"<h2>Survivors</h2>{''.join(survivors) or '<p>none</p>'}"
+        "<h2>Not run by the suite</h2><p class='meta'>Functions with lines no case makes the server run "
+        "(client-side code, or server paths no case reaches): their mutants were not written.</p>"
+        + "".join(
+            f"<h3>{_e(path)}</h3><p class='meta'>"
+            + ", ".join(f"{_e(function)} ({n})" for function, n in functions.items())
+            + "</p>"
+            for path, functions in sorted(report.get("not_run", {}).items())
+            if functions
+        )
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Mutation testing</title>'

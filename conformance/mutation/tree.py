@@ -20,13 +20,14 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.mutation import ROOT
 
-__all__ = ["MUTANT_ENV", "Mutant", "MutationToolMissing", "build", "diffs", "load_or_build"]
+__all__ = ["MUTANT_ENV", "Mutant", "MutationToolMissing", "Tree", "build", "diffs", "load_or_build", "stamp"]
 
 MUTANT_ENV = "MUTANT_UNDER_TEST"
 """The variable mutmut's trampolines read (mutmut 3)."""
@@ -136,33 +137,62 @@ def diffs(code: str, mutants: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def _stamp(paths: Sequence[str], root: Path) -> dict[str, str]:
-    """What a tree was built from: the sha256 of each file it copies, and mutmut's version."""
+def stamp(folders: Sequence[str], root: Path = ROOT) -> str:
+    """A digest of every file under ``folders`` of ``root`` (caches: built from the same files?)."""
+    digest = hashlib.sha256()
+    for folder in sorted(folders):
+        for f in sorted((root / folder).rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts:
+                digest.update(f"{f.relative_to(root)}\0".encode() + hashlib.sha256(f.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A mutated tree's mutants, and those mutmut would write on lines the suite never runs.
+
+    Attributes:
+        mutants: every mutant written (on lines the suite runs, when coverage was given).
+        not_run: path → function → how many mutants its lines that the suite never runs would have had.
+    """
+
+    mutants: list[Mutant]
+    not_run: dict[str, dict[str, int]]
+
+
+def load_or_build(
+    paths: Sequence[str], dest: Path, *, root: Path = ROOT, covered: Mapping[str, Sequence[int]] | None = None
+) -> Tree:
+    """:func:`build`, or the tree already in ``dest`` when it was built from the same files, lines and
+    mutmut (``dest/mutants.json`` records them)."""
     from importlib.metadata import version
 
-    folders = [*sorted({Path(path).parts[0] for path in paths}), *_DATA]
-    files = sorted(f for folder in folders for f in (root / folder).rglob("*") if f.is_file())
-    files = [f for f in files if "__pycache__" not in f.parts]
-    stamp = {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
-    return {**stamp, "mutmut": version("mutmut"), "mutated": ",".join(paths)}
-
-
-def load_or_build(paths: Sequence[str], dest: Path, *, root: Path = ROOT) -> list[Mutant]:
-    """:func:`build`, or the tree already in ``dest`` when it was built from the same files by the same
-    mutmut (``dest/mutants.json`` records both)."""
     record = dest / "mutants.json"
-    stamp = _stamp(paths, root)
+    folders = [*sorted({Path(path).parts[0] for path in paths}), *_DATA]
+    key = {
+        "files": stamp(folders, root),
+        "mutmut": version("mutmut"),
+        "mutated": list(paths),
+        "covered": None if covered is None else {p: list(covered[p]) for p in paths},
+    }
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         saved = json.loads(record.read_text(encoding="utf-8"))
-        if saved["stamp"] == stamp:
-            return [Mutant(**m) for m in saved["mutants"]]
-    mutants = build(paths, dest, root=root)
-    payload = {"stamp": stamp, "mutants": [dataclasses.asdict(m) for m in mutants]}
+        if saved["key"] == key:
+            return Tree([Mutant(**m) for m in saved["mutants"]], saved["not_run"])
+    tree = build(paths, dest, root=root, covered=covered)
+    payload = {"key": key, "mutants": [dataclasses.asdict(m) for m in tree.mutants], "not_run": tree.not_run}
     record.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
-    return mutants
+    return tree
 
 
-def build(paths: Sequence[str], dest: Path, *, root: Path = ROOT) -> list[Mutant]:
+def _function_of(name: str) -> str:
+    func, cls = _origin(name.rsplit("__mutmut_", 1)[0])
+    return f"{cls}.{func}" if cls else func
+
+
+def build(
+    paths: Sequence[str], dest: Path, *, root: Path = ROOT, covered: Mapping[str, Sequence[int]] | None = None
+) -> Tree:
     """Write the mutated tree into ``dest`` (replaced): the top-level packages of ``paths``, copied, with
     every file of ``paths`` rewritten by mutmut.
 
@@ -170,9 +200,11 @@ def build(paths: Sequence[str], dest: Path, *, root: Path = ROOT) -> list[Mutant
         paths: files relative to ``root`` (``protocol/session.py``), each in a package the server imports.
         dest: the tree's folder; run the server with ``PYTHONPATH=dest``.
         root: the checkout to copy.
+        covered: path → the lines the suite runs (:func:`conformance.mutation.covered.measure`); only those
+            are mutated. ``None``: every line.
 
     Returns:
-        Every mutant, in file order, then mutmut's order within each file.
+        The mutants, in file order, then mutmut's order within each file, and what was not mutated.
 
     Raises:
         MutationToolMissing: mutmut is not installed.
@@ -188,17 +220,23 @@ def build(paths: Sequence[str], dest: Path, *, root: Path = ROOT) -> list[Mutant
     for folder in [*sorted({Path(path).parts[0] for path in paths}), *_DATA]:
         shutil.copytree(root / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
     mutants: list[Mutant] = []
+    not_run: dict[str, dict[str, int]] = {}
     with _cwd(root):  # mutmut reads its settings ([tool.mutmut]) from the working directory
         for path in paths:
             source = (root / path).read_text(encoding="utf-8")
-            mutated = mutate(path, source)
+            lines = set(covered[path]) if covered is not None else None
+            mutated = mutate(path, source, lines)
             (dest / path).write_text(mutated.code, encoding="utf-8")
             module = path.removesuffix(".py").replace("/", ".")
-            lines, changes = _def_lines(source), diffs(mutated.code, mutated.mutant_names)
+            defs, changes = _def_lines(source), diffs(mutated.code, mutated.mutant_names)
             for name in mutated.mutant_names:
-                func, cls = _origin(name.rsplit("__mutmut_", 1)[0])
-                function = f"{cls}.{func}" if cls else func
+                function = _function_of(name)
                 mutants.append(
-                    Mutant(f"{module}.{name}", path, function, lines.get(function, 0), changes[name])
+                    Mutant(f"{module}.{name}", path, function, defs.get(function, 0), changes[name])
                 )
-    return mutants
+            if lines is not None:
+                every = Counter(_function_of(n) for n in mutate(path, source).mutant_names)
+                written = Counter(_function_of(n) for n in mutated.mutant_names)
+                missing = {f: n - written[f] for f, n in sorted(every.items()) if n > written[f]}
+                not_run[path] = missing
+    return Tree(mutants, not_run)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conformance.mutation import ROOT
-from conformance.mutation.report import Triage, TriageError, load_triage, summarize
+from conformance.mutation.report import Triage, TriageError, load_triage, summarize, toml_entry, triage_key
 from conformance.mutation.runner import Outcome, server_command
 from conformance.mutation.tree import Mutant, build, load_or_build
 
@@ -53,7 +53,7 @@ def _call(tree: Path, mutant: str | None, expression: str) -> str:
 def test_one_tree_holds_every_mutant_and_the_variable_picks_one(tmp_path: Path) -> None:
     root = _toy_checkout(tmp_path)
     tree = tmp_path / "tree"
-    mutants = build(["toy/core.py"], tree, root=root)
+    mutants = build(["toy/core.py"], tree, root=root).mutants
     names = {m.name for m in mutants}
     assert "toy.core.x_add__mutmut_1" in names and "toy.core.xǁGateǁopens__mutmut_1" in names
     add = next(m for m in mutants if m.name == "toy.core.x_add__mutmut_1")
@@ -70,12 +70,12 @@ def test_one_tree_holds_every_mutant_and_the_variable_picks_one(tmp_path: Path) 
 def test_a_tree_is_rebuilt_only_when_its_sources_change(tmp_path: Path) -> None:
     root = _toy_checkout(tmp_path)
     tree = tmp_path / "tree"
-    first = load_or_build(["toy/core.py"], tree, root=root)
+    first = load_or_build(["toy/core.py"], tree, root=root).mutants
     (tree / "toy" / "core.py").write_text("# not rebuilt\n")
-    assert load_or_build(["toy/core.py"], tree, root=root) == first
+    assert load_or_build(["toy/core.py"], tree, root=root).mutants == first
     assert (tree / "toy" / "core.py").read_text() == "# not rebuilt\n"
     (root / "toy" / "core.py").write_text(TOY + "\n\ndef sub(a, b):\n    return a - b\n")
-    again = load_or_build(["toy/core.py"], tree, root=root)
+    again = load_or_build(["toy/core.py"], tree, root=root).mutants
     assert len(again) > len(first) and "# not rebuilt" not in (tree / "toy" / "core.py").read_text()
 
 
@@ -86,15 +86,43 @@ def test_the_server_command_runs_the_tree_not_the_checkout() -> None:
     assert command.endswith("--port {port}")
 
 
-def test_triage_entries_are_checked(tmp_path: Path) -> None:
+def test_only_the_lines_the_suite_runs_are_mutated_and_the_rest_is_counted(tmp_path: Path) -> None:
+    root = _toy_checkout(tmp_path)
+    tree = build(["toy/core.py"], tmp_path / "tree", root=root, covered={"toy/core.py": [3]})
+    assert {m.function for m in tree.mutants} == {"add"}, "line 3 is add's body"
+    assert (
+        set(tree.not_run["toy/core.py"]) == {"Gate.opens"} and tree.not_run["toy/core.py"]["Gate.opens"] > 0
+    )
+
+
+def _toml(where: str, change: str, status: str, extra: str) -> str:
+    return f"[[survivor]]\nfunction = {where!r}\nchange = '''\n{change}'''\nstatus = {status!r}\n{extra}\n"
+
+
+def test_triage_is_found_by_function_and_change_and_checked(tmp_path: Path) -> None:
+    mutant = Mutant(
+        "toy.core.x_add__mutmut_7", "toy/core.py", "add", 2, "@@ -1 +1 @@\n-    a + b\n+    a - b\n"
+    )
     path = tmp_path / "survivors.toml"
-    path.write_text('[mutants."a.x_f__mutmut_1"]\nstatus = "equivalent"\nreason = "same bytes"\n')
-    assert load_triage(path) == {"a.x_f__mutmut_1": Triage("equivalent", "same bytes")}
+    path.write_text(
+        toml_entry(mutant)
+        .replace("equivalent | unobservable | killed", "equivalent")
+        .replace('reason = ""', 'reason = "same bytes"')
+    )
+    assert load_triage(path) == {triage_key(mutant): Triage("equivalent", "same bytes")}
+    renumbered = Mutant(
+        "toy.core.x_add__mutmut_2", "toy/core.py", "add", 9, "@@ -5 +5 @@\n-    a + b\n+    a - b"
+    )
+    assert triage_key(renumbered) in load_triage(path), "mutmut's numbers and the hunk's place do not matter"
+    change = "-    a + b\n+    a - b"
     for body, message in [
-        ('[mutants."m"]\nstatus = "fine"\n', "status must be one of"),
-        ('[mutants."m"]\nstatus = "equivalent"\n', "needs a reason"),
-        ('[mutants."m"]\nstatus = "killed"\n', "names the case"),
-        ("[mutants\n", "survivors.toml"),
+        (_toml("toy/core.py add", change, "fine", ""), "status must be one of"),
+        (_toml("toy/core.py add", change, "equivalent", ""), "needs a reason"),
+        (_toml("toy/core.py add", change, "unobservable", ""), "needs a reason"),
+        (_toml("toy/core.py add", change, "killed", ""), "names the case"),
+        ("[[survivor]]\nstatus = 'killed'\ncase = '1.1.1'\n", "needs function and change"),
+        (_toml("toy/core.py add", change, "killed", "case = '4.2.1'") * 2, "triaged twice"),
+        ("[[survivor\n", "survivors.toml"),
     ]:
         path.write_text(body)
         with pytest.raises(TriageError, match=message):
@@ -104,7 +132,10 @@ def test_triage_entries_are_checked(tmp_path: Path) -> None:
 
 
 def test_the_score_leaves_equivalent_mutants_out_and_reports_lost_catches() -> None:
-    mutants = [Mutant(f"m.x_f__mutmut_{i}", "m.py", "f", 1, "") for i in range(1, 7)]
+    def mutant(i: int) -> Mutant:
+        return Mutant(f"m.x_f__mutmut_{i}", "m.py", "f", 1, f"-    x = {i}\n+    x = None")
+
+    mutants = [mutant(i) for i in range(1, 7)]
     outcomes = [
         Outcome(None, "survived"),  # a control: not a mutant of the report
         Outcome("m.x_f__mutmut_1", "killed", ("4.2.1",)),
@@ -113,9 +144,13 @@ def test_the_score_leaves_equivalent_mutants_out_and_reports_lost_catches() -> N
         Outcome("m.x_f__mutmut_4", "survived"),
         Outcome("m.x_f__mutmut_5", "survived"),
     ]
-    triage = {"m.x_f__mutmut_4": Triage("equivalent", "r"), "m.x_f__mutmut_5": Triage("killed", case="4.2.9")}
-    row = summarize(mutants, outcomes, triage)["modules"]["m.py"]
-    assert row == {
+    triage = {
+        triage_key(mutants[3]): Triage("equivalent", "r"),
+        triage_key(mutants[4]): Triage("killed", case="4.2.9"),
+    }
+    report = summarize(mutants, outcomes, triage, {"m.py": {"g": 4}, "n.py": {"h": 2}})
+    assert report["modules"]["m.py"] == {
+        "not_run": 4,
         "mutants": 6,
         "run": 5,
         "killed": 2,
@@ -127,6 +162,7 @@ def test_the_score_leaves_equivalent_mutants_out_and_reports_lost_catches() -> N
         "errors": 0,
         "score": 0.5,
     }
+    assert report["modules"]["n.py"]["not_run"] == 2 and report["modules"]["n.py"]["score"] is None
 
 
 @pytest.mark.parametrize(
@@ -145,7 +181,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None
 
 
 def test_a_bad_triage_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    (tmp_path / "bad.toml").write_text('[mutants."m"]\nstatus = "fine"\n')
+    (tmp_path / "bad.toml").write_text('[[survivor]]\nfunction = "a.py f"\nchange = "-x"\nstatus = "fine"\n')
     done = subprocess.run(
         [sys.executable, "-m", "conformance.mutation", "--triage", str(tmp_path / "bad.toml"), "--list"],
         cwd=ROOT,
@@ -166,7 +202,8 @@ def test_mutants_of_the_shipped_server_are_certified_with_their_controls(tmp_pat
     """The real thing on two mutants: the controls (the unmutated tree passes, ``fail`` is killed), each
     mutant's outcome and the report."""
     report = tmp_path / "report"
-    args = ["--module", "protocol/messages.py", "--report", str(report)]
+    # Every line: the coverage run (one more whole suite) is the full command's, not this test's.
+    args = ["--module", "protocol/messages.py", "--every-line", "--report", str(report)]
     args += [f"--mutant={name}" for name in KILLED]
     done = subprocess.run(
         [sys.executable, "-m", "conformance.mutation", *args],
