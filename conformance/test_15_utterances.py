@@ -478,3 +478,49 @@ def test_refusals_name_the_refused_message(conf: Probe) -> None:
     wrong = [(s, e) for s, e in zip(seen, expected, strict=True) if s[2] is not None and s[2] != e[2]]
     assert not wrong, f"message_type names another message than the refused one: {wrong}"
     expect.spoken(answer, "Hello \U0001f44d there.", speed=FAST)
+
+
+@case(
+    "15.1.1",
+    "§15.1",
+    Level.MUST,
+    requirements=("R5.5-4",),
+    requirement="For a request that asked for marks, MUST send exactly one `marks` frame for each synthesis "
+    "segment whose audio it sends, inside the request's bracket (§5.5); an `utterance` message takes "
+    "`marks` as in §4.1 (§15.1)",
+    description="describe; on a server that offers utterances and marks, open an utterance with marks: "
+    "true, append two sentences in two fragments, end it",
+    expectation="the utterance's bracket holds marks frames, segment 0, 1, ..., whose spans cover its audio "
+    "from 0 s to the end; a server without utterances or marks gets UNIMPLEMENTED",
+)
+def test_an_utterance_opened_with_marks_gets_them(conf: Probe) -> None:
+    """Found by mutation testing: a server that turned an utterance into a request without its ``marks``
+    member passed every case, the marks cases asking only on plain requests."""
+
+    async def scenario() -> Answer:
+        async with conf.session("utterance-marks") as s:
+            offer = await ask(s, "utterance-marks-features")
+            features = set() if offer is None else set(offer.features)
+            if not {"utterance", "marks"} <= features:
+                raise Unimplemented(f"the server does not list both utterance and marks ({sorted(features)})")
+            await _open(s, "um1", speed=FAST, marks=True)
+            await s.fragment("append", "um1", "The first sentence is here. ")
+            await s.fragment("append", "um1", "And the second one follows it.")
+            await s.fragment("end", "um1")
+            answer = await s.answer("um1")
+            await s.close()
+            await s.drain()
+            return answer
+
+    answer = conf.run(scenario())
+    expect.completed(answer)
+    spans = [(m.start_s, m.end_s) for m in answer.marks]
+    conf.observe(spans=spans, audio_s=round(answer.duration_s, 3))
+    assert spans, "the utterance asked for marks and got none"
+    assert [m.segment for m in answer.marks] == list(range(len(spans))), (
+        f"marks segments {[m.segment for m in answer.marks]}, not 0, 1, ..."
+    )
+    assert spans[0][0] is not None and spans[-1][1] is not None and spans[0][0] <= 0.05, spans
+    assert abs(spans[-1][1] - answer.duration_s) <= 0.05, (
+        f"the marks end at {spans[-1][1]} s, the audio at {answer.duration_s:.3f} s"
+    )
