@@ -233,7 +233,8 @@ async def invocations(request: Request) -> Response:
 
     Errors before the status line (§11.6): 400 for a bad body, 408 ``request_stale``, 413
     ``message_too_large``/``text_too_long``, 503 ``queue_full`` when ``max_sessions`` responses are in
-    flight, 500 ``internal_error`` when the model failed to load.
+    flight, 503 ``server_busy`` when its first audio would come later than ``first_audio_budget_s``
+    (§10.2), 500 ``internal_error`` when the model failed to load.
     """
     runtime: Runtime = request.app.state.runtime
     limits = runtime.limits
@@ -263,6 +264,10 @@ async def invocations(request: Request) -> Response:
         return JSONResponse(runtime.capabilities.answering(parsed.request_id).to_dict())
     if not runtime.try_open_session():
         return _error(runtime, busy_error())
+    busy = runtime.busy(parsed.request)
+    if busy is not None:  # §10.2, §11.6: 503 server_busy at once rather than a silent wait
+        runtime.close_session()
+        return _error(runtime, ProtocolError(ErrorCode.SERVER_BUSY, busy, parsed.request.request_id))
     return await _answer(runtime, parsed)
 
 

@@ -51,11 +51,18 @@ from protocol.frontend import speech_pieces
 from protocol.logs import log_event
 from protocol.messages import Capabilities, SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
-from protocol.segmenter import DEFAULT_MIN_UNITS, Boundary, Segmenter, language_code, spoken_units
+from protocol.segmenter import (
+    DEFAULT_FIRST_UNITS,
+    DEFAULT_MIN_UNITS,
+    Boundary,
+    Segmenter,
+    language_code,
+    spoken_units,
+)
 from protocol.voices import LANGUAGE_TAGS, LANGUAGES
 from reference_server.assets import AssetError
 from reference_server.backends.base import AbortSignal, PassAborted, aborting
-from reference_server.scheduling import DeadlineScheduler, Grant, Listener, ModelSpeed
+from reference_server.scheduling import GUARD_S, DeadlineScheduler, Grant, Listener, ModelSpeed
 from reference_server.telemetry import Metrics
 
 if TYPE_CHECKING:
@@ -710,6 +717,8 @@ class Runtime:
         self.sessions = 0
         self.passes_aborted = 0
         """Model passes stopped by a cancel or a disconnect (``settings.abort_on_cancel``)."""
+        self.busy_refusals = 0
+        """Requests and sessions refused with ``server_busy`` (:meth:`busy`, §10.2)."""
         self.closing = False
         self._ready = asyncio.Event()
         self._http_ids = itertools.count(1)
@@ -819,6 +828,64 @@ class Runtime:
             except RuntimeError:
                 continue
         return 0
+
+    # -- admission by latency (§10.2) -------------------------------------------------------------------
+
+    def promised_first_audio_s(self, request: SynthesisRequest | None = None) -> float:
+        """When a speech that begins now would hear its first audio, in seconds from now (§10.2).
+
+        The wait for a worker (:meth:`DeadlineScheduler.first_turn_s`: the steps running and those that
+        go before a listener with nothing queued, each taking the measured time of a step) plus the
+        predicted synthesis time of the speech's first segment (:meth:`ModelSpeed.predict_compute`, with
+        its safety margin) plus :data:`~reference_server.scheduling.GUARD_S`. ``request``: the request that
+        would begin it (its first segment is its first words, as :meth:`RequestAudio._advance_deadline`
+        cuts them); ``None``: a session that opens, judged for a first segment of
+        :data:`~protocol.segmenter.DEFAULT_FIRST_UNITS`. The speeds of steps are the scheduler's
+        measurements (:attr:`DeadlineScheduler.step_s`, :attr:`DeadlineScheduler.first_step_s`) once it has
+        them, the model-speed estimate's predictions before.
+        """
+        speed = self.speed
+        language, pace, text = "a", 1.0, ""
+        if request is not None:
+            language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
+            pace, text = request.speed, request.text[:600]  # a first segment is never longer than this
+        sentences = _sentences(text, language) if text.strip() else []
+        if not sentences:  # an utterance's text is still to come, or a session that opens
+            units = DEFAULT_FIRST_UNITS
+        elif self.settings.segmentation == "deadline":  # cut as RequestAudio._advance_deadline cuts it
+            fits = (
+                speed.max_units(self.settings.first_audio_target_s, language, pace) if speed.measured else 0.0
+            )
+            cut = Segmenter(language_code(language)).next_cut(sentences[0], fits, first=True)
+            units = spoken_units(sentences[0][: cut.position])
+        else:
+            units = spoken_units(sentences[0])
+        own_s = speed.predict_compute(units, language, pace)
+        # Another new speech's first segment, until the scheduler has measured one.
+        first_step_s = speed.predict_compute(DEFAULT_MIN_UNITS, "a")
+        step_s = speed.predict_compute(DEFAULT_FIRST_UNITS, "a")  # any step, likewise
+        return self.scheduler.first_turn_s(step_s, first_step_s) + own_s + GUARD_S
+
+    def busy(self, request: SynthesisRequest | None = None) -> str | None:
+        """Why ``request`` (``None``: a session that opens) is refused with ``server_busy`` (§10.2): its
+        first audio (:meth:`promised_first_audio_s`) would come later than ``first_audio_budget_s``; or
+        ``None`` to accept it.
+
+        Never busy before the model is ready (a session that opens then waits for the model, as §2.2
+        allows) nor before its speed has been measured (:attr:`ModelSpeed.measured` and a step's time): the
+        prior cannot tell a fast GPU from a slow CPU, and refusing on a guess would turn away the first
+        callers of a fast server."""
+        if self.readiness is not Readiness.READY or not self.speed.measured or self.scheduler.step_s is None:
+            return None
+        budget = self.limits.first_audio_budget_s
+        promised = self.promised_first_audio_s(request)
+        if promised <= budget:
+            return None
+        self.busy_refusals += 1
+        return (
+            f"the server is busy: first audio would come in about {promised:.1f} s, over its "
+            f"first_audio_budget_s of {budget:g} s; try again later"
+        )
 
     def new_http_request_id(self) -> str:
         """A request id for a ``POST /invocations`` body that named none (``h1``, ``h2``, ...)."""
