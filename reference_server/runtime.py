@@ -866,10 +866,12 @@ class Runtime:
         step_s = speed.predict_compute(DEFAULT_FIRST_UNITS, "a")  # any step, likewise
         return self.scheduler.first_turn_s(step_s, first_step_s) + own_s + GUARD_S
 
-    def busy(self, request: SynthesisRequest | None = None) -> str | None:
+    def busy(self, request: SynthesisRequest | None = None, listener: Listener | None = None) -> str | None:
         """Why ``request`` (``None``: a session that opens) is refused with ``server_busy`` (§10.2): its
         first audio (:meth:`promised_first_audio_s`) would come later than ``first_audio_budget_s``; or
-        ``None`` to accept it.
+        ``None`` to accept it; then ``listener``, the one that will hear it, holds its place in the line
+        until its first step is submitted (:meth:`DeadlineScheduler.reserve`), so that requests arriving
+        together are judged each behind the others.
 
         Never busy before the model is ready (a session that opens then waits for the model, as §2.2
         allows) nor before its speed has been measured (:attr:`ModelSpeed.measured` and a step's time): the
@@ -880,6 +882,8 @@ class Runtime:
         budget = self.limits.first_audio_budget_s
         promised = self.promised_first_audio_s(request)
         if promised <= budget:
+            if listener is not None:
+                self.scheduler.reserve(listener)
             return None
         self.busy_refusals += 1
         return (

@@ -424,6 +424,9 @@ def _moving_mean(mean: float | None, sample: float) -> float:
     return sample if mean is None else STEP_DECAY * mean + (1.0 - STEP_DECAY) * sample
 
 
+RESERVATION_S = 2.0
+"""Longest a reservation (:meth:`DeadlineScheduler.reserve`) counts while its step is not submitted."""
+
 STEP_DECAY = 0.5
 """Weight the mean of the older steps keeps in :attr:`DeadlineScheduler.step_s` at each new step: the last
 three or so count most, so the mean follows the replies of the moment and a machine whose speed changes."""
@@ -504,6 +507,9 @@ class DeadlineScheduler:
         self._started: dict[int, tuple[float, bool]] = {}
         self._step_s: float | None = None
         self._first_step_s: float | None = None
+        # Listeners admitted to begin a speech whose first step is not submitted yet (reserve()), with
+        # when the reservation lapses.
+        self._reserved: dict[Listener, float] = {}
         self.history: list[tuple[int, Grant]] = []  # (seq, grant) of the last steps taken, for tests
         self._threads = [
             threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(workers)
@@ -554,8 +560,21 @@ class DeadlineScheduler:
                 (step.listener.queued_s(now), first_step_s if step.listener.fresh else mean)
                 for step in self._waiting
             ]
+            waiting += [(0.0, first_step_s) for until in self._reserved.values() if until > now]
             workers = len(self._threads)
         return first_turn_s(running, waiting, workers, self.policy)
+
+    def reserve(self, listener: Listener, hold_s: float = RESERVATION_S) -> None:
+        """Count ``listener``'s first step as waiting from now, before it is submitted (§10.2).
+
+        A session admitted to begin a speech submits its first step a moment later (its synthesis task
+        runs after the reader); requests that arrive together would otherwise each be judged on a line
+        without the others. The reservation ends when the listener's step is submitted (:meth:`run`) or
+        after ``hold_s`` seconds (an utterance whose text has not come yet)."""
+        with self._cond:
+            now = self.clock()
+            self._reserved = {held: until for held, until in self._reserved.items() if until > now}
+            self._reserved[listener] = now + hold_s
 
     def is_waiting(self, listener: Listener) -> bool:
         """A step of ``listener`` is submitted and not yet taken by a worker."""
@@ -576,6 +595,7 @@ class DeadlineScheduler:
             if self._closed:
                 raise SchedulerClosed("the synthesis scheduler is closed")
             self._waiting.append(step)
+            self._reserved.pop(listener, None)
             self._cond.notify()
         try:
             return await step.future

@@ -231,7 +231,7 @@ class WebSocketSession:
         to play is in the middle of a speech, which a new request continues (never refused busy)."""
         if self.listener.queued_s(self.runtime.scheduler.clock()) > 0.0:
             return None
-        return self.runtime.busy(request)
+        return self.runtime.busy(request, self.listener)
 
     def _refused(self, error: ProtocolError) -> None:
         self.refused += 1

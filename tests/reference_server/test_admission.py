@@ -24,7 +24,7 @@ from protocol.messages import SynthesisRequest
 from protocol.session import RequestAccepted, ServerSession
 from reference_server.runtime import Readiness, RequestAudio, Runtime
 from reference_server.scheduling import GUARD_S as SCHEDULER_GUARD_S
-from reference_server.scheduling import Listener, Policy, first_turn_s
+from reference_server.scheduling import RESERVATION_S, DeadlineScheduler, Listener, Policy, first_turn_s
 from reference_server.settings import Settings
 
 # --- the wait for a worker -----------------------------------------------------------------------------
@@ -233,3 +233,29 @@ def test_busy_is_answered_on_every_route_and_ping_stays_healthy(serve):
         wait_for(lambda: server.runtime.sessions == 0, what="session slots to be released")
 
     run(scenario())
+
+
+def test_a_reservation_holds_a_place_in_line_until_its_step_is_submitted_or_lapses():
+    """Requests that arrive together are judged each behind the others admitted before it."""
+    clock = FakeClock()
+    scheduler = DeadlineScheduler(clock=clock)
+    try:
+        first, second = Listener(), Listener()
+        assert scheduler.first_turn_s(1.0, 0.5) == 0.0
+        scheduler.reserve(first)
+        scheduler.reserve(second)
+        assert scheduler.first_turn_s(1.0, 0.5) == pytest.approx(1.0)  # two first steps of 0.5 s ahead
+
+        def speak(grant):
+            clock.advance(0.3)  # the step takes 0.3 s: the measured first step from now on
+            return "spoken"
+
+        async def submit() -> str:
+            return await scheduler.run(first, speak)
+
+        assert run(submit()) == "spoken"  # submitted (and run): its reservation is over
+        assert scheduler.first_turn_s(1.0, 0.5) == pytest.approx(0.3)
+        clock.advance(RESERVATION_S + 0.1)
+        assert scheduler.first_turn_s(1.0, 0.5) == 0.0  # the other lapsed
+    finally:
+        scheduler.close()
