@@ -308,7 +308,8 @@ async def _second_session(target: Target, recording: Recording) -> None:
             recording.others.append(session)  # its findings are the recording's (issue 30)
             await asyncio.wait_for(bidi.opened(), deadline.bound(60.0))
             extra["second_opened_s"] = round(time.monotonic() - started, 3)
-            answer = await session.answer(await session.request(SHORT, speed=FAST))
+            # A server may answer a busy moment with server_busy (§10.2): the session asks again.
+            answer = await session.answer_when_admitted(SHORT, speed=FAST)
             extra["second_completed"] = answer.complete is not None
             extra["second_status"] = answer.complete.status if answer.complete else None
             extra["second_audio_bytes"] = len(answer.audio)
@@ -530,8 +531,12 @@ async def _admitted(target: Target, grace_s: float, recording: Recording) -> Non
             recording.others.append(session)
             await session.request(SHORT, request_id="crowd-after", speed=FAST)
             observer = session.observer
+
+            def answered(o: Any = observer, s: Session = session) -> bool:  # server_busy is an answer (§10.2)
+                return o.fatal or o.completed("crowd-after") or s.refusal("crowd-after") is not None
+
             try:
-                await session.wait(lambda o=observer: o.fatal or o.completed("crowd-after"), "an answer")
+                await session.wait(answered, "an answer")
             except AssertionError as exc:  # the session ended (or never opened) without an answer
                 extra["refusal"] = str(exc)[:300]
             if observer.completed("crowd-after"):

@@ -39,9 +39,9 @@ def _outcomes(conf: Probe, busy: Recording) -> list[dict[str, Any]]:
     "§10.2",
     Level.MUST,
     requirements=("R10.2-4",),
-    requirement="When that is later than `first_audio_budget_s` (§10) after the request's arrival, the "
-    "server MUST refuse the request at once with the per-message error `server_busy` (`POST /invocations`: "
-    "`503`, §11.6) instead of queueing it; the session continues and the client may ask again later.",
+    requirement="When that is later than `first_audio_budget_s` (§10) after the request's arrival because of "
+    "work ahead of it, the server MUST refuse the request at once with the per-message error `server_busy` "
+    "(`POST /invocations`: `503`, §11.6) instead of queueing it",
     description="describe (§4.4) to learn first_audio_budget_s (2.5 s, the default, when not listed); speak "
     f"a reply alone; then open {BUSY_SESSIONS} sessions at once (fewer if max_sessions is lower), each "
     "asking for the opening of an agent's reply",

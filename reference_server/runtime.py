@@ -834,25 +834,42 @@ class Runtime:
     def promised_first_audio_s(self, request: SynthesisRequest | None = None) -> float:
         """When a speech that begins now would hear its first audio, in seconds from now (§10.2).
 
-        The wait for a worker (:meth:`DeadlineScheduler.first_turn_s`: the steps running and those that
-        go before a listener with nothing queued, each taking the measured time of a step) plus the
-        predicted synthesis time of the speech's first segment (:meth:`ModelSpeed.predict_compute`, with
-        its safety margin) plus :data:`~reference_server.scheduling.GUARD_S`. ``request``: the request that
-        would begin it (its first segment is its first words, as :meth:`RequestAudio._advance_deadline`
-        cuts them); ``None``: a session that opens, judged for a first segment of
-        :data:`~protocol.segmenter.DEFAULT_FIRST_UNITS`. The speeds of steps are the scheduler's
-        measurements (:attr:`DeadlineScheduler.step_s`, :attr:`DeadlineScheduler.first_step_s`) once it has
-        them, the model-speed estimate's predictions before.
+        The wait for a worker (:meth:`_first_turn_s`) plus the expected synthesis time of the speech's own
+        first segment (:meth:`_first_segment_s`) plus :data:`~reference_server.scheduling.GUARD_S`.
+        ``request``: the request that would begin it; ``None``: a session that opens.
         """
+        return self._first_turn_s() + self._first_segment_s(request) + GUARD_S
+
+    def _first_turn_s(self) -> float:
+        """The wait for a worker of a speech that begins now (:meth:`DeadlineScheduler.first_turn_s`: the
+        steps running and those that go before a listener with nothing queued), each step timed by the
+        scheduler's measurements (:attr:`DeadlineScheduler.step_s`, :attr:`DeadlineScheduler.first_step_s`),
+        or the model-speed estimate's expectation before it has them."""
+        speed = self.speed
+        first_step_s = speed.predict_compute(DEFAULT_MIN_UNITS, "a", margin=False)
+        step_s = speed.predict_compute(DEFAULT_FIRST_UNITS, "a", margin=False)
+        return self.scheduler.first_turn_s(step_s, first_step_s)
+
+    def _first_segment_s(self, request: SynthesisRequest | None) -> float:
+        """The expected synthesis time of the first segment of ``request``, cut as
+        :meth:`RequestAudio._advance_deadline` cuts it (the whole first sentence with ``sentence``
+        segmentation), without the estimate's safety margin: the judgement is of what is likely, and the
+        margin is for the cuts. ``None`` (a session that opens) or no text yet (an utterance): the measured
+        time of a new speech's first step (:attr:`DeadlineScheduler.first_step_s`)."""
         speed = self.speed
         language, pace, text = "a", 1.0, ""
         if request is not None:
             language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
             pace, text = request.speed, request.text[:600]  # a first segment is never longer than this
         sentences = _sentences(text, language) if text.strip() else []
-        if not sentences:  # an utterance's text is still to come, or a session that opens
-            units = DEFAULT_FIRST_UNITS
-        elif self.settings.segmentation == "deadline":  # cut as RequestAudio._advance_deadline cuts it
+        if not sentences:
+            measured = self.scheduler.first_step_s
+            return (
+                measured
+                if measured is not None
+                else speed.predict_compute(DEFAULT_FIRST_UNITS, "a", margin=False)
+            )
+        if self.settings.segmentation == "deadline":
             fits = (
                 speed.max_units(self.settings.first_audio_target_s, language, pace) if speed.measured else 0.0
             )
@@ -860,28 +877,26 @@ class Runtime:
             units = spoken_units(sentences[0][: cut.position])
         else:
             units = spoken_units(sentences[0])
-        own_s = speed.predict_compute(units, language, pace)
-        # Another new speech's first segment, until the scheduler has measured one.
-        first_step_s = speed.predict_compute(DEFAULT_MIN_UNITS, "a")
-        step_s = speed.predict_compute(DEFAULT_FIRST_UNITS, "a")  # any step, likewise
-        return self.scheduler.first_turn_s(step_s, first_step_s) + own_s + GUARD_S
+        return speed.predict_compute(units, language, pace, margin=False)
 
     def busy(self, request: SynthesisRequest | None = None, listener: Listener | None = None) -> str | None:
         """Why ``request`` (``None``: a session that opens) is refused with ``server_busy`` (§10.2): its
-        first audio (:meth:`promised_first_audio_s`) would come later than ``first_audio_budget_s``; or
-        ``None`` to accept it; then ``listener``, the one that will hear it, holds its place in the line
-        until its first step is submitted (:meth:`DeadlineScheduler.reserve`), so that requests arriving
-        together are judged each behind the others.
+        first audio (:meth:`promised_first_audio_s`) would come later than ``first_audio_budget_s`` because
+        of the work ahead of it; or ``None`` to accept it, and then ``listener``, the one that will hear it,
+        holds its place in the line until its first step is submitted (:meth:`DeadlineScheduler.reserve`),
+        so that requests arriving together are judged each behind the others.
 
-        Never busy before the model is ready (a session that opens then waits for the model, as §2.2
-        allows) nor before its speed has been measured (:attr:`ModelSpeed.measured` and a step's time): the
-        prior cannot tell a fast GPU from a slow CPU, and refusing on a guess would turn away the first
-        callers of a fast server."""
+        Never busy with nothing ahead in line (a model slower than the budget serves one speech at a time
+        rather than none; refusing would make no caller faster); before the model is ready (a session that
+        opens then waits for the model, as §2.2 allows); nor before its speed has been measured
+        (:attr:`ModelSpeed.measured` and a step's time): the prior cannot tell a fast GPU from a slow CPU,
+        and refusing on a guess would turn away the first callers of a fast server."""
         if self.readiness is not Readiness.READY or not self.speed.measured or self.scheduler.step_s is None:
             return None
         budget = self.limits.first_audio_budget_s
-        promised = self.promised_first_audio_s(request)
-        if promised <= budget:
+        turn_s = self._first_turn_s()
+        promised = turn_s + self._first_segment_s(request) + GUARD_S
+        if turn_s <= 0.0 or promised <= budget:
             if listener is not None:
                 self.scheduler.reserve(listener)
             return None

@@ -257,11 +257,14 @@ class ModelSpeed:
         with self._lock:
             return self._audio_line(language)(units) / speed
 
-    def predict_compute(self, units: float, language: str, speed: float = 1.0) -> float:
-        """Seconds the model will take, with the safety margin, for ``units`` spoken units at ``speed``."""
+    def predict_compute(
+        self, units: float, language: str, speed: float = 1.0, *, margin: bool = True
+    ) -> float:
+        """Seconds the model will take, with the safety margin (``margin=False``: the expected time, without
+        it), for ``units`` spoken units at ``speed``."""
         with self._lock:
             audio_s = self._audio_line(language)(units) / speed
-            return self._margin() * self._compute(audio_s)
+            return (self._margin() if margin else 1.0) * self._compute(audio_s)
 
     def max_units(self, budget_s: float, language: str, speed: float = 1.0) -> float:
         """The longest segment, in spoken units, whose :meth:`predict_compute` fits in ``budget_s``

@@ -203,33 +203,58 @@ def test_an_overloaded_runtime_is_busy_and_says_why():
 
 
 def test_busy_is_answered_on_every_route_and_ping_stays_healthy(serve):
-    """With a budget no promise can meet, once the model is measured: a request that would begin a speech
-    gets the per-message ``server_busy`` and its session lives on; a request that continues a speech is
-    served; a new session gets the fatal ``server_busy`` and 1013; ``POST /invocations`` 503."""
-    server = serve(ToneBackend(), limits=Limits(first_audio_budget_s=1e-6))
+    """With a budget no promise can meet, once the model is measured and work waits for it: a request that
+    would begin a speech gets the per-message ``server_busy`` and its session lives on; a request that
+    continues a speech is served; a new session gets the fatal ``server_busy`` and 1013; ``POST
+    /invocations`` 503; ``/ping`` 200. With nothing ahead in line a request is served, however slow."""
+    backend = ToneBackend(gated=True)
+    server = serve(backend, limits=Limits(first_audio_budget_s=1e-6))
+    permits = backend.segment_permits
+    assert permits is not None
 
     async def scenario() -> None:
-        async with open_session(server.ws_url) as idle, open_session(server.ws_url) as speaker:
+        async with (
+            open_session(server.ws_url) as speaker,
+            open_session(server.ws_url) as blocker,
+            open_session(server.ws_url) as waiter,
+            open_session(server.ws_url) as refused,
+        ):
+            permits.release(3)
             for text in ("One, measured.", "Two, measured.", "Three, measured."):
                 done = await speaker.until_complete(await speaker.request(text))
                 assert done.complete.status == "completed"
             wait_for(lambda: server.runtime.speed.measured, what="the model's speed to be measured")
-            # The speaker's listener still has that audio to play: its next request continues the speech.
-            done = await speaker.until_complete(await speaker.request("Four, still speaking."))
-            assert done.complete.status == "completed"
-            # The idle session's request would begin a speech: refused, and the session goes on.
-            refused = await idle.request("Would begin a speech.")
-            error = await idle.until_error()
-            assert (error.code, error.request_id, error.fatal) == (ErrorCode.SERVER_BUSY, refused, False)
+            while backend.entered.acquire(blocking=False):  # the speaker's segments entered too
+                pass
+            # Nothing ahead in line: served (its step now holds the model, waiting for a permit).
+            blocked = await blocker.request("Holding the model.")
+            await asyncio.to_thread(backend.entered.acquire, timeout=GUARD_S)
+            # Once the step running is overdue (the tone backend's steps take milliseconds), it is expected
+            # to end now: still nothing ahead.
+            await asyncio.sleep(0.3)
+            waiting = await waiter.request("Waiting for the model.")
+            scheduler = server.runtime.scheduler
+            wait_for(lambda: scheduler.waiting == 1, what=f"a step waiting ({scheduler.running} running)")
+            # Now a step waits: a request that would begin a speech is refused, and its session goes on.
+            refused_id = await refused.request("Would begin a speech.")
+            error = await refused.until_error()
+            assert (error.code, error.request_id, error.fatal) == (ErrorCode.SERVER_BUSY, refused_id, False)
             assert "first_audio_budget_s" in error.message
+            # The speaker's listener still has its audio to play: its next request continues the speech.
+            continued = await speaker.request("Four, still speaking.")
             async with open_session(server.ws_url) as late:
                 error = await late.until_error()
                 assert (error.code, error.fatal) == (ErrorCode.SERVER_BUSY, True)
                 assert await late.until_closed() == CLOSE_TRY_AGAIN_LATER
-        async with httpx.AsyncClient(timeout=GUARD_S) as client:
-            answer = await client.post(f"{server.http_url}/invocations", json={"text": "Hello."})
-            assert (answer.status_code, answer.json()["error"]["code"]) == (503, "server_busy")
-            assert (await client.get(f"{server.http_url}/ping")).status_code == 200
+            async with httpx.AsyncClient(timeout=GUARD_S) as client:
+                answer = await client.post(f"{server.http_url}/invocations", json={"text": "Hello."})
+                assert (answer.status_code, answer.json()["error"]["code"]) == (503, "server_busy")
+                assert (await client.get(f"{server.http_url}/ping")).status_code == 200
+            permits.release(100)
+            for conversation, request_id in ((blocker, blocked), (waiter, waiting), (speaker, continued)):
+                done = await conversation.until_complete(request_id)
+                assert done.complete.status == "completed"
+            assert server.runtime.busy_refusals == 3
         wait_for(lambda: server.runtime.sessions == 0, what="session slots to be released")
 
     run(scenario())
