@@ -10,7 +10,9 @@ player) and talks for :attr:`Config.turn_s`. Conversations start a little apart 
 so the line is a mix of new speeches and speeches under way, not one synchronized burst.
 
 Per reply: time to first audio (the first request sent to its first audio frame) and underrun (the
-silence a real-time player inserts after the first audio, :func:`bench.playback.underrun`). A level
+silence a real-time player inserts after the first audio, :func:`bench.playback.underrun`); per level, the
+streams open at once on average (the seconds each reply's session was open, over the level's wall time),
+the quantity SageMaker's ``ConcurrentRequestsPerModel`` metric counts (infra/endpoint.py). A level
 *holds* when the p95 of both stays within :attr:`Config.first_audio_target_ms` and
 :attr:`Config.underrun_target_ms`; the capacity is the largest level that holds with every level below it.
 The levels rise until two in a row fail.
@@ -99,8 +101,10 @@ def holds(level: dict[str, Any], config: dict[str, Any]) -> bool:
 
 async def _reply(simulator: Any, sentences: Sequence[str]) -> dict[str, Any]:
     """One reply on a session of its own: its first audio, its underrun, when its audio ends playing."""
+    opened = time.perf_counter()
     async with simulator_channel(simulator, "capacity") as channel:
         timelines = await converse(channel, sentences)
+    open_s = time.perf_counter() - opened
     arrivals = [arrival for timeline in timelines for arrival in timeline.arrivals]
     silence_s, stalls = underrun(arrivals, BYTES_PER_SECOND)
     first = timelines[0]
@@ -110,6 +114,7 @@ async def _reply(simulator: Any, sentences: Sequence[str]) -> dict[str, Any]:
         "underrun_ms": round(silence_s * 1000.0, 1),
         "stalls": stalls,
         "audio_s": round(sum(t.audio_s for t in timelines), 3),
+        "open_s": round(open_s, 3),
         "played_until": played_until,
     }
 
@@ -140,13 +145,16 @@ async def _level(simulator: Any, conversations: int, config: Config) -> dict[str
     )
     replies = [outcome for outcomes in per_conversation for outcome in outcomes]
     good = [r for r in replies if "error" not in r]
+    wall_s = time.perf_counter() - started
     return {
         "conversations": conversations,
         "replies": len(replies),
         "failed": [r["error"] for r in replies if "error" in r][:5],
         "first_audio_ms": describe([r["first_audio_ms"] for r in good]),
         "underrun_ms": describe([r["underrun_ms"] for r in good]),
-        "wall_s": round(time.perf_counter() - started, 1),
+        "wall_s": round(wall_s, 1),
+        # What SageMaker's ConcurrentRequestsPerModel counts: streams open at once, on average.
+        "streams_open": round(sum(r["open_s"] for r in good) / wall_s, 2),
         "trials": replies,
     }
 
@@ -192,6 +200,7 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
         "conversations",
         "first audio p50 / p95",
         "underrun p50 / p95",
+        "streams open (mean)",
         "replies",
         f"holds (p95 ≤ {config['first_audio_target_ms']:,.0f} ms, ≤ {config['underrun_target_ms']:,.0f} ms)",
     ]
@@ -210,6 +219,7 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
                 str(level["conversations"]),
                 cell(first),
                 cell(silence),
+                f"{level.get('streams_open', 0):.1f}",
                 f"{level['replies']}{failed}",
                 "yes" if level["holds"] else "no",
             ]
@@ -220,6 +230,8 @@ def tables(result: dict[str, Any]) -> list[tuple[list[str], list[list[str]]]]:
 def notes(result: dict[str, Any]) -> list[str]:
     """The capacity figure, what it is for, and what it does not say."""
     config, figures = result["config"], result["figures"]
+    at_capacity = next((lv for lv in figures["levels"] if lv["conversations"] == figures["capacity"]), None)
+    streams = "–" if at_capacity is None else f"{at_capacity.get('streams_open', 0):.1f}"
     environment = result.get("environment", {})
     cpu = f"{environment.get('cpus_usable', '?')} cores of {environment.get('cpu_model') or 'this machine'}"
     load = environment.get("load_average")
@@ -227,8 +239,11 @@ def notes(result: dict[str, Any]) -> list[str]:
         f"Capacity of one reference server (onnx, {cpu}): **{figures['capacity']} concurrent "
         f"conversation(s)** keep p95 first audio within {config['first_audio_target_ms']:,.0f} ms and p95 "
         f"underrun within {config['underrun_target_ms']:,.0f} ms. `speech-infra` sets the endpoint's "
-        "target-tracking autoscaling from this figure (infra/README.md, `target_concurrency`). Load average "
-        f"at the start: {load} (a machine shared with other work gives lower figures).",
+        "target-tracking autoscaling from this figure: at that level "
+        f"{streams} bidirectional streams are open at once on average (a session per reply, none during the "
+        "caller's turn), the quantity SageMaker's `ConcurrentRequestsPerModel` counts, so "
+        "`target_concurrency` is set to it (infra/README.md). Load average at the start: "
+        f"{load} (a machine shared with other work gives lower figures).",
         "Targets: 1.5 s p95 first audio leaves a margin under the 2.5 s `first_audio_budget_s` at which the "
         "server starts answering `server_busy` (PROTOCOL.md §10.2), so the autoscaler adds an instance "
         "before callers are refused; 0.5 s of silence in a reply is one long pause a caller notices.",
