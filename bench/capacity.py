@@ -2,7 +2,7 @@
 
 The figure the endpoint's autoscaling is set from (infra/README.md, ``speech-infra``). The reference server
 (real Kokoro on this machine's CPU) is driven through the SageMaker simulator, as a deployed endpoint is,
-by ``N`` concurrent conversations for ``N`` = 1, 2, 4, 8, ... Each conversation speaks agent replies one
+by ``N`` concurrent conversations for ``N`` = 1, 2, 3, 4, 6, 8, ... Each conversation speaks agent replies one
 after another, drawn in turn from a mix (:data:`MIX`: short openers, the bench reply, replies with long
 sentences, a one-liner), on a session of its own per reply, every sentence a request sent at once (as the
 reference agent pipelines a reply). Between two replies the caller listens to the reply's end (a real-time
@@ -74,8 +74,8 @@ class Config:
     replies: the mix (:data:`MIX`).
     """
 
-    levels: tuple[int, ...] = (1, 2, 4, 8, 16)
-    replies_per_conversation: int = 2
+    levels: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+    replies_per_conversation: int = 4
     turn_s: float = 1.0
     stagger_s: float = 0.37
     stagger_window_s: float = 1.5
