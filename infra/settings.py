@@ -162,10 +162,11 @@ SCALING_METRICS = ("concurrency", "gpu-utilization")
 
 DEFAULT_TARGET_CONCURRENCY = 4.0
 """Streams open per instance the policy holds by default. Not measured on the default instance kind
-(``ml.g5.xlarge``; this project's machines have no GPU): one reference server on two shared CPU cores keeps
-one conversation within the latency targets, 0.5 streams open on average (bench/RESULTS.md §11), and an
-A10G with four vCPUs serves several times more; run ``python -m bench run capacity`` on the instance kind and set ``target_concurrency`` to its
-figure (infra/README.md, "What one instance serves")."""
+(``ml.g5.xlarge``; this project's machines have no GPU): one reference server on two shared CPU cores
+keeps one conversation within the latency targets, 0.5 streams open on average (bench/RESULTS.md §11),
+and an A10G with four vCPUs serves several times more; run ``python -m bench run capacity`` on the
+instance kind and set ``target_concurrency`` to its figure (infra/README.md, "What one instance
+serves")."""
 
 
 @dataclass(frozen=True)
