@@ -844,11 +844,14 @@ class Runtime:
         """The wait for a worker of a speech that begins now (:meth:`DeadlineScheduler.first_turn_s`: the
         steps running and those that go before a listener with nothing queued), each step timed by the
         scheduler's measurements (:attr:`DeadlineScheduler.step_s`, :attr:`DeadlineScheduler.first_step_s`),
-        or the model-speed estimate's expectation before it has them."""
+        or the model-speed estimate's expectation before it has them; times the estimate's safety margin
+        (:attr:`ModelSpeed.margin`, from how far its recent predictions were off): the steps ahead are
+        timed from the past, and a burst that loads the machine makes them slower than they were, so on
+        a machine whose speed wanders the line is judged longer."""
         speed = self.speed
         first_step_s = speed.predict_compute(DEFAULT_MIN_UNITS, "a", margin=False)
         step_s = speed.predict_compute(DEFAULT_FIRST_UNITS, "a", margin=False)
-        return self.scheduler.first_turn_s(step_s, first_step_s)
+        return speed.margin * self.scheduler.first_turn_s(step_s, first_step_s)
 
     def _first_segment_s(self, request: SynthesisRequest | None) -> float:
         """The expected synthesis time of the first segment of ``request``, cut as

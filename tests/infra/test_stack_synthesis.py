@@ -465,7 +465,11 @@ def test_defaults(bare):
         2,
     )
     policy = bare.one("Kokoro82mEndpoint", "AWS::ApplicationAutoScaling::ScalingPolicy")
-    assert policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 60
+    tracking = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+    assert tracking["TargetValue"] == 4  # streams open per instance (infra/README.md)
+    assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"].startswith(
+        "SageMakerVariantConcurrent"
+    )
     runtime = bare.one("KokoroAgentRuntime", "AWS::BedrockAgentCore::Runtime")["Properties"]
     assert runtime["AgentRuntimeName"] == "kokoro_voice_agent"
     assert runtime["EnvironmentVariables"]["KOKORO_ENDPOINT_NAME"] == "kokoro-82m"
