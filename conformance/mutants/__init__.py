@@ -138,7 +138,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("lenient-timestamps", LenientTimestamps, ("4.1.13.1", "9.1.59", "9.1.60"), ("R4.1-5",)),
         Mutant("refuses-slowest", RefusesSlowest, ("4.1.13.5",), ("R4.1-5",)),
         Mutant("queues-silently", QueuesSilently, ("10.2.1",), ("R10.2-4",)),
-        Mutant("unhealthy-when-busy", UnhealthyWhenBusy, ("10.2.2",), ("R10.2-7",)),
+        Mutant("unhealthy-when-busy", UnhealthyWhenBusy, ("10.2.2", "2.2.2"), ("R10.2-7", "R2.2-2")),
         *(
             Mutant(
                 d.name,

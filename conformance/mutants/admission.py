@@ -176,12 +176,31 @@ class QueuesSilently(_SharedModelServer):
     name = "queues-silently"
 
 
-class UnhealthyWhenBusy(_SharedModelServer):
-    """Answers ``GET /ping`` with 503 while its model is busy (§10.2, §2.2).
+class _CountingSession(ToneSession):
+    """The unbroken session, counting in the server's ``speaking`` the segments being made."""
+
+    server: UnhealthyWhenBusy
+
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+        self.server.speaking += 1
+        try:
+            async for pcm in super().synthesize(request):
+                yield pcm
+        finally:
+            self.server.speaking -= 1
+
+
+class UnhealthyWhenBusy(ToneServer):
+    """Answers ``GET /ping`` with 503 while it synthesizes (§10.2, §2.2).
 
     SageMaker would replace the instance exactly when capacity is short."""
 
     name = "unhealthy-when-busy"
+    session_class = _CountingSession
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.speaking = 0
 
     async def ping(self, request: Request) -> Response:
         if self.speaking:
