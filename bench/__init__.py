@@ -30,6 +30,10 @@ then one module per benchmark, in the order of the issue:
 9. :mod:`bench.gpu` (run by ``bench/gpu.sh`` on a GPU machine): the torch backend on CUDA;
 10. :mod:`bench.capacity_model`: the runtime on a Kokoro stand-in of known speed (:mod:`bench.paced`):
     how many real-time listeners stay fed, old vs new.
+11. :mod:`bench.capacity`: the reference server behind the simulator at rising concurrency: the most
+    conversations it keeps within its p95 first-audio and underrun targets, the figure autoscaling uses;
+12. :mod:`bench.intelligibility` (on request: ``make intelligibility``): the server's speech heard back by
+    Whisper-base in nine languages, character error rates per language and voice.
 
 :mod:`bench.runner` runs them in one event loop (``python -m bench``), :mod:`bench.plots` draws the
 charts and :mod:`bench.report` writes RESULTS.md.

@@ -1,4 +1,4 @@
-"""Benchmark 11: round-trip intelligibility: the server's speech heard back by Whisper-base, per language.
+"""Benchmark 12: round-trip intelligibility: the server's speech heard back by Whisper-base, per language.
 
 Every sentence of :data:`SENTENCES` (ten a language, everyday text with numbers, dates, currency and
 abbreviations) goes through what the server does with a request's text: the text front-end
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 NAME = "intelligibility"
-TITLE = "11. Intelligibility: the server's speech heard back by Whisper-base, per language and voice"
+TITLE = "12. Intelligibility: the server's speech heard back by Whisper-base, per language and voice"
 
 SENTENCES: dict[str, tuple[str, ...]] = {
     "a": (

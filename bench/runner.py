@@ -46,6 +46,7 @@ BENCHMARKS = (
     "chunker_cost",
     "segmentation_quality",
     "capacity_model",
+    "capacity",
 )
 """The CPU benchmarks in the issue's order (the GPU one runs from ``bench/gpu.sh``)."""
 

@@ -52,6 +52,8 @@ class ReferenceServer:
             and ``--scheduling`` (``deadline`` or ``fifo``, §10.2); ``None`` keeps its default.
         lead_in: the server's ``--lead-in`` (``early`` or ``off``); ``None`` keeps its default.
         abort_on_cancel: the server's ``--abort-on-cancel`` (``yes`` or ``no``); ``None`` keeps its default.
+        first_audio_budget_s: the server's ``--first-audio-budget-s`` (admission by latency, PROTOCOL.md
+            §10.2); ``None`` keeps its default.
 
     Use ``async with ReferenceServer(...) as server``; :attr:`url` is ``http://127.0.0.1:PORT``.
     """
@@ -66,8 +68,10 @@ class ReferenceServer:
         scheduling: str | None = None,
         lead_in: str | None = None,
         abort_on_cancel: str | None = None,
+        first_audio_budget_s: float | None = None,
     ) -> None:
         self.backend = backend
+        self.first_audio_budget_s = first_audio_budget_s
         self.lead_in = lead_in
         self.abort_on_cancel = abort_on_cancel
         self.lookahead = lookahead
@@ -87,6 +91,8 @@ class ReferenceServer:
             argv += ["--lead-in", lead_in]
         if abort_on_cancel is not None:
             argv += ["--abort-on-cancel", abort_on_cancel]
+        if first_audio_budget_s is not None:
+            argv += ["--first-audio-budget-s", f"{first_audio_budget_s:g}"]
         self.command = shlex.join(argv)
         self._container = CommandContainer(self.command, self.url, startup_timeout_s=STARTUP_TIMEOUT_S)
         self.startup_s: float | None = None
@@ -105,6 +111,7 @@ class ReferenceServer:
             "scheduling": self.scheduling,
             "lead_in": self.lead_in,
             "abort_on_cancel": self.abort_on_cancel,
+            "first_audio_budget_s": self.first_audio_budget_s,
             "command": self.command,
         }
 

@@ -660,3 +660,9 @@ def normalized(target: Target, client_loop: LoopThread) -> Recording:
 def crowded(target: Target, client_loop: LoopThread) -> Recording:
     """:func:`conformance.recordings.crowded`, recorded once per run."""
     return recordings.crowded(target, client_loop)
+
+
+@pytest.fixture(scope="session")
+def busy(target: Target, client_loop: LoopThread) -> Recording:
+    """:func:`conformance.recordings.busy_burst`, recorded once per run."""
+    return recordings.busy_burst(target, client_loop)

@@ -49,6 +49,8 @@ __all__ = [
     "BLENDED",
     "BLEND_CANONICAL",
     "BLEND_REFUSALS",
+    "BUSY_REFUSAL_S",
+    "BUSY_SESSIONS",
     "DESCRIBED",
     "DESCRIBES",
     "ENCODED",
@@ -62,6 +64,8 @@ __all__ = [
     "REFUSED",
     "VARIATIONS",
     "blends",
+    "busy_burst",
+    "busy_served_within",
     "crowded",
     "described",
     "encodings",
@@ -304,7 +308,8 @@ async def _second_session(target: Target, recording: Recording) -> None:
             recording.others.append(session)  # its findings are the recording's (issue 30)
             await asyncio.wait_for(bidi.opened(), deadline.bound(60.0))
             extra["second_opened_s"] = round(time.monotonic() - started, 3)
-            answer = await session.answer(await session.request(SHORT, speed=FAST))
+            # A server may answer a busy moment with server_busy (§10.2): the session asks again.
+            answer = await session.answer_when_admitted(SHORT, speed=FAST)
             extra["second_completed"] = answer.complete is not None
             extra["second_status"] = answer.complete.status if answer.complete else None
             extra["second_audio_bytes"] = len(answer.audio)
@@ -526,8 +531,12 @@ async def _admitted(target: Target, grace_s: float, recording: Recording) -> Non
             recording.others.append(session)
             await session.request(SHORT, request_id="crowd-after", speed=FAST)
             observer = session.observer
+
+            def answered(o: Any = observer, s: Session = session) -> bool:  # server_busy is an answer (§10.2)
+                return o.fatal or o.completed("crowd-after") or s.refusal("crowd-after") is not None
+
             try:
-                await session.wait(lambda o=observer: o.fatal or o.completed("crowd-after"), "an answer")
+                await session.wait(answered, "an answer")
             except AssertionError as exc:  # the session ended (or never opened) without an answer
                 extra["refusal"] = str(exc)[:300]
             if observer.completed("crowd-after"):
@@ -604,6 +613,139 @@ def crowded(target: Target, loop: LoopThread) -> Recording:
             grace = max(AFTER_DROP_GRACE[0], AFTER_DROP_GRACE[1] * first_audio_s)
             extra["grace_s"] = round(grace, 3)
             await _admitted(target, grace, recording)
+
+    configure = target.configure(**CROWD_SETTINGS) if target.simulated else contextlib.nullcontext()
+    try:
+        with configure:
+            loop.run(main(), deadline.remaining())
+    except Exception as exc:
+        recording.error = f"{type(exc).__name__}: {exc}"
+    recording.wire = target.wire_since(mark)
+    return recording
+
+
+# --- a burst of new speeches: served in time or refused at once (§10.2) -----------------------------------
+
+BUSY_SESSIONS = 12
+"""Sessions that each begin a speech at the same moment (fewer when ``max_sessions`` is lower): on two CPU
+cores the reference server makes a first segment in 0.3-0.8 s, so the last of twelve would wait 4-10 s."""
+
+BUSY_REPLY = "Sure, I can help with that. Let me look up your order."
+"""What each session of the burst asks for: the opening of a voice agent's reply."""
+
+BUSY_WARM_UP = "One moment please. I am checking that now. Here it is."
+"""A reply spoken alone before the burst, so that a server that learns its model's speed from its first
+requests (§10.1) has measured it."""
+
+BUSY_REFUSAL_S = 1.5
+"""Longest a refusal may take, seconds from the request (or from the open, for a session refused as it
+opens): §10.2 asks for one at once; the rest is a loaded machine's and the simulator's hops."""
+
+
+def busy_served_within(budget_s: float) -> float:
+    """Latest first audio the burst case accepts for a server whose ``first_audio_budget_s`` is ``budget_s``:
+    half as much again plus a second, for a promise that is an estimate and a loaded machine's jitter."""
+    return 1.5 * budget_s + 1.0
+
+
+async def _busy_one(target: Target, recording: Recording, number: int, wait_s: float) -> dict[str, Any]:
+    """One session of the burst: open, ask for :data:`BUSY_REPLY`, note what came first and when."""
+    request_id = f"busy-{number}"
+    outcome: dict[str, Any] = {"session": number}
+    async with target.bidi() as bidi:
+        session = Session(bidi, faithful_data_types=target.faithful_data_types, name=request_id)
+        recording.others.append(session)
+        opened = time.monotonic()
+        try:
+            await bidi.opened()
+        except Exception as exc:  # the service's 424: judged by 2.3.3, not here
+            return {
+                **outcome,
+                "kind": "handshake refused",
+                "error": f"{type(exc).__name__}: {str(exc)[:200]}",
+            }
+        sent = time.monotonic()
+        outcome["open_s"] = round(sent - opened, 3)
+        with contextlib.suppress(Exception):  # a session refused as it opens may be gone already
+            await session.request(BUSY_REPLY, request_id=request_id)
+        observer = session.observer
+
+        def settled() -> bool:
+            answer = session.answers.get(request_id)
+            return bool(answer and answer.frames) or session.refusal(request_id) is not None or observer.fatal
+
+        try:
+            await asyncio.wait_for(session.wait(settled, "first audio or a refusal"), deadline.bound(wait_s))
+        except TimeoutError:
+            return {**outcome, "kind": "silent", "after_s": round(time.monotonic() - sent, 3)}
+        except AssertionError as exc:  # the session ended before either
+            if not observer.fatal:
+                return {
+                    **outcome,
+                    "kind": "ended",
+                    "after_s": round(time.monotonic() - sent, 3),
+                    "error": str(exc)[:200],
+                }
+        after_s = round(time.monotonic() - sent, 3)
+        refusal = session.refusal(request_id)
+        fatal = next((e for _, e in observer.errors if e.fatal), None)
+        answer = session.answers.get(request_id)
+        if answer and answer.frames:
+            outcome.update(kind="audio", after_s=after_s)
+            with contextlib.suppress(Exception):  # the rest of the reply, so the load lasts as speech does
+                await asyncio.wait_for(session.answer(request_id), deadline.bound(wait_s))
+                await session.close()
+                await session.drain()
+        elif refusal is not None:
+            outcome.update(kind="refused", code=refusal.code, after_s=after_s)
+        else:
+            assert fatal is not None
+            outcome.update(kind="fatal", code=fatal.code, after_s=round(time.monotonic() - opened, 3))
+    return outcome
+
+
+def busy_burst(target: Target, loop: LoopThread) -> Recording:
+    """A reply spoken alone (:data:`BUSY_WARM_UP`), then :data:`BUSY_SESSIONS` sessions that open together
+    and each begin a speech (§10.2).
+
+    ``extra["outcomes"]``: per session, what came first (``audio``, a per-message ``refused`` with its code,
+    a ``fatal`` error with its code, ``silent`` within the wait, ``ended``) and after how many seconds;
+    ``extra["budget_s"]``: the server's ``first_audio_budget_s`` (``describe``, else the protocol's
+    default); ``extra["pings"]``: ``GET /ping`` statuses polled during the burst (the container only).
+    While the burst opens, the simulator gives the container 3 s to accept a WebSocket (as for the crowd:
+    only a refusal counts; 2.3.1 holds a busy server to 250 ms)."""
+    recording = Recording("busy", faithful_data_types=target.faithful_data_types)
+    mark = target.wire_mark()
+    extra = recording.extra
+
+    async def main() -> None:
+        async with target.bidi() as bidi:
+            warm = Session(bidi, faithful_data_types=target.faithful_data_types, name="warm-up")
+            recording.others.append(warm)
+            offer = await ask(warm, "limits")
+            budget = None if offer is None else offer.limit("first_audio_budget_s")
+            extra["budget_s"] = budget = DEFAULT_LIMITS.first_audio_budget_s if budget is None else budget
+            limit = None if offer is None else offer.limit("max_sessions")
+            sessions = BUSY_SESSIONS if limit is None else max(1, min(BUSY_SESSIONS, int(limit) - 1))
+            extra["sessions"] = sessions
+            await warm.answer(await warm.request(BUSY_WARM_UP, request_id="warm-up"))
+            await warm.close()
+            await warm.drain()
+        wait_s = 2.0 * busy_served_within(budget) + 5.0  # a silent wait is judged long before this ends
+        stop = asyncio.Event()
+        pings: list[tuple[float, Any]] = []
+        poll = None
+        if target.container_url is not None:
+            poll = asyncio.create_task(_poll_ping(target.container_url, stop, pings))
+        try:
+            extra["outcomes"] = list(
+                await asyncio.gather(*(_busy_one(target, recording, n, wait_s) for n in range(sessions)))
+            )
+        finally:
+            stop.set()
+            if poll is not None:
+                await asyncio.gather(poll, return_exceptions=True)
+        extra["pings"] = [status for _, status in pings]
 
     configure = target.configure(**CROWD_SETTINGS) if target.simulated else contextlib.nullcontext()
     try:

@@ -442,6 +442,26 @@ class Session:
         assert error is not None  # done() saw it
         raise AssertionError(f"{request_id!r} was refused: {error.code}: {error.message[:200]}")
 
+    async def answer_when_admitted(
+        self, text: str, *, tries: int = 8, pause_s: float = 0.5, **fields: Any
+    ) -> Answer:
+        """Ask for ``text`` (:meth:`request`, ``fields`` as there, a new id each time) and read its answer,
+        asking again after ``pause_s`` while the server refuses it with ``server_busy``: a busy server's
+        honest answer to a request that would begin a speech (§10.2), which the cases that use this do not
+        judge. Raises as :meth:`answer` does, for the last try or any other refusal."""
+        for attempt in range(1, tries + 1):
+            request_id = await self.request(text, **fields)
+            try:
+                return await self.answer(request_id)
+            except SessionEnded:
+                raise
+            except AssertionError:
+                refused = self.refusal(request_id)
+                if refused is None or refused.code != "server_busy" or attempt == tries:
+                    raise
+            await asyncio.sleep(pause_s)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
     async def completions(self, count: int) -> list[Answer]:
         """Read until ``count`` brackets are closed; return every answer so far, in order.
 

@@ -69,6 +69,9 @@ UNOBSERVABLE: dict[str, str] = {
         "reference; bench/RESULTS.md measures what a listener hears)"
         for rid in ("R10.1-1", "R10.1-2", "R10.1-3", "R10.1-4", "R10.1-5", "R10.1-7", "R10.2-1", "R10.2-2")
     },
+    "R10.2-3": "how a server judges when first audio would go out is not on the wire; what a client sees of "
+    "it, served in time or refused at once, is R10.2-4 and its case (tests/reference_server/"
+    "test_admission.py checks the reference's promise against the wait on a model of known speed)",
     "R10.1-6": "the cuts are not on the wire; what a client sees of them, the words and their timings on "
     "one timeline, is §5.3 and its cases (tests/reference_server/test_scheduling.py checks the timings "
     "point at the words after cuts)",

@@ -6,11 +6,14 @@ bucket), ``AWS::SageMaker::EndpointConfig`` (one variant, ``AllTraffic``), ``AWS
 ``AWS::ApplicationAutoScaling::ScalableTarget`` + ``ScalingPolicy`` on the variant's
 ``sagemaker:variant:DesiredInstanceCount``.
 
-Why target tracking on GPUUtilization rather than ``SageMakerVariantInvocationsPerInstance``: a
+Why target tracking on ``SageMakerVariantConcurrentRequestsPerModelHighResolution`` (streams open per
+instance, published every 10 s) at the capacity figure of ``python -m bench run capacity``: a
 bidirectional stream is one invocation however long the session lasts and however many sentences it
-synthesizes (PROTOCOL.md §7, §12), so invocation counts say little about load; synthesis runs on the
-GPU, so the variant's average GPU utilization (namespace ``/aws/sagemaker/Endpoints``, published for
-every GPU endpoint without an agent) grows with the work the instances are doing.
+synthesizes (PROTOCOL.md §7, §12), so ``SageMakerVariantInvocationsPerInstance`` (invocations per minute)
+says little about load, while the streams open at once are the load the capacity benchmark measures; and
+GPU utilization, tracked before, stays low while Kokoro saturates the instance's CPU (the AWS sample's
+benchmark on ml.g5.xlarge: saturated at 9.5-39 % GPU, REFERENCE.md §9), so an endpoint tracking it does not
+scale out when it is full. ``scaling_metric="gpu-utilization"`` keeps the old policy.
 
 SageMaker refuses an endpoint update that changes the instance type of a variant registered with
 autoscaling (SageMaker developer guide, "Update endpoints that use auto scaling"), so changing
@@ -32,6 +35,11 @@ from infra.settings import SpeechSettings
 VARIANT_NAME = "AllTraffic"
 MODEL_DIR = "/opt/ml/model"
 """Where SageMaker places the model data of ``ModelDataSource`` inside the container."""
+
+CONCURRENCY_METRIC = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+"""The predefined metric of ``scaling_metric="concurrency"``: requests (here: bidirectional streams) open
+in a variant's model containers, per instance, every 10 s (SageMaker developer guide, "Define a scaling
+policy")."""
 
 SCALE_OUT_COOLDOWN_S = 60
 # Scale in slowly: instances take minutes to start, and a bidirectional session on an instance that
@@ -146,32 +154,49 @@ class EndpointStack(cdk.Stack):
         )
         # The variant must exist before it can be registered.
         self.scalable_target.node.add_dependency(self.endpoint)
-        autoscaling.CfnScalingPolicy(
-            self,
-            "GpuUtilizationScaling",
-            policy_name=f"{settings.endpoint_name}-gpu-utilization",
-            policy_type="TargetTrackingScaling",
-            scaling_target_id=self.scalable_target.ref,
-            target_tracking_scaling_policy_configuration=autoscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=settings.target_gpu_utilization,
-                scale_in_cooldown=SCALE_IN_COOLDOWN_S,
-                scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
-                customized_metric_specification=autoscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
-                    namespace="/aws/sagemaker/Endpoints",
-                    metric_name="GPUUtilization",
-                    statistic="Average",
-                    unit="Percent",
-                    dimensions=[
-                        autoscaling.CfnScalingPolicy.MetricDimensionProperty(
-                            name="EndpointName", value=settings.endpoint_name
-                        ),
-                        autoscaling.CfnScalingPolicy.MetricDimensionProperty(
-                            name="VariantName", value=VARIANT_NAME
-                        ),
-                    ],
+        if settings.scaling_metric == "concurrency":
+            autoscaling.CfnScalingPolicy(
+                self,
+                "ConcurrencyScaling",
+                policy_name=f"{settings.endpoint_name}-concurrency",
+                policy_type="TargetTrackingScaling",
+                scaling_target_id=self.scalable_target.ref,
+                target_tracking_scaling_policy_configuration=autoscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                    target_value=settings.target_concurrency,
+                    scale_in_cooldown=SCALE_IN_COOLDOWN_S,
+                    scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
+                    predefined_metric_specification=autoscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                        predefined_metric_type=CONCURRENCY_METRIC
+                    ),
                 ),
-            ),
-        )
+            )
+        else:
+            autoscaling.CfnScalingPolicy(
+                self,
+                "GpuUtilizationScaling",
+                policy_name=f"{settings.endpoint_name}-gpu-utilization",
+                policy_type="TargetTrackingScaling",
+                scaling_target_id=self.scalable_target.ref,
+                target_tracking_scaling_policy_configuration=autoscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                    target_value=settings.target_gpu_utilization,
+                    scale_in_cooldown=SCALE_IN_COOLDOWN_S,
+                    scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
+                    customized_metric_specification=autoscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
+                        namespace="/aws/sagemaker/Endpoints",
+                        metric_name="GPUUtilization",
+                        statistic="Average",
+                        unit="Percent",
+                        dimensions=[
+                            autoscaling.CfnScalingPolicy.MetricDimensionProperty(
+                                name="EndpointName", value=settings.endpoint_name
+                            ),
+                            autoscaling.CfnScalingPolicy.MetricDimensionProperty(
+                                name="VariantName", value=VARIANT_NAME
+                            ),
+                        ],
+                    ),
+                ),
+            )
 
         cdk.CfnOutput(self, "EndpointName", value=self.endpoint.attr_endpoint_name)
         cdk.CfnOutput(self, "ModelDataUrl", value=self.model_data_url)

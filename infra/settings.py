@@ -157,6 +157,18 @@ AGENT_IMAGE = ImageSource(
 """The reference agent's image (linux/arm64, as AgentCore Runtime requires)."""
 
 
+SCALING_METRICS = ("concurrency", "gpu-utilization")
+"""What the endpoint's target-tracking policy may hold (:attr:`SpeechSettings.scaling_metric`)."""
+
+DEFAULT_TARGET_CONCURRENCY = 4.0
+"""Streams open per instance the policy holds by default. Not measured on the default instance kind
+(``ml.g5.xlarge``; this project's machines have no GPU): one reference server on two shared CPU cores
+keeps one conversation within the latency targets, 0.5 streams open on average (bench/RESULTS.md §11),
+and an A10G with four vCPUs serves several times more; run ``python -m bench run capacity`` on the
+instance kind and set ``target_concurrency`` to its figure (infra/README.md, "What one instance
+serves")."""
+
+
 @dataclass(frozen=True)
 class SpeechSettings:
     """Settings of one speech model's stacks.
@@ -164,8 +176,15 @@ class SpeechSettings:
     ``instance_type``: SageMaker instance type of the variant (default ``ml.g5.xlarge``, one A10G GPU).
     ``min_instances`` / ``max_instances``: bounds of target-tracking autoscaling; the endpoint starts
     with ``min_instances``. SageMaker real-time endpoints cannot scale to zero, so the minimum is 1.
-    ``target_gpu_utilization``: percent of the variant's average GPUUtilization the scaling policy
-    holds (see infra/endpoint.py for why GPU utilization and not invocations).
+    ``scaling_metric``: what the target-tracking policy holds: ``"concurrency"`` (default), SageMaker's
+    high-resolution ``SageMakerVariantConcurrentRequestsPerModelHighResolution`` (streams open per
+    instance, published every 10 s) at ``target_concurrency``; or ``"gpu-utilization"``, the variant's
+    average ``GPUUtilization`` at ``target_gpu_utilization`` percent (infra/endpoint.py says why the
+    default changed: Kokoro saturates an instance's CPU while its GPU is far from busy).
+    ``target_concurrency``: bidirectional streams open per instance the policy holds: the capacity
+    figure of ``python -m bench run capacity`` (bench/RESULTS.md §11), measured on the instance kind.
+    ``target_gpu_utilization``: percent of the variant's average GPUUtilization the policy holds with
+    ``scaling_metric="gpu-utilization"``.
     ``model_data_version``: hex digest of the uploaded model assets (infra.model_sync); the weights
     live under ``s3://<bucket>/<s3_prefix>/<model_data_version>/``. ``None`` means "not uploaded yet":
     the stacks still synthesize (``cdk destroy`` needs that) but the endpoint stack carries an error
@@ -178,6 +197,8 @@ class SpeechSettings:
     min_instances: int = 1
     max_instances: int = 2
     target_gpu_utilization: float = 60.0
+    scaling_metric: str = "concurrency"
+    target_concurrency: float = DEFAULT_TARGET_CONCURRENCY
     model_data_version: str | None = None
     image: ImageSource = SERVER_IMAGE
 
@@ -195,6 +216,15 @@ class SpeechSettings:
         if not 0 < self.target_gpu_utilization <= 100:
             raise SettingsError(
                 f"{prefix}.target_gpu_utilization must be in (0, 100] (got {self.target_gpu_utilization})"
+            )
+        if self.scaling_metric not in SCALING_METRICS:
+            raise SettingsError(
+                f"{prefix}.scaling_metric must be one of {', '.join(SCALING_METRICS)} "
+                f"(got {self.scaling_metric!r})"
+            )
+        if not 0 < self.target_concurrency <= 1000:
+            raise SettingsError(
+                f"{prefix}.target_concurrency must be in (0, 1000] (got {self.target_concurrency})"
             )
         if self.model_data_version is not None:
             _check(_MODEL_DATA_VERSION, self.model_data_version, f"{prefix}.model_data_version", "hex digest")
@@ -216,6 +246,8 @@ class SpeechSettings:
             ("min_instances", int),
             ("max_instances", int),
             ("target_gpu_utilization", float),
+            ("scaling_metric", str),
+            ("target_concurrency", float),
             ("model_data_version", str),
         ):
             raw = context(f"{model.key}.{name}")

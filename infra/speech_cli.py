@@ -34,6 +34,8 @@ _SETTING_FLAGS = (
     "min_instances",
     "max_instances",
     "target_gpu_utilization",
+    "scaling_metric",
+    "target_concurrency",
 )
 
 
@@ -61,7 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
     settings.add_argument("--min-instances", type=int, help="autoscaling minimum, >= 1 (default: 1)")
     settings.add_argument("--max-instances", type=int, help="autoscaling maximum (default: 2)")
     settings.add_argument(
-        "--target-gpu-utilization", type=float, help="percent GPU utilization autoscaling holds (default: 60)"
+        "--scaling-metric",
+        choices=("concurrency", "gpu-utilization"),
+        help="what autoscaling holds: streams open per instance (default) or GPU utilization",
+    )
+    settings.add_argument(
+        "--target-concurrency",
+        type=float,
+        help="streams open per instance autoscaling holds: the capacity figure of `python -m bench run "
+        "capacity` on the instance kind (default: 4)",
+    )
+    settings.add_argument(
+        "--target-gpu-utilization",
+        type=float,
+        help="percent GPU utilization autoscaling holds with --scaling-metric gpu-utilization (default: 60)",
     )
     deploy.add_argument(
         "--assets-dir",

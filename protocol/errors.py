@@ -33,7 +33,7 @@ CLOSE_MESSAGE_TOO_BIG = 1009
 CLOSE_INTERNAL_ERROR = 1011
 """The session itself failed (``internal_error`` with ``fatal: true``)."""
 CLOSE_TRY_AGAIN_LATER = 1013
-"""``too_many_sessions``."""
+"""``too_many_sessions``, and ``server_busy`` when it refuses a session as it opens."""
 
 
 class ErrorCode(enum.StrEnum):
@@ -79,6 +79,10 @@ class ErrorCode(enum.StrEnum):
     """
     TOO_MANY_SESSIONS = "too_many_sessions"
     """The server already holds ``max_sessions`` sessions; fatal, close 1013."""
+    SERVER_BUSY = "server_busy"
+    """The first audio the server can promise is later than ``first_audio_budget_s`` (§10.2): a request
+    that would begin a speech is refused (per message; HTTP 503), or a session as it opens (fatal, close
+    1013). Try again later or elsewhere; nothing was done for the refused work."""
     UNSUPPORTED_FORMAT = "unsupported_format"
     """``POST /invocations`` only: ``format`` is not one this server can produce (§11.5)."""
     UNSUPPORTED_ENCODING = "unsupported_encoding"
@@ -149,6 +153,11 @@ REGISTRY: dict[ErrorCode, RegistryEntry] = {
     ),
     ErrorCode.UNSUPPORTED_FORMAT: _PER_MESSAGE_400,
     ErrorCode.UNSUPPORTED_ENCODING: _PER_MESSAGE_400,
+    # Per message on a request, fatal (1013) on a session refused as it opens, like internal_error's two
+    # scopes; 503 as queue_full's "no capacity", so an HTTP caller or a load balancer retries elsewhere.
+    ErrorCode.SERVER_BUSY: RegistryEntry(
+        always_fatal=False, close_code=CLOSE_TRY_AGAIN_LATER, http_status=503
+    ),
 }
 
 

@@ -60,6 +60,12 @@ class Limits:
             so a client that forgot to end it must not stall the session, while a language model's
             pause between two tokens is far shorter; hosted input-streaming TTS services time out
             after the same 20 s. Longer → ``utterance_timeout``, and the utterance ends.
+        first_audio_budget_s: latest first audio, in seconds from a request's arrival, the server may
+            promise before it refuses new work with ``server_busy`` (§10.2). Default 2.5: people answer
+            each other after about 0.2 s and hear a silence past about 1 s as trouble; a voice agent's own
+            listening and thinking take about a second before it asks for speech, so speech starting 2.5 s
+            later leaves the caller 3.5 s of silence, past which callers repeat themselves or talk over
+            the reply. Later → ``server_busy`` (HTTP 503; a session refused as it opens: fatal, 1013).
 
     Raises:
         ValueError: a limit is out of its range.
@@ -75,6 +81,7 @@ class Limits:
     lookahead: int = 1
     max_json_depth: int = 32
     utterance_idle_timeout_s: float = 20.0
+    first_audio_budget_s: float = 2.5
 
     def __post_init__(self) -> None:
         for name in ("max_message_bytes", "max_text_chars", "max_queue", "max_sessions", "max_json_depth"):
@@ -94,7 +101,12 @@ class Limits:
                 f"max_audio_frame_bytes must be an even integer from {MIN_AUDIO_FRAME_BYTES} "
                 f"to {AUDIO_FRAME_HARD_LIMIT}, not {frame!r}"
             )
-        for name in ("max_request_age_s", "close_timeout_s", "utterance_idle_timeout_s"):
+        for name in (
+            "max_request_age_s",
+            "close_timeout_s",
+            "utterance_idle_timeout_s",
+            "first_audio_budget_s",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")

@@ -273,6 +273,10 @@ class ServerSession:
         voice_blends: accept a ``voice`` that blends ``known_voices`` (§4.1); the accepted request, and
             its ``synthesis_start``, carry the blend's canonical form. Off by default: a blend names no
             voice and is refused with ``invalid_voice``, as by a server without the feature.
+        admit: admission by latency (§10.2): called with a request (or an ``utterance``) that passed every
+            other check while no request of the session is queued or active, i.e. one that may begin a
+            speech; a string refuses it with the per-message ``server_busy`` (the string is the error's
+            message), ``None`` accepts it. It must not raise. ``None`` (default): never busy.
     """
 
     def __init__(
@@ -287,8 +291,10 @@ class ServerSession:
         capabilities: Capabilities | None = None,
         marks: bool = False,
         voice_blends: bool = False,
+        admit: Callable[[SynthesisRequest], str | None] | None = None,
     ) -> None:
         self.limits = limits or Limits()
+        self._admit = admit
         self.utterances = utterances
         self.offers_marks = marks
         self.voice_blends = voice_blends
@@ -400,6 +406,19 @@ class ServerSession:
                 )
             )
             return []
+        if self._admit is not None and not self._pending:
+            busy = self._admit(request)
+            if busy is not None:  # §10.2: refused at once, before any work; the session goes on
+                self._reject(
+                    ProtocolError(
+                        ErrorCode.SERVER_BUSY,
+                        busy,
+                        request_id=request_id,
+                        message_type=message_type,
+                        fatal=False,
+                    )
+                )
+                return []
         self._answered_cancelled.discard(request_id)  # the id is live again
         now = self._clock()
         self._pending[request_id] = _Pending(

@@ -46,6 +46,7 @@ from reference_server.encoders import (
     FormatEncoder,
 )
 from reference_server.runtime import Readiness, RequestAudio, Runtime
+from reference_server.scheduling import Listener
 from reference_server.telemetry import RequestRecord
 
 __all__ = [
@@ -192,13 +193,14 @@ async def _pcm_pieces(
     record: RequestRecord,
     *,
     whole: bool = False,
+    listener: Listener | None = None,
 ) -> AsyncIterator[bytes]:
     """The request's PCM16LE audio segment by segment; word timings are appended to ``words``.
 
     ``whole``: the answer is sent in one piece, so nobody listens while it is made and no sentence is
     cut for an early start (PROTOCOL.md §10.1 is about a listener who plays as audio arrives).
     """
-    audio = RequestAudio(runtime, request, whole=whole)
+    audio = RequestAudio(runtime, request, listener, whole=whole)
     try:
         while (piece := await audio.next()) is not None:
             if piece.words:
@@ -233,7 +235,8 @@ async def invocations(request: Request) -> Response:
 
     Errors before the status line (§11.6): 400 for a bad body, 408 ``request_stale``, 413
     ``message_too_large``/``text_too_long``, 503 ``queue_full`` when ``max_sessions`` responses are in
-    flight, 500 ``internal_error`` when the model failed to load.
+    flight, 503 ``server_busy`` when its first audio would come later than ``first_audio_budget_s``
+    (§10.2), 500 ``internal_error`` when the model failed to load.
     """
     runtime: Runtime = request.app.state.runtime
     limits = runtime.limits
@@ -263,7 +266,12 @@ async def invocations(request: Request) -> Response:
         return JSONResponse(runtime.capabilities.answering(parsed.request_id).to_dict())
     if not runtime.try_open_session():
         return _error(runtime, busy_error())
-    return await _answer(runtime, parsed)
+    listener = Listener()
+    busy = runtime.busy(parsed.request, listener)
+    if busy is not None:  # §10.2, §11.6: 503 server_busy at once rather than a silent wait
+        runtime.close_session()
+        return _error(runtime, ProtocolError(ErrorCode.SERVER_BUSY, busy, parsed.request.request_id))
+    return await _answer(runtime, parsed, listener)
 
 
 def busy_error() -> ProtocolError:
@@ -293,31 +301,34 @@ def stream_audio(
     )
 
 
-async def _answer(runtime: Runtime, parsed: InvocationsRequest) -> Response:
-    """The response to an accepted ``POST /invocations`` whose session slot is taken."""
+async def _answer(runtime: Runtime, parsed: InvocationsRequest, listener: Listener | None = None) -> Response:
+    """The response to an accepted ``POST /invocations`` whose session slot is taken; ``listener``: the one
+    its admission reserved a place in line for (§10.2)."""
     slot = _Slot(runtime)
     if parsed.request.request_id is None:
         parsed = replace(parsed, request=replace(parsed.request, request_id=runtime.new_http_request_id()))
     record = RequestRecord("http", parsed.request)
     if parsed.transport == "sse":
         return _AudioResponse(
-            _sse_events(runtime, parsed, record),
+            _sse_events(runtime, parsed, record, listener),
             slot,
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     if parsed.stream:
         content_type = media_type(parsed.format, parsed.request.sample_rate, parsed.request.encoding)
-        return _AudioResponse(_binary_stream(runtime, parsed, record), slot, media_type=content_type)
+        return _AudioResponse(
+            _binary_stream(runtime, parsed, record, listener), slot, media_type=content_type
+        )
     try:
         async with _logged(runtime, record, parsed.format):
-            return await _binary_whole(runtime, parsed, record)
+            return await _binary_whole(runtime, parsed, record, listener)
     finally:
         slot.release()
 
 
 async def _binary_stream(
-    runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord
+    runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord, listener: Listener | None = None
 ) -> AsyncIterator[bytes]:
     """Binary body streamed as synthesized: WAV header with 0xFFFFFFFF sizes first (§11.2), or bare PCM
     or G.711 (§11.3), MP3 frames (§11.5), Ogg pages, FLAC frames or ADTS frames (§11.7)."""
@@ -326,20 +337,22 @@ async def _binary_stream(
         encoder = _encoder(parsed)
         if parsed.format == "wav":
             yield wav_header(request.sample_rate, data_bytes=None)
-        async for pcm in _pcm_pieces(runtime, request, [], record):
+        async for pcm in _pcm_pieces(runtime, request, [], record, listener=listener):
             if out := encoder.encode(pcm):
                 yield out
         if tail := encoder.flush():
             yield tail
 
 
-async def _binary_whole(runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord) -> Response:
+async def _binary_whole(
+    runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord, listener: Listener | None = None
+) -> Response:
     """``stream: false``: the whole file, with exact WAV sizes and a Content-Length."""
     request = parsed.request
     encoder = _encoder(parsed)
     parts: list[bytes] = []
     pcm_bytes = 0
-    async for pcm in _pcm_pieces(runtime, request, [], record, whole=True):
+    async for pcm in _pcm_pieces(runtime, request, [], record, whole=True, listener=listener):
         pcm_bytes += len(pcm)
         parts.append(encoder.encode(pcm))
     parts.append(encoder.flush())
@@ -355,7 +368,7 @@ _SSE_ENCODINGS = {"wav": DEFAULT_ENCODING, "mp3": "mp3", "opus": "opus", "flac":
 
 
 async def _sse_events(
-    runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord
+    runtime: Runtime, parsed: InvocationsRequest, record: RequestRecord, listener: Listener | None = None
 ) -> AsyncIterator[bytes]:
     """``transport: "sse"`` (§11.4): ``synthesis_start``, ``audio_chunk``*, then ``synthesis_complete`` or
     ``error``. Each chunk is at most ``max_audio_frame_bytes`` decoded bytes, base64 on its own."""
@@ -402,7 +415,7 @@ async def _sse_events(
     status = "disconnected"  # unless the body ends below
     try:
         try:
-            async for pcm in _pcm_pieces(runtime, request, words, record):
+            async for pcm in _pcm_pieces(runtime, request, words, record, listener=listener):
                 pcm_bytes += len(pcm)
                 for event in audio_chunks(encoder.encode(pcm)):
                     yield event

@@ -51,11 +51,18 @@ from protocol.frontend import speech_pieces
 from protocol.logs import log_event
 from protocol.messages import Capabilities, SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
-from protocol.segmenter import DEFAULT_MIN_UNITS, Boundary, Segmenter, language_code, spoken_units
+from protocol.segmenter import (
+    DEFAULT_FIRST_UNITS,
+    DEFAULT_MIN_UNITS,
+    Boundary,
+    Segmenter,
+    language_code,
+    spoken_units,
+)
 from protocol.voices import LANGUAGE_TAGS, LANGUAGES
 from reference_server.assets import AssetError
 from reference_server.backends.base import AbortSignal, PassAborted, aborting
-from reference_server.scheduling import DeadlineScheduler, Grant, Listener, ModelSpeed
+from reference_server.scheduling import GUARD_S, DeadlineScheduler, Grant, Listener, ModelSpeed
 from reference_server.telemetry import Metrics
 
 if TYPE_CHECKING:
@@ -710,6 +717,8 @@ class Runtime:
         self.sessions = 0
         self.passes_aborted = 0
         """Model passes stopped by a cancel or a disconnect (``settings.abort_on_cancel``)."""
+        self.busy_refusals = 0
+        """Requests and sessions refused with ``server_busy`` (:meth:`busy`, §10.2)."""
         self.closing = False
         self._ready = asyncio.Event()
         self._http_ids = itertools.count(1)
@@ -819,6 +828,86 @@ class Runtime:
             except RuntimeError:
                 continue
         return 0
+
+    # -- admission by latency (§10.2) -------------------------------------------------------------------
+
+    def promised_first_audio_s(self, request: SynthesisRequest | None = None) -> float:
+        """When a speech that begins now would hear its first audio, in seconds from now (§10.2).
+
+        The wait for a worker (:meth:`_first_turn_s`) plus the expected synthesis time of the speech's own
+        first segment (:meth:`_first_segment_s`) plus :data:`~reference_server.scheduling.GUARD_S`.
+        ``request``: the request that would begin it; ``None``: a session that opens.
+        """
+        return self._first_turn_s() + self._first_segment_s(request) + GUARD_S
+
+    def _first_turn_s(self) -> float:
+        """The wait for a worker of a speech that begins now (:meth:`DeadlineScheduler.first_turn_s`: the
+        steps running and those that go before a listener with nothing queued), each step timed by the
+        scheduler's measurements (:attr:`DeadlineScheduler.step_s`, :attr:`DeadlineScheduler.first_step_s`),
+        or the model-speed estimate's expectation before it has them; times the estimate's safety margin
+        (:attr:`ModelSpeed.margin`, from how far its recent predictions were off): the steps ahead are
+        timed from the past, and a burst that loads the machine makes them slower than they were, so on
+        a machine whose speed wanders the line is judged longer."""
+        speed = self.speed
+        first_step_s = speed.predict_compute(DEFAULT_MIN_UNITS, "a", margin=False)
+        step_s = speed.predict_compute(DEFAULT_FIRST_UNITS, "a", margin=False)
+        return speed.margin * self.scheduler.first_turn_s(step_s, first_step_s)
+
+    def _first_segment_s(self, request: SynthesisRequest | None) -> float:
+        """The expected synthesis time of the first segment of ``request``, cut as
+        :meth:`RequestAudio._advance_deadline` cuts it (the whole first sentence with ``sentence``
+        segmentation), without the estimate's safety margin: the judgement is of what is likely, and the
+        margin is for the cuts. ``None`` (a session that opens) or no text yet (an utterance): the measured
+        time of a new speech's first step (:attr:`DeadlineScheduler.first_step_s`)."""
+        speed = self.speed
+        language, pace, text = "a", 1.0, ""
+        if request is not None:
+            language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
+            pace, text = request.speed, request.text[:600]  # a first segment is never longer than this
+        sentences = _sentences(text, language) if text.strip() else []
+        if not sentences:
+            measured = self.scheduler.first_step_s
+            return (
+                measured
+                if measured is not None
+                else speed.predict_compute(DEFAULT_FIRST_UNITS, "a", margin=False)
+            )
+        if self.settings.segmentation == "deadline":
+            fits = (
+                speed.max_units(self.settings.first_audio_target_s, language, pace) if speed.measured else 0.0
+            )
+            cut = Segmenter(language_code(language)).next_cut(sentences[0], fits, first=True)
+            units = spoken_units(sentences[0][: cut.position])
+        else:
+            units = spoken_units(sentences[0])
+        return speed.predict_compute(units, language, pace, margin=False)
+
+    def busy(self, request: SynthesisRequest | None = None, listener: Listener | None = None) -> str | None:
+        """Why ``request`` (``None``: a session that opens) is refused with ``server_busy`` (§10.2): its
+        first audio (:meth:`promised_first_audio_s`) would come later than ``first_audio_budget_s`` because
+        of the work ahead of it; or ``None`` to accept it, and then ``listener``, the one that will hear it,
+        holds its place in the line until its first step is submitted (:meth:`DeadlineScheduler.reserve`),
+        so that requests arriving together are judged each behind the others.
+
+        Never busy with nothing ahead in line (a model slower than the budget serves one speech at a time
+        rather than none; refusing would make no caller faster); before the model is ready (a session that
+        opens then waits for the model, as §2.2 allows); nor before its speed has been measured
+        (:attr:`ModelSpeed.measured` and a step's time): the prior cannot tell a fast GPU from a slow CPU,
+        and refusing on a guess would turn away the first callers of a fast server."""
+        if self.readiness is not Readiness.READY or not self.speed.measured or self.scheduler.step_s is None:
+            return None
+        budget = self.limits.first_audio_budget_s
+        turn_s = self._first_turn_s()
+        promised = turn_s + self._first_segment_s(request) + GUARD_S
+        if turn_s <= 0.0 or promised <= budget:
+            if listener is not None:
+                self.scheduler.reserve(listener)
+            return None
+        self.busy_refusals += 1
+        return (
+            f"the server is busy: first audio would come in about {promised:.1f} s, over its "
+            f"first_audio_budget_s of {budget:g} s; try again later"
+        )
 
     def new_http_request_id(self) -> str:
         """A request id for a ``POST /invocations`` body that named none (``h1``, ``h2``, ...)."""

@@ -9,6 +9,9 @@ with no wire change; this module is how the reference server meets them.
   produced, so the audio queued ahead of the listener is what was produced minus what has been played.
   When the queue runs dry the listener hears silence (an underrun); its *deadline* is the moment it runs
   dry.
+* :func:`first_turn_s` and :meth:`DeadlineScheduler.first_turn_s` answer the admission question of §10.2:
+  how long a step submitted now for a listener with nothing queued would wait for a worker, given the
+  steps running and waiting and the measured time a step takes (:attr:`DeadlineScheduler.step_s`).
 * :class:`DeadlineScheduler` runs synthesis steps on its worker threads (never on the event loop,
   PROTOCOL.md §8). When several sessions wait for the model it takes the step whose listener runs dry
   first (earliest deadline first), a listener that has nothing queued (a new session's first segment,
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import heapq
 import itertools
 import math
 import threading
@@ -45,6 +49,7 @@ __all__ = [
     "SchedulerClosed",
     "Waiting",
     "choose",
+    "first_turn_s",
 ]
 
 TRUSTED_SAMPLES = 3
@@ -252,11 +257,14 @@ class ModelSpeed:
         with self._lock:
             return self._audio_line(language)(units) / speed
 
-    def predict_compute(self, units: float, language: str, speed: float = 1.0) -> float:
-        """Seconds the model will take, with the safety margin, for ``units`` spoken units at ``speed``."""
+    def predict_compute(
+        self, units: float, language: str, speed: float = 1.0, *, margin: bool = True
+    ) -> float:
+        """Seconds the model will take, with the safety margin (``margin=False``: the expected time, without
+        it), for ``units`` spoken units at ``speed``."""
         with self._lock:
             audio_s = self._audio_line(language)(units) / speed
-            return self._margin() * self._compute(audio_s)
+            return (self._margin() if margin else 1.0) * self._compute(audio_s)
 
     def max_units(self, budget_s: float, language: str, speed: float = 1.0) -> float:
         """The longest segment, in spoken units, whose :meth:`predict_compute` fits in ``budget_s``
@@ -372,6 +380,61 @@ def choose(
     return chosen, Grant(max(0.0, budget), first, len(waiting))
 
 
+def first_turn_s(
+    running_left_s: Sequence[float],
+    waiting: Sequence[tuple[float, float]],
+    workers: int,
+    policy: Policy = Policy.DEADLINE,
+) -> float:
+    """Seconds until a step submitted now, for a listener with nothing queued, gets a worker (§10.2).
+    Pure: no clock, no state.
+
+    Args:
+        running_left_s: for each step running, the seconds it is expected to run on (0 when overdue).
+        waiting: for each step waiting, ``(queued_s, takes_s)``: the seconds of audio queued ahead of its
+            listener and the seconds the step is expected to take.
+        workers: worker threads (a worker not running a step is free now).
+        policy: ``fifo``: every waiting step goes first. ``deadline`` (:func:`choose`): the waiting steps
+            whose listener has nothing queued go first (they were submitted earlier), then every one whose
+            listener runs dry before a worker would come free for the new step (it is then dry and earlier).
+
+    Raises:
+        ValueError: ``workers`` is below 1.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    free = sorted(max(0.0, left) for left in running_left_s)[:workers]
+    free += [0.0] * (workers - len(free))
+    heapq.heapify(free)
+
+    def one_ahead(takes_s: float) -> None:
+        heapq.heappush(free, heapq.heappop(free) + max(0.0, takes_s))
+
+    if Policy(policy) is Policy.FIFO:
+        for _, takes_s in waiting:
+            one_ahead(takes_s)
+        return free[0]
+    for _, takes_s in (w for w in waiting if w[0] <= 0.0):
+        one_ahead(takes_s)
+    for queued, takes_s in sorted(w for w in waiting if w[0] > 0.0):
+        if queued > free[0]:
+            break  # this listener (and every one with more queued) still has audio when our turn comes
+        one_ahead(takes_s)
+    return free[0]
+
+
+def _moving_mean(mean: float | None, sample: float) -> float:
+    return sample if mean is None else STEP_DECAY * mean + (1.0 - STEP_DECAY) * sample
+
+
+RESERVATION_S = 2.0
+"""Longest a reservation (:meth:`DeadlineScheduler.reserve`) counts while its step is not submitted."""
+
+STEP_DECAY = 0.5
+"""Weight the mean of the older steps keeps in :attr:`DeadlineScheduler.step_s` at each new step: the last
+three or so count most, so the mean follows the replies of the moment and a machine whose speed changes."""
+
+
 # --- the scheduler -------------------------------------------------------------------------------------
 
 
@@ -443,6 +506,13 @@ class DeadlineScheduler:
         self._seq = itertools.count()
         self._closed = False
         self.running = 0
+        # seq -> (clock() when a worker took it, its listener had never heard anything), for running steps
+        self._started: dict[int, tuple[float, bool]] = {}
+        self._step_s: float | None = None
+        self._first_step_s: float | None = None
+        # Listeners admitted to begin a speech whose first step is not submitted yet (reserve()), with
+        # when the reservation lapses.
+        self._reserved: dict[Listener, float] = {}
         self.history: list[tuple[int, Grant]] = []  # (seq, grant) of the last steps taken, for tests
         self._threads = [
             threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(workers)
@@ -455,6 +525,59 @@ class DeadlineScheduler:
         """Steps submitted and not yet taken by a worker."""
         with self._cond:
             return len(self._waiting)
+
+    @property
+    def first_step_s(self) -> float | None:
+        """The time the first step of a listener that never heard anything takes, seconds (a moving mean
+        like :attr:`step_s`, of those steps only); ``None`` before the first such step ends."""
+        with self._cond:
+            return self._first_step_s
+
+    @property
+    def step_s(self) -> float | None:
+        """The time a step takes, seconds: a moving mean of the last steps' durations on this machine
+        (:data:`STEP_DECAY`); ``None`` before the first step ends."""
+        with self._cond:
+            return self._step_s
+
+    def first_turn_s(self, step_s: float, first_step_s: float) -> float:
+        """Seconds until a step submitted now for a listener with nothing queued would get a worker
+        (:func:`first_turn_s` on the steps running and waiting now).
+
+        Args:
+            step_s: the time a step takes while none has been measured (:attr:`step_s` once one has).
+            first_step_s: the time the first step of a listener that never heard anything takes (a new
+                speech's first segment is short, §10.1), while none has been measured
+                (:attr:`first_step_s` once one has): such steps, waiting or running, count this long.
+        """
+        with self._cond:
+            now = self.clock()
+            mean = self._step_s if self._step_s is not None else step_s
+            if self._first_step_s is not None:
+                first_step_s = self._first_step_s
+            running = [
+                (first_step_s if first else mean) - (now - started)
+                for started, first in self._started.values()
+            ]
+            waiting = [
+                (step.listener.queued_s(now), first_step_s if step.listener.fresh else mean)
+                for step in self._waiting
+            ]
+            waiting += [(0.0, first_step_s) for until in self._reserved.values() if until > now]
+            workers = len(self._threads)
+        return first_turn_s(running, waiting, workers, self.policy)
+
+    def reserve(self, listener: Listener, hold_s: float = RESERVATION_S) -> None:
+        """Count ``listener``'s first step as waiting from now, before it is submitted (§10.2).
+
+        A session admitted to begin a speech submits its first step a moment later (its synthesis task
+        runs after the reader); requests that arrive together would otherwise each be judged on a line
+        without the others. The reservation ends when the listener's step is submitted (:meth:`run`) or
+        after ``hold_s`` seconds (an utterance whose text has not come yet)."""
+        with self._cond:
+            now = self.clock()
+            self._reserved = {held: until for held, until in self._reserved.items() if until > now}
+            self._reserved[listener] = now + hold_s
 
     def is_waiting(self, listener: Listener) -> bool:
         """A step of ``listener`` is submitted and not yet taken by a worker."""
@@ -475,6 +598,7 @@ class DeadlineScheduler:
             if self._closed:
                 raise SchedulerClosed("the synthesis scheduler is closed")
             self._waiting.append(step)
+            self._reserved.pop(listener, None)
             self._cond.notify()
         try:
             return await step.future
@@ -500,6 +624,7 @@ class DeadlineScheduler:
         self.history.append((step.seq, grant))
         del self.history[:-256]
         self.running += 1
+        self._started[step.seq] = (now, step.listener.fresh)
         return step
 
     def _work(self) -> None:
@@ -518,6 +643,12 @@ class DeadlineScheduler:
             finally:
                 with self._cond:
                     self.running -= 1
+                    taken = self._started.pop(step.seq, None)
+                    if taken is not None:
+                        took = max(0.0, self.clock() - taken[0])
+                        self._step_s = _moving_mean(self._step_s, took)
+                        if taken[1]:
+                            self._first_step_s = _moving_mean(self._first_step_s, took)
             if self._lockstep:
                 self._let_loop_run(step.loop)
 

@@ -397,6 +397,11 @@ _OPTIONS: tuple[_Option, ...] = (
     _limit("lookahead", "requests synthesized ahead of the one being sent"),
     _limit("max_json_depth", "deepest JSON nesting"),
     _limit("utterance_idle_timeout_s", "longest wait for an utterance's next message, in seconds", float),
+    _limit(
+        "first_audio_budget_s",
+        "latest first audio the server may promise, in seconds; later work is refused with server_busy",
+        float,
+    ),
 )
 
 assert {o.name for o in _OPTIONS if o.limit} == {f.name for f in fields(Limits)}, "every limit is a setting"

@@ -158,6 +158,7 @@ class WebSocketSession:
             capabilities=runtime.capabilities,
             marks=True,
             voice_blends=runtime.voice_blends,
+            admit=self._admit,
         )
         self.requests = 0
         self.refused = 0
@@ -223,6 +224,14 @@ class WebSocketSession:
         self._kick()
         if self._tasks:
             await asyncio.wait(self._tasks[1:2])
+
+    def _admit(self, request: SynthesisRequest) -> str | None:
+        """§10.2: refuse a request that begins a speech when its first audio would come too late. The
+        session asks only when none of its requests is queued or active; a listener that still has audio
+        to play is in the middle of a speech, which a new request continues (never refused busy)."""
+        if self.listener.queued_s(self.runtime.scheduler.clock()) > 0.0:
+            return None
+        return self.runtime.busy(request, self.listener)
 
     def _refused(self, error: ProtocolError) -> None:
         self.refused += 1
@@ -456,9 +465,10 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
     """Starlette endpoint for :data:`PATH` (PROTOCOL.md §2, §7).
 
     Accepts at once (SageMaker allows 250 ms), then refuses with ``too_many_sessions`` (close 1013) when
-    ``max_sessions`` are open. A session opened while the model is still loading reads and queues
-    requests at once and synthesizes them once it is ready; if loading failed the session ends with a
-    fatal ``internal_error`` (1011).
+    ``max_sessions`` are open, or with the fatal ``server_busy`` (close 1013) when the first audio the server
+    could promise is later than ``first_audio_budget_s`` (§10.2). A session opened while the model is
+    still loading reads and queues requests at once and synthesizes them once it is ready; if loading
+    failed the session ends with a fatal ``internal_error`` (1011).
     """
     runtime: Runtime = websocket.app.state.runtime
     await websocket.accept()
@@ -481,6 +491,22 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
             open_sessions=runtime.sessions,
         )
         await _refuse(websocket, ErrorCode.TOO_MANY_SESSIONS, full)
+        return
+    busy = runtime.busy()
+    if busy is not None:  # §10.2: the first audio it could promise is already too late
+        runtime.close_session()
+        runtime.metrics.refusals.labels(ErrorCode.SERVER_BUSY.value).inc()
+        runtime.metrics.sessions.labels(str(ErrorCode.SERVER_BUSY.close_code)).inc()
+        log_event(
+            logger,
+            "session refused",
+            logging.WARNING,
+            session=session_id,
+            client=client,
+            code=ErrorCode.SERVER_BUSY.value,
+            open_sessions=runtime.sessions,
+        )
+        await _refuse(websocket, ErrorCode.SERVER_BUSY, busy)
         return
     started = time.monotonic()
     session = WebSocketSession(websocket, runtime, session_id)
@@ -510,7 +536,7 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
 
 async def _refuse(websocket: WebSocket, code: ErrorCode, message: str) -> None:
     session = ServerSession()
-    session.abort(code, message)
+    session.abort(code, message)  # fatal, with the code's close code (1013 for both refusals here)
     with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
         for frame in session.data_to_send():
             assert isinstance(frame, str)  # an aborted session queues only its error frame

@@ -16,7 +16,14 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from conformance.mutants.admission import AssignsWithoutSkipping, LenientTimestamps, NoIdReuse, RefusesSlowest
+from conformance.mutants.admission import (
+    AssignsWithoutSkipping,
+    LenientTimestamps,
+    NoIdReuse,
+    QueuesSilently,
+    RefusesSlowest,
+    UnhealthyWhenBusy,
+)
 from conformance.mutants.aws_sample import AwsSampleServer, AwsSampleTextOnly
 from conformance.mutants.base import ToneServer
 from conformance.mutants.defects import DEFECTS, DefectServer
@@ -136,6 +143,8 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("no-id-reuse", NoIdReuse, ("4.1.12",), ("R4.1-3",)),
         Mutant("lenient-timestamps", LenientTimestamps, ("4.1.13.1", "9.1.59", "9.1.60"), ("R4.1-5",)),
         Mutant("refuses-slowest", RefusesSlowest, ("4.1.13.5",), ("R4.1-5",)),
+        Mutant("queues-silently", QueuesSilently, ("10.2.1",), ("R10.2-4",)),
+        Mutant("unhealthy-when-busy", UnhealthyWhenBusy, ("10.2.2", "2.2.2"), ("R10.2-7", "R2.2-2")),
         *(
             Mutant(
                 d.name,

@@ -6,15 +6,27 @@ Each is :class:`~conformance.mutants.base.ToneServer` with one rule of admission
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
 from conformance.mutants.base import ToneServer, ToneSession
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.messages import ErrorFrame
+from protocol.messages import ErrorFrame, SynthesisRequest
 
-__all__ = ["AssignsWithoutSkipping", "LenientTimestamps", "NoIdReuse", "RefusesSlowest"]
+__all__ = [
+    "AssignsWithoutSkipping",
+    "LenientTimestamps",
+    "NoIdReuse",
+    "QueuesSilently",
+    "RefusesSlowest",
+    "UnhealthyWhenBusy",
+]
 
 
 def _object(data: bytes | str) -> dict[str, Any] | None:
@@ -121,3 +133,76 @@ class RefusesSlowest(ToneServer):
 
     name = "refuses-slowest"
     session_class = _RefusesSlowestSession
+
+
+# --- admission by latency (§10.2) ------------------------------------------------------------------------
+
+
+class _SharedModelSession(ToneSession):
+    """Synthesizes on the server's one model: segments of every session take turns (§10.2), as one CPU or
+    one GPU does; the server's ``speaking`` counts the segments being made."""
+
+    server: _SharedModelServer
+
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+        synth = self.server.synth
+        async for segment in self.segments(request):
+            pcm = synth.render(segment, request.voice, request.speed, request.sample_rate)
+            self.server.speaking += 1
+            try:
+                async with self.server.model:
+                    await asyncio.sleep(synth.work_s(pcm, request.sample_rate))
+            finally:
+                self.server.speaking -= 1
+            self.mark(request, segment, pcm)
+            yield pcm
+
+
+class _SharedModelServer(ToneServer):
+    session_class = _SharedModelSession
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = asyncio.Lock()  # FIFO: the first to wait for the model gets it first
+        self.speaking = 0
+
+
+class QueuesSilently(_SharedModelServer):
+    """Queues every new speech silently on its one model, however late its first audio (§10.2).
+
+    A burst of new speeches is accepted whole and the last waits for every other's first segment, far past
+    ``first_audio_budget_s``, told nothing; it must be refused with ``server_busy`` at once instead."""
+
+    name = "queues-silently"
+
+
+class _CountingSession(ToneSession):
+    """The unbroken session, counting in the server's ``speaking`` the segments being made."""
+
+    server: UnhealthyWhenBusy
+
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+        self.server.speaking += 1
+        try:
+            async for pcm in super().synthesize(request):
+                yield pcm
+        finally:
+            self.server.speaking -= 1
+
+
+class UnhealthyWhenBusy(ToneServer):
+    """Answers ``GET /ping`` with 503 while it synthesizes (§10.2, §2.2).
+
+    SageMaker would replace the instance exactly when capacity is short."""
+
+    name = "unhealthy-when-busy"
+    session_class = _CountingSession
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.speaking = 0
+
+    async def ping(self, request: Request) -> Response:
+        if self.speaking:
+            return JSONResponse({"status": "Unhealthy", "reason": "busy"}, status_code=503)
+        return await super().ping(request)

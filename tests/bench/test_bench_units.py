@@ -361,3 +361,43 @@ def test_agent_latency_first_sentence_written_is_the_delta_that_releases_it() ->
     ]
     assert agent_latency._written_ms(events) == 500.0
     assert agent_latency._written_ms(events[:3]) is None
+
+
+def test_capacity_is_the_largest_level_that_holds_with_every_level_below(tmp_path: Path) -> None:
+    from bench import capacity
+
+    config = asdict(capacity.Config())
+
+    def level(n: int, first_p95: float, silence_p95: float, failed: tuple[str, ...] = ()) -> dict:
+        figures = {"first_audio_ms": describe([first_p95]), "underrun_ms": describe([silence_p95])}
+        return {
+            "conversations": n,
+            "replies": 2 * n,
+            "failed": list(failed),
+            "streams_open": n / 2,
+            **figures,
+        }
+
+    held, slow, stalled, broken = (
+        level(2, 900.0, 100.0),
+        level(4, 1600.0, 0.0),
+        level(4, 1000.0, 600.0),
+        level(1, 100.0, 0.0, ("SessionError: internal_error",)),
+    )
+    assert capacity.holds(held, config)
+    assert not capacity.holds(slow, config) and not capacity.holds(stalled, config)
+    assert not capacity.holds(broken, config)
+    for each in (held, slow):
+        each["holds"] = capacity.holds(each, config)
+    result = asdict(
+        Result(capacity.NAME, capacity.TITLE, figures={"levels": [held, slow], "capacity": 2}, config=config)
+    )
+    ((_, rows),) = capacity.tables(result)
+    assert rows == [
+        ["2", "900 / 900 ms", "100 / 100 ms", "1.0", "4", "yes"],
+        ["4", "1,600 / 1,600 ms", "0 / 0 ms", "2.0", "8", "no"],
+    ]
+    assert "**2 concurrent conversation(s)**" in capacity.notes(result)[0]
+    assert "1.0 bidirectional streams are open at once" in capacity.notes(result)[0]
+    capacity.plot(result, tmp_path / "capacity.png")
+    assert (tmp_path / "capacity.png").read_bytes().startswith(b"\x89PNG")

@@ -120,7 +120,7 @@ BANDS: dict[str, float] = {
     "p": 0.10,
     "z": 0.15,
 }
-"""Highest mean CER each language's subset may reach. Measured on 2026-12-07 (bench/RESULTS.md §11), the
+"""Highest mean CER each language's subset may reach. Measured on 2026-12-07 (bench/RESULTS.md §12), the
 subsets' means: 0 % (a, b, p, z), 4.5 % (f: "coûte" heard "coup de"), 5.4 % (i: "Rossi" heard "Rosi"),
 5.6 % (h: Whisper-base writes Hindi in Urdu script, compared as consonant skeletons, and spells figures
 as words), 6.7 % (e: "García" heard "Carcía"; j: コーヒー heard 工費). Each band is the measured mean plus
@@ -192,7 +192,7 @@ def test_each_language_is_heard_as_written(language: str, listener, backend) -> 
 
 
 def test_results_md_reports_every_language_and_the_worst_cases() -> None:
-    """RESULTS.md §11 comes from the saved result alone: a median CER per language, what was heard."""
+    """RESULTS.md §12 comes from the saved result alone: a median CER per language, what was heard."""
     import json
 
     from bench import report

@@ -19,6 +19,7 @@ def test_speech_defaults():
     assert settings.instance_type == "ml.g5.xlarge"
     assert (settings.min_instances, settings.max_instances) == (1, 2)
     assert settings.target_gpu_utilization == 60.0
+    assert (settings.scaling_metric, settings.target_concurrency) == ("concurrency", 4.0)
     assert settings.model_data_version is None
 
 
@@ -30,6 +31,8 @@ def test_speech_context_strings_are_converted():
                 "kokoro-82m.min_instances": "2",
                 "kokoro-82m.max_instances": "4",
                 "kokoro-82m.target_gpu_utilization": "72.5",
+                "kokoro-82m.scaling_metric": "gpu-utilization",
+                "kokoro-82m.target_concurrency": "2.5",
                 "kokoro-82m.instance_type": "ml.g6e.2xlarge",
                 "kokoro-82m.model_data_version": "00ff00ff00ff00ff",
                 "min_instances": "9",  # not this model's key: ignored
@@ -38,6 +41,7 @@ def test_speech_context_strings_are_converted():
     )
     assert (settings.min_instances, settings.max_instances, settings.target_gpu_utilization) == (2, 4, 72.5)
     assert settings.instance_type == "ml.g6e.2xlarge"
+    assert (settings.scaling_metric, settings.target_concurrency) == ("gpu-utilization", 2.5)
     assert settings.model_data_version == "00ff00ff00ff00ff"
 
 
@@ -54,6 +58,9 @@ def test_speech_context_strings_are_converted():
         ({"kokoro-82m.target_gpu_utilization": "0"}, "kokoro-82m.target_gpu_utilization"),
         ({"kokoro-82m.target_gpu_utilization": "nan"}, "kokoro-82m.target_gpu_utilization"),
         ({"kokoro-82m.model_data_version": "../../etc"}, "kokoro-82m.model_data_version"),
+        ({"kokoro-82m.scaling_metric": "invocations"}, "kokoro-82m.scaling_metric"),
+        ({"kokoro-82m.target_concurrency": "0"}, "kokoro-82m.target_concurrency"),
+        ({"kokoro-82m.target_concurrency": "nan"}, "kokoro-82m.target_concurrency"),
     ],
 )
 def test_speech_invalid_values_name_their_key(values, key):

@@ -35,6 +35,7 @@ CONFIGURED = {
     "kokoro-82m.min_instances": "2",
     "kokoro-82m.max_instances": "6",
     "kokoro-82m.target_gpu_utilization": "45",
+    "kokoro-82m.target_concurrency": "3",
     "kokoro-82m.model_data_version": VERSION,
     "bedrock_model_id": PROFILE_ID,
     "agent_endpoint_name": "tts-prod",
@@ -90,6 +91,12 @@ def _synth(tmp_path_factory, context: dict, env) -> Synth:
 @pytest.fixture(scope="module")
 def configured(tmp_path_factory) -> Synth:
     return _synth(tmp_path_factory, CONFIGURED, cdk.Environment(account=ACCOUNT, region=REGION))
+
+
+@pytest.fixture(scope="module")
+def gpu_scaled(tmp_path_factory) -> Synth:
+    context = {**CONFIGURED, "kokoro-82m.scaling_metric": "gpu-utilization"}
+    return _synth(tmp_path_factory, context, cdk.Environment(account=ACCOUNT, region=REGION))
 
 
 @pytest.fixture(scope="module")
@@ -353,7 +360,27 @@ def test_server_image_is_an_amd64_asset_the_model_runs(configured):
     )
 
 
-def test_autoscaling_tracks_gpu_utilization_of_the_variant(configured):
+def test_autoscaling_tracks_the_streams_open_per_instance_by_default(configured):
+    """The capacity figure (bench §11) as the target of SageMaker's high-resolution concurrency metric."""
+    policies = configured.resources("Kokoro82mEndpoint", "AWS::ApplicationAutoScaling::ScalingPolicy")
+    (policy,) = policies.values()
+    assert policy["Properties"]["PolicyName"] == "tts-prod-concurrency"
+    assert policy["Properties"]["TargetTrackingScalingPolicyConfiguration"] == {
+        "TargetValue": 3,
+        "ScaleInCooldown": 600,
+        "ScaleOutCooldown": 60,
+        "PredefinedMetricSpecification": {
+            "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+        },
+    }
+
+
+def test_autoscaling_can_track_gpu_utilization_of_the_variant(gpu_scaled):
+    configured = gpu_scaled
+    (policy,) = configured.resources(
+        "Kokoro82mEndpoint", "AWS::ApplicationAutoScaling::ScalingPolicy"
+    ).values()
+    assert policy["Properties"]["PolicyName"] == "tts-prod-gpu-utilization"
     target = configured.one("Kokoro82mEndpoint", "AWS::ApplicationAutoScaling::ScalableTarget")
     assert target["Properties"] == {
         "ServiceNamespace": "sagemaker",
@@ -438,7 +465,11 @@ def test_defaults(bare):
         2,
     )
     policy = bare.one("Kokoro82mEndpoint", "AWS::ApplicationAutoScaling::ScalingPolicy")
-    assert policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] == 60
+    tracking = policy["Properties"]["TargetTrackingScalingPolicyConfiguration"]
+    assert tracking["TargetValue"] == 4  # streams open per instance (infra/README.md)
+    assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"].startswith(
+        "SageMakerVariantConcurrent"
+    )
     runtime = bare.one("KokoroAgentRuntime", "AWS::BedrockAgentCore::Runtime")["Properties"]
     assert runtime["AgentRuntimeName"] == "kokoro_voice_agent"
     assert runtime["EnvironmentVariables"]["KOKORO_ENDPOINT_NAME"] == "kokoro-82m"
