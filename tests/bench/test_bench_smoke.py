@@ -62,7 +62,8 @@ def test_each_benchmark_saves_its_result_and_chart(smoke_results: Path, name: st
 
 def test_the_report_shows_every_table(smoke_results: Path, tmp_path: Path) -> None:
     text = report.write_report(smoke_results, tmp_path / "RESULTS.md").read_text()
-    assert "Not run yet" not in text
+    # Benchmarks run on request (intelligibility) are not part of the smoke run: theirs says how to run it.
+    assert "Not run yet: `make bench`" not in text
     for name in BENCHMARKS:
         assert f"![{name}](" in text
     assert text.count("| --- |") >= len(BENCHMARKS)
