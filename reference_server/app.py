@@ -172,6 +172,20 @@ def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol
             self.close_timeout = close_timeout_s
             json_rejections(self.conn)  # a refused handshake answers in the §11.6 shape too
 
+        def handle_connect(self, event: Any) -> None:
+            super().handle_connect(event)
+            scope = getattr(self, "scope", None)
+            if scope is not None:
+                # A session whose client reads nothing cannot even be sent its Close frame: the
+                # session drops the connection with this (PROTOCOL.md §10.3, reference_server.ws).
+                scope["kokoro.abort_transport"] = self._abort_transport
+
+        def _abort_transport(self) -> None:
+            if not self.disconnected:
+                self.disconnected = True
+                self.queue.put_nowait({"type": "websocket.disconnect", "code": 1006})
+            self.transport.abort()
+
     return KokoroWebSocketProtocol
 
 
