@@ -4,7 +4,8 @@
 
 Starts ``python -m reference_server`` (ONNX, CPU) from ``--checkout`` (default: this one) on a free port,
 waits for ``GET /ping`` 200, then runs three probes one after the other, sampling the server's resident
-memory (``/proc/PID/status`` VmRSS) every 0.2 s and ``GET /ping`` every 0.1 s throughout:
+memory (``/proc/PID/status`` VmRSS) and ``GET /ping`` every 0.1 s from a child process (so that the
+flooding client cannot starve the measurement) throughout:
 
 * ``describe-flood``: one WebSocket client sends 40,000 ``describe`` messages and reads nothing (its
   library stops reading the socket after one queued message), stays connected 10 s more, still reading
@@ -15,7 +16,8 @@ memory (``/proc/PID/status`` VmRSS) every 0.2 s and ``GET /ping`` every 0.1 s th
 
 Each probe reports RSS before, at its peak and 5 s after the client left, and ``/ping``'s latency during
 it (p95 and max, ms; a ``/ping`` that failed or took over 2 s counts as 2000 ms). Results go to
-``--output`` as JSON (default ``bench/results/abuse.json``) and to stdout as a Markdown table. The figures
+``--output`` as JSON (default ``bench/results/abuse/abuse.json``; a subfolder, since ``python -m bench report``
+reads every JSON file of ``bench/results``) and to stdout as a Markdown table. The figures
 come from whatever machine runs it: on a shared machine latency figures are upper bounds.
 """
 
@@ -24,7 +26,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import http.client
 import json
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -32,12 +36,13 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 from websockets.asyncio.client import connect
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = ROOT / "bench" / "results" / "abuse.json"
+DEFAULT_OUTPUT = ROOT / "bench" / "results" / "abuse" / "abuse.json"
 PING_FAIL_MS = 2000.0
 """A ``/ping`` that fails or takes longer counts as this (SageMaker's health check gives up after 2 s)."""
 
@@ -73,43 +78,45 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _sample(pid: int, port: int, stop: Any, out: Any) -> None:
+    """In a child process (so that the flooding client cannot starve it): every 0.1 s, the server's RSS
+    and one ``GET /ping``, until ``stop`` is set; then send both lists through ``out``."""
+    rss: list[float] = []
+    pings: list[float] = []
+    while not stop.is_set():
+        rss.append(_rss_mb(pid))
+        started = time.perf_counter()
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=PING_FAIL_MS / 1000)
+            connection.request("GET", "/ping")
+            ok = connection.getresponse().status == 200
+            connection.close()
+            ms = (time.perf_counter() - started) * 1000 if ok else PING_FAIL_MS
+        except OSError:
+            ms = PING_FAIL_MS
+        pings.append(min(ms, PING_FAIL_MS))
+        stop.wait(0.1)
+    out.send((rss, pings))
+
+
 class Watch:
-    """Samples RSS and ``/ping`` latency in the background while a probe runs."""
+    """Samples RSS and ``/ping`` latency in a child process while a probe runs."""
 
     def __init__(self, pid: int, port: int) -> None:
         self.pid, self.port = pid, port
         self.rss: list[float] = []
         self.pings: list[float] = []
-        self._tasks: list[asyncio.Task[None]] = []
-
-    async def _rss_loop(self) -> None:
-        while True:
-            self.rss.append(_rss_mb(self.pid))
-            await asyncio.sleep(0.2)
-
-    async def _ping_loop(self) -> None:
-        async with httpx.AsyncClient(timeout=PING_FAIL_MS / 1000) as client:
-            while True:
-                started = time.perf_counter()
-                try:
-                    response = await client.get(f"http://127.0.0.1:{self.port}/ping")
-                    ms = (time.perf_counter() - started) * 1000
-                    if response.status_code != 200:
-                        ms = PING_FAIL_MS
-                except httpx.HTTPError:
-                    ms = PING_FAIL_MS
-                self.pings.append(min(ms, PING_FAIL_MS))
-                await asyncio.sleep(0.1)
 
     def start(self) -> None:
-        self.rss.clear()
-        self.pings.clear()
-        self._tasks = [asyncio.create_task(self._rss_loop()), asyncio.create_task(self._ping_loop())]
+        self._stop = multiprocessing.Event()
+        self._receive, send = multiprocessing.Pipe(duplex=False)
+        self._process = multiprocessing.Process(target=_sample, args=(self.pid, self.port, self._stop, send))
+        self._process.start()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._stop.set()
+        self.rss, self.pings = await asyncio.to_thread(self._receive.recv)
+        self._process.join()
 
 
 def _p95(values: list[float]) -> float:
@@ -200,9 +207,9 @@ async def run(checkout: Path, quick: bool) -> list[Probe]:
             started = time.monotonic()
             probe.sent, probe.outcome = await _flood(url, message, count, 40.0)
             probe.seconds = round(time.monotonic() - started, 1)
+            await watch.stop()
             pings = list(watch.pings)
             await asyncio.sleep(5)
-            await watch.stop()
             probe.rss_peak_mb, probe.rss_after_mb = max(watch.rss), _rss_mb(process.pid)
             probe.pings, probe.ping_p95_ms, probe.ping_max_ms = len(pings), _p95(pings), max(pings, default=0)
             probes.append(probe)
@@ -211,9 +218,9 @@ async def run(checkout: Path, quick: bool) -> list[Probe]:
         started = time.monotonic()
         probe.sent, probe.outcome = await _idle_then_client(url, 200 // scale, 15.0)
         probe.seconds = round(time.monotonic() - started, 1)
+        await watch.stop()
         pings = list(watch.pings)
         await asyncio.sleep(2)
-        await watch.stop()
         probe.rss_peak_mb, probe.rss_after_mb = max(watch.rss), _rss_mb(process.pid)
         probe.pings, probe.ping_p95_ms, probe.ping_max_ms = len(pings), _p95(pings), max(pings, default=0)
         probes.append(probe)
