@@ -217,10 +217,7 @@ def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol
                 scope["kokoro.abort_transport"] = self._abort_transport
 
         def _abort_transport(self) -> None:
-            if not self.disconnected:
-                self.disconnected = True
-                self.queue.put_nowait({"type": "websocket.disconnect", "code": 1006})
-            self.transport.abort()
+            self.transport.abort()  # connection_lost then tells the app (websocket.disconnect)
 
     return KokoroWebSocketProtocol
 

@@ -384,24 +384,24 @@ class WebSocketSession:
                 return
 
     async def _end_not_reading(self, waited_s: float) -> None:
-        """The client read none of the output for ``send_timeout_s`` (§10.3): ``client_not_reading``, close
-        1008, and the connection dropped if even those cannot be written within ``close_timeout_s``."""
+        """The client read none of the output for ``send_timeout_s`` (§10.3): the fatal
+        ``client_not_reading`` and close 1008 are queued behind what waits; if the writer cannot get them
+        out within ``close_timeout_s``, the connection is dropped (the reader then sees the disconnect)."""
         self.session.abort(
             ErrorCode.CLIENT_NOT_READING, f"output waited {waited_s:.0f} s without the client reading it"
         )
-        self.close_code = ErrorCode.CLIENT_NOT_READING.close_code
-        writer = self._tasks[1]
-        writer.cancel()
+        self._kick()
         log_event(logger, "session not reading", logging.WARNING, session=self.session_id, waited_s=waited_s)
-        try:
-            async with asyncio.timeout(self.runtime.limits.close_timeout_s):
-                for frame in self.session.data_to_send()[-1:]:  # the fatal frame only
-                    await self.websocket.send_text(frame if isinstance(frame, str) else frame.decode())
-                await self.websocket.close(self.close_code)
-        except (TimeoutError, WebSocketDisconnect, RuntimeError, OSError):
-            abort = self.websocket.scope.get("kokoro.abort_transport")
-            if abort is not None:
-                abort()
+        writer = self._tasks[1]
+        done, _ = await asyncio.wait([writer], timeout=self.runtime.limits.close_timeout_s)
+        if done:
+            return
+        self.close_code = ErrorCode.CLIENT_NOT_READING.close_code
+        abort = self.websocket.scope.get("kokoro.abort_transport")
+        if abort is not None:
+            abort()
+        else:  # another ASGI server: end the writer; the server closes the connection when the app returns
+            writer.cancel()
 
     # -- synthesizer -------------------------------------------------------------------------------
 
