@@ -16,9 +16,10 @@ flooding client cannot starve the measurement) throughout:
 
 Each probe reports RSS before, at its peak and 5 s after the client left, and ``/ping``'s latency during
 it (p95 and max, ms; a ``/ping`` that failed or took over 2 s counts as 2000 ms). Results go to
-``--output`` as JSON (default ``bench/results/abuse/abuse.json``; a subfolder, since ``python -m bench report``
-reads every JSON file of ``bench/results``) and to stdout as a Markdown table. The figures
-come from whatever machine runs it: on a shared machine latency figures are upper bounds.
+``--output`` as JSON (default ``bench/results/abuse/abuse.json``; a subfolder, since
+``python -m bench report`` reads every JSON file of ``bench/results``) and to stdout as a Markdown
+table. The figures come from whatever machine runs it: on a shared machine latency figures are upper
+bounds.
 """
 
 from __future__ import annotations

@@ -215,6 +215,7 @@ class WebSocketSession:
         self.session.abort(
             ErrorCode.SESSION_IDLE, f"idle for {idle_s:.0f} s; the slot was given to a new session"
         )
+        log_event(logger, "session evicted", session=self.session_id, idle_s=round(idle_s, 1))
         self._kick()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -377,6 +378,7 @@ class WebSocketSession:
             idle = self.idle_for(now)
             if idle is not None and idle >= limits.session_idle_timeout_s:
                 self.session.abort(ErrorCode.SESSION_IDLE, f"idle for {idle:.0f} s")
+                log_event(logger, "session idle", session=self.session_id, idle_s=round(idle, 1))
                 self._kick()
                 return
             if self.output_bytes and now - self._last_written >= limits.send_timeout_s:
@@ -391,7 +393,8 @@ class WebSocketSession:
             ErrorCode.CLIENT_NOT_READING, f"output waited {waited_s:.0f} s without the client reading it"
         )
         self._kick()
-        log_event(logger, "session not reading", logging.WARNING, session=self.session_id, waited_s=waited_s)
+        waited = round(waited_s, 1)
+        log_event(logger, "session not reading", logging.WARNING, session=self.session_id, waited_s=waited)
         writer = self._tasks[1]
         done, _ = await asyncio.wait([writer], timeout=self.runtime.limits.close_timeout_s)
         if done:
