@@ -3,14 +3,17 @@
     python -m bench.abuse [--checkout DIR] [--output FILE] [--quick]
 
 Starts ``python -m reference_server`` (ONNX, CPU) from ``--checkout`` (default: this one) on a free port,
-waits for ``GET /ping`` 200, then runs three probes one after the other, sampling the server's resident
+waits for ``GET /ping`` 200, then runs four probes one after the other, sampling the server's resident
 memory (``/proc/PID/status`` VmRSS) and ``GET /ping`` every 0.1 s from a child process (so that the
-flooding client cannot starve the measurement) throughout:
+flooding client cannot starve the measurement) throughout. The probes:
 
 * ``describe-flood``: one WebSocket client sends 40,000 ``describe`` messages and reads nothing (its
   library stops reading the socket after one queued message), stays connected 10 s more, still reading
   nothing, then drops the connection (at most 40 s in all);
 * ``malformed-flood``: the same with 300,000 messages that are not JSON (``invalid_json`` each);
+* ``costly-16-sessions``: 16 sessions at once, each sending 400 messages of 64 KB (a text of 10,001
+  ``\\u00e9`` escapes, refused ``text_too_long`` after a full parse), reading nothing, then staying
+  connected 5 s more;
 * ``idle-sockets``: 200 WebSockets that open and never send; 15 s later a well-behaved client opens a
   session and sends ``describe``: does it get its answer (no lock-out)?
 
@@ -177,7 +180,7 @@ async def _idle_then_client(url: str, sockets: int, wait_s: float) -> tuple[int,
 
 
 async def run(checkout: Path, quick: bool) -> list[Probe]:
-    """Start the server from ``checkout`` and run the three probes; return their figures."""
+    """Start the server from ``checkout`` and run the four probes; return their figures."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1", "HF_HUB_OFFLINE": "1"}
     process = subprocess.Popen(
@@ -214,6 +217,24 @@ async def run(checkout: Path, quick: bool) -> list[Probe]:
             probe.rss_peak_mb, probe.rss_after_mb = max(watch.rss), _rss_mb(process.pid)
             probe.pings, probe.ping_p95_ms, probe.ping_max_ms = len(pings), _p95(pings), max(pings, default=0)
             probes.append(probe)
+        # 16 sessions at once, each 400 messages of 64 KB whose text is 10,001 escaped characters: a
+        # parse of the whole message before the length refusal (text_too_long), the costliest refusal.
+        costly = json.dumps({"type": "synthesize", "text": "é" * 10_001}, ensure_ascii=True)
+        probe = Probe("costly-16-sessions", rss_before_mb=_rss_mb(process.pid))
+        watch.start()
+        started = time.monotonic()
+        floods = await asyncio.gather(
+            *(_flood(url, costly, 400 // scale, 40.0, hold_s=5.0) for _ in range(16))
+        )
+        probe.seconds = round(time.monotonic() - started, 1)
+        await watch.stop()
+        pings = list(watch.pings)
+        await asyncio.sleep(5)
+        probe.sent = sum(sent for sent, _ in floods)
+        probe.outcome = "; ".join(sorted({outcome for _, outcome in floods}))
+        probe.rss_peak_mb, probe.rss_after_mb = max(watch.rss), _rss_mb(process.pid)
+        probe.pings, probe.ping_p95_ms, probe.ping_max_ms = len(pings), _p95(pings), max(pings, default=0)
+        probes.append(probe)
         probe = Probe("idle-sockets", rss_before_mb=_rss_mb(process.pid))
         watch.start()
         started = time.monotonic()

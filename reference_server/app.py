@@ -203,10 +203,28 @@ def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol
             super().data_received(chunk)
             if pending:
                 asyncio.get_running_loop().call_soon(self._feed_slice)
-            elif self.read_paused and self.queue.empty() and not self.transport.is_closing():
-                # A message longer than what was read: nothing for the app to take, so read on.
+            self._resume_if_drained()
+
+        def _resume_if_drained(self) -> None:
+            # Read on only once the app has taken every message and the slices are (nearly) parsed:
+            # uvicorn resumed as soon as its queue was empty, and each read then added up to 256 KiB
+            # here, faster than a throttled session takes messages (PROTOCOL.md §10.3).
+            pending: bytearray = self._pending_input
+            if (
+                self.read_paused
+                and self.queue.empty()
+                and len(pending) <= 4 * INPUT_SLICE_BYTES
+                and not self.transport.is_closing()
+            ):
                 self.read_paused = False
                 self.transport.resume_reading()
+
+        async def receive(self) -> Any:
+            message = await self.queue.get()
+            if getattr(self, "_pending_input", None) is None:
+                self._pending_input = bytearray()
+            self._resume_if_drained()
+            return message
 
         def handle_connect(self, event: Any) -> None:
             super().handle_connect(event)

@@ -32,6 +32,9 @@ Segmentation (§10.1, ``settings.segmentation``):
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import ctypes.util
 import enum
 import itertools
 import logging
@@ -75,6 +78,20 @@ __all__ = [
     "Runtime",
     "SegmentRecord",
 ]
+
+TRIM_INTERVAL_S = 10.0
+"""Least time between two ``malloc_trim`` calls (:meth:`Runtime.release_memory`)."""
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
 
 WAIT_FOR_TEXT = object()
 """What a synthesis step returns when an utterance has spoken all it holds and more text may come."""
@@ -718,6 +735,7 @@ class Runtime:
         self._http_ids = itertools.count(1)
         self._session_ids = itertools.count(1)
         self._live: set[Any] = set()
+        self._trimmed_at = -TRIM_INTERVAL_S
         self.metrics = Metrics(self.queue_depth, lambda: self.readiness is Readiness.READY)
         self._capabilities: Capabilities | None = None
 
@@ -797,6 +815,21 @@ class Runtime:
     def close_session(self) -> None:
         """Give back a slot taken by :meth:`try_open_session`."""
         self.sessions -= 1
+
+    def release_memory(self) -> None:
+        """Hand freed heap memory back to the system after a session ends (PROTOCOL.md §10.3, R10.3-5).
+
+        CPython frees a flood's buffers, but glibc keeps the pages in its arenas, so the process stayed at
+        its peak after the client left. ``malloc_trim`` returns them; it runs on :attr:`executor` (ctypes
+        releases the GIL, so the event loop goes on) and at most once per :data:`TRIM_INTERVAL_S`. A no-op
+        where the C library has no ``malloc_trim`` (not glibc).
+        """
+        now = time.monotonic()
+        if _MALLOC_TRIM is None or now - self._trimmed_at < TRIM_INTERVAL_S:
+            return
+        self._trimmed_at = now
+        with contextlib.suppress(RuntimeError):  # the executor is shut down: the server is stopping
+            self.executor.submit(_MALLOC_TRIM, 0)
 
     def evict_idle_session(self) -> bool:
         """Make room for a new session when every slot is taken (PROTOCOL.md §7.5, the reserve).

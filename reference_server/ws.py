@@ -592,6 +592,7 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
     finally:
         if not session.slot_released:
             runtime.close_session()
+        runtime.release_memory()
         runtime.metrics.sessions_open.dec()
         code = session.close_code
         runtime.metrics.sessions.labels(str(code) if code is not None else "none").inc()
