@@ -27,4 +27,5 @@ def test_table_renders_each_probe_in_one_row():
 def test_saved_results_load_as_probes():
     for name in ("main.json", "load-bounds.json"):
         probes = [Probe(**entry) for entry in json.loads((RESULTS / name).read_text())]
-        assert [p.name for p in probes] == ["describe-flood", "malformed-flood", "idle-sockets"]
+        names = [p.name for p in probes]
+        assert names == ["describe-flood", "malformed-flood", "costly-16-sessions", "idle-sockets"]
