@@ -587,9 +587,12 @@ def crowded(target: Target, loop: LoopThread) -> Recording:
                 extra["skip"] = f"max_sessions is {limit:g}: the suite crowds servers of at most {MAX_CROWD}"
                 return
 
+            crowd: list[Any] = []
+
             async def open_idle() -> None:
                 session = await idle.enter_async_context(target.bidi())
                 await session.opened()
+                crowd.append(session)
 
             opened = 1
             while opened < limit:
@@ -605,6 +608,10 @@ def crowded(target: Target, loop: LoopThread) -> Recording:
             )
             first_audio_s = time.monotonic() - sent
             extra["held_first_audio_s"] = round(first_audio_s, 3)
+            # Each idle session speaks once, so that none has been idle for idle_eviction_s: the session
+            # one too many must be refused, not given an idle one's slot (§7.5).
+            ping = Describe(request_id="crowd-ping").to_json().encode()
+            await asyncio.gather(*(session.send(ping, data_type="BINARY") for session in crowd))
             session = await _too_many(target, recording)
             if session is not None:
                 recording.messages, recording.log = session.messages, session.log

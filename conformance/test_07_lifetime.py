@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
 import httpx
+import pytest
 
 from conformance import deadline, expect
 from conformance.cases import Level, case
+from conformance.describe import DEFAULT_LIMITS, ask
 from conformance.probe import Probe
-from conformance.session import Answer, open_session
+from conformance.recordings import CROWD_BATCH, CROWD_SETTINGS, MAX_CROWD
+from conformance.session import Answer, SessionEnded, open_session
 from conformance.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
 
 DISCONNECTS = 20
@@ -163,3 +167,73 @@ def test_concurrent_sessions_do_not_cross_talk(conf: Probe) -> None:
     for n, answer in enumerate(conf.run(scenario())):
         assert answer.start.sample_rate == rates[n], f"session {n}: {answer.start.sample_rate} Hz"
         expect.spoken(answer, SENTENCES[n], speed=FAST)
+
+
+RESERVE_WAIT_LIMIT_S = 30.0
+"""Longest ``idle_eviction_s`` the reserve case waits out; a server listing a longer one is not judged."""
+
+
+@case(
+    "7.5.1",
+    "§7.5",
+    Level.MUST,
+    requirements=("R7.5-3",),
+    requirement="The reserve: when a new session arrives while `max_sessions` sessions are open, a server "
+    "MUST give it the slot of the session idle longest, if that session has been idle for at least "
+    "`idle_eviction_s` (§10), instead of refusing the new one with `too_many_sessions`.",
+    description=f"fill the server to max_sessions (at most {MAX_CROWD}) with sessions that send nothing "
+    "after "
+    f"the first one's describe, wait idle_eviction_s (both from capabilities.limits, at most "
+    f"{RESERVE_WAIT_LIMIT_S:g} s), then open one more and send describe",
+    expectation="the new session is answered (capabilities), not refused with too_many_sessions; an idle "
+    "session it displaced ends with session_idle (SKIPPED when the server lists no idle_eviction_s)",
+)
+def test_idle_sessions_give_their_slot_to_a_new_one(conf: Probe) -> None:
+    async def scenario() -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        async with contextlib.AsyncExitStack() as crowd:
+            first = await crowd.enter_async_context(conf.session("first"))
+            offer = await ask(first, "reserve-limits")
+            limit = DEFAULT_LIMITS.max_sessions if offer is None else offer.limit("max_sessions")
+            eviction = None if offer is None else offer.limit("idle_eviction_s")
+            found.update(max_sessions=limit, idle_eviction_s=eviction)
+            if limit is None or limit > MAX_CROWD or eviction is None or eviction > RESERVE_WAIT_LIMIT_S:
+                found["skip"] = (
+                    f"max_sessions {limit}, idle_eviction_s {eviction}: the suite fills servers of at most "
+                    f"{MAX_CROWD} sessions and waits at most {RESERVE_WAIT_LIMIT_S:g} s"
+                )
+                return found
+
+            async def open_idle() -> None:
+                session = await crowd.enter_async_context(conf.target.bidi())
+                await session.opened()
+
+            opened = 1
+            while opened < limit:
+                batch = min(CROWD_BATCH, int(limit) - opened)
+                await asyncio.gather(*(open_idle() for _ in range(batch)))
+                opened += batch
+            await asyncio.sleep(eviction + 0.5)
+            async with conf.session("newcomer") as newcomer:
+                answer = await ask(newcomer, "newcomer")
+                found["newcomer"] = "capabilities" if answer is not None else "describe refused"
+                await newcomer.close()
+                await newcomer.drain()
+            if not first.ended:
+                await first.close()
+                await first.drain()
+            found["displaced"] = sorted({e.code for _, e in first.observer.errors if e.fatal})
+        return found
+
+    with conf.configure(**CROWD_SETTINGS) if conf.simulated else contextlib.nullcontext():
+        try:
+            found = conf.run(scenario())
+        except SessionEnded as ended:
+            raise AssertionError(
+                f"the session past max_sessions, opened after every other had been idle for idle_eviction_s, "
+                f"was not served: {ended}"
+            ) from None
+    conf.observe(**{k: v for k, v in found.items() if k != "skip"})
+    if "skip" in found:
+        pytest.skip(found["skip"])
+    assert found.get("newcomer") == "capabilities", found

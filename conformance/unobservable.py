@@ -75,6 +75,21 @@ UNOBSERVABLE: dict[str, str] = {
     "R10.1-6": "the cuts are not on the wire; what a client sees of them, the words and their timings on "
     "one timeline, is §5.3 and its cases (tests/reference_server/test_scheduling.py checks the timings "
     "point at the words after cuts)",
+    # Floods and idle sessions (§7.5, §10.3): what the container does with its socket is hidden behind the
+    # transport, which reads and buffers for the client; the reference is checked from inside.
+    "R7.5-1": "needs a session idle for session_idle_timeout_s (default 300 s): far past a case's deadline "
+    "(tests/reference_server/test_load_bounds.py covers the reference with a short setting)",
+    "R7.5-2": "needs sessions idle for minutes (session_idle_timeout_s); 7.0.1 keeps one idle for 2 s "
+    "(tests/reference_server/test_load_bounds.py covers the reference)",
+    "R10.3-1": "whether the container stops reading its socket is hidden by the transport, which reads the "
+    "container's output for the client (SageMaker, the simulator): "
+    "tests/reference_server/test_load_bounds.py checks the reference's queued output stays under "
+    "max_output_bytes",
+    "R10.3-2": "needs the container's output to stay unread for send_timeout_s (default 60 s), which the "
+    "transport between them reads (tests/reference_server/test_load_bounds.py covers the reference)",
+    "R10.3-3": "what a server does inside: how much input it has read ahead is not on the wire",
+    "R10.3-5": "what a server does inside: its memory (bench/abuse.py measures the reference's RSS before, "
+    "during and after a flood)",
     # Utterances (§15).
     "R15.2-1": CLIENT + " (how a client may split its text; the server's side is R15.3-3)",
     "R15.5-2": CLIENT,

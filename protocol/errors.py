@@ -16,6 +16,7 @@ __all__ = [
     "CLOSE_INTERNAL_ERROR",
     "CLOSE_MESSAGE_TOO_BIG",
     "CLOSE_NORMAL",
+    "CLOSE_POLICY_VIOLATION",
     "CLOSE_TRY_AGAIN_LATER",
     "REGISTRY",
     "ErrorCode",
@@ -28,6 +29,8 @@ CLOSE_NORMAL = 1000
 """Drained after ``close`` (§7.1)."""
 CLOSE_GOING_AWAY = 1001
 """Server shutdown (§7.3)."""
+CLOSE_POLICY_VIOLATION = 1008
+"""``client_not_reading``: the client let the server's output wait past ``send_timeout_s`` (§10.3)."""
 CLOSE_MESSAGE_TOO_BIG = 1009
 """A message over the transport's own size ceiling, too big even to answer (§10)."""
 CLOSE_INTERNAL_ERROR = 1011
@@ -77,6 +80,11 @@ class ErrorCode(enum.StrEnum):
     A notice inside the utterance's bracket, not a refusal: the utterance then ends as if ``end`` had
     arrived, and its bracket completes.
     """
+    SESSION_IDLE = "session_idle"
+    """The session stayed idle for ``session_idle_timeout_s``, or gave its slot to a new session after
+    ``idle_eviction_s`` idle while every slot was taken (§7.5); fatal, close 1001."""
+    CLIENT_NOT_READING = "client_not_reading"
+    """Output waited ``send_timeout_s`` without the client reading any of it (§10.3); fatal, close 1008."""
     TOO_MANY_SESSIONS = "too_many_sessions"
     """The server already holds ``max_sessions`` sessions; fatal, close 1013."""
     SERVER_BUSY = "server_busy"
@@ -148,6 +156,10 @@ REGISTRY: dict[ErrorCode, RegistryEntry] = {
         always_fatal=False, close_code=CLOSE_INTERNAL_ERROR, http_status=500
     ),
     ErrorCode.UTTERANCE_TIMEOUT: RegistryEntry(always_fatal=False, close_code=None, http_status=None),
+    ErrorCode.SESSION_IDLE: RegistryEntry(always_fatal=True, close_code=CLOSE_GOING_AWAY, http_status=None),
+    ErrorCode.CLIENT_NOT_READING: RegistryEntry(
+        always_fatal=True, close_code=CLOSE_POLICY_VIOLATION, http_status=None
+    ),
     ErrorCode.TOO_MANY_SESSIONS: RegistryEntry(
         always_fatal=True, close_code=CLOSE_TRY_AGAIN_LATER, http_status=None
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["AUDIO_FRAME_HARD_LIMIT", "MIN_AUDIO_FRAME_BYTES", "Limits"]
+__all__ = ["AUDIO_FRAME_HARD_LIMIT", "MIN_AUDIO_FRAME_BYTES", "CpuBudget", "Limits"]
 
 AUDIO_FRAME_HARD_LIMIT = 1_048_576
 """No audio frame is ever longer than this many bytes, whatever the settings (§3.3).
@@ -66,6 +66,30 @@ class Limits:
             listening and thinking take about a second before it asks for speech, so speech starting 2.5 s
             later leaves the caller 3.5 s of silence, past which callers repeat themselves or talk over
             the reply. Later → ``server_busy`` (HTTP 503; a session refused as it opens: fatal, 1013).
+        max_output_bytes: most bytes of output (frames of any kind) a session may hold queued for a
+            client that is not reading them, before the server stops reading that client's messages
+            (§10.3). Default 1 MiB: more than one segment of audio at 24 kHz (the feeder queues one at a
+            time), so a client that reads is never slowed, while 40,000 answered ``describe`` messages
+            can no longer pile up hundreds of megabytes.
+        send_timeout_s: longest time queued output may wait without the client reading any of it, in
+            seconds (§10.3). Default 60: a player reading at playback pace takes a 0.68 s frame at least
+            every second, and SageMaker itself gives up on an answer after 60 s; past it the session
+            ends with ``client_not_reading`` (fatal, close 1008).
+        max_parse_cpu_share: most of one CPU core a session's message parsing may use, averaged over
+            a second (§10.3). Default 0.25: a client sending sentences uses a thousandth of it; a
+            flooding client is read more slowly instead of holding the event loop that answers
+            ``GET /ping`` and every other session.
+        session_idle_timeout_s: longest time a session may stay idle (§7.5: nothing queued or active,
+            nothing waiting to be sent, no message received), in seconds. Default 300: a voice agent
+            quiet between two turns for a minute or two keeps its session, while a socket that never
+            speaks frees its slot within five minutes. Longer → ``session_idle``, the session ends.
+        idle_eviction_s: when a new session finds all ``max_sessions`` slots taken, a session idle at
+            least this long, in seconds, gives its slot up to it (§7.5, the reserve). Default 10:
+            longer than any pause inside a turn, so only sessions between turns are ever ended, and
+            idle sockets cannot lock healthy callers out for more than that.
+        max_invocations: most ``POST /invocations`` requests answered at once (§11), counted apart
+            from ``max_sessions`` so that neither route can starve the other. Default 64, the same
+            real-time budget. More → ``queue_full`` (503).
 
     Raises:
         ValueError: a limit is out of its range.
@@ -82,9 +106,23 @@ class Limits:
     max_json_depth: int = 32
     utterance_idle_timeout_s: float = 20.0
     first_audio_budget_s: float = 2.5
+    max_output_bytes: int = 1_048_576
+    send_timeout_s: float = 60.0
+    max_parse_cpu_share: float = 0.25
+    session_idle_timeout_s: float = 300.0
+    idle_eviction_s: float = 10.0
+    max_invocations: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("max_message_bytes", "max_text_chars", "max_queue", "max_sessions", "max_json_depth"):
+        for name in (
+            "max_message_bytes",
+            "max_text_chars",
+            "max_queue",
+            "max_sessions",
+            "max_json_depth",
+            "max_output_bytes",
+            "max_invocations",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
@@ -106,7 +144,40 @@ class Limits:
             "close_timeout_s",
             "utterance_idle_timeout_s",
             "first_audio_budget_s",
+            "send_timeout_s",
+            "session_idle_timeout_s",
+            "idle_eviction_s",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+        share = self.max_parse_cpu_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise ValueError(f"max_parse_cpu_share must be a fraction in (0, 1], not {share!r}")
+
+
+class CpuBudget:
+    """A session's budget of CPU time for reading its client's messages (PROTOCOL.md §10.3).
+
+    A token bucket in seconds of CPU: it refills at ``share`` seconds per second of wall time and holds
+    at most ``share`` seconds (one second's worth), so a session may parse in bursts but never averages
+    more than ``share`` of one core. Sans-I/O: the caller measures and reports time.
+
+    Args:
+        share: the fraction of one core, in (0, 1] (``Limits.max_parse_cpu_share``).
+        now: the current time in seconds (any monotonic clock the caller keeps using).
+    """
+
+    __slots__ = ("_credit", "_last", "share")
+
+    def __init__(self, share: float, now: float) -> None:
+        self.share = share
+        self._credit = share
+        self._last = now
+
+    def charge(self, spent_s: float, now: float) -> float:
+        """Record ``spent_s`` seconds of CPU spent at ``now``; return how long the reader must pause
+        (seconds, 0.0 while the session is within its share) before it reads the next message."""
+        self._credit = min(self.share, self._credit + (now - self._last) * self.share) - spent_s
+        self._last = now
+        return 0.0 if self._credit >= 0 else -self._credit / self.share

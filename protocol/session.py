@@ -317,6 +317,7 @@ class ServerSession:
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._answered_cancelled: set[str] = set()
         self._outgoing: list[Frame] = []
+        self._outgoing_bytes = 0
         self._ids = itertools.count(1)
 
     # -- input from the client --------------------------------------------------------------------
@@ -363,7 +364,7 @@ class ServerSession:
         raise AssertionError(f"unhandled message {message!r}")  # parse_client_message's contract
 
     def _reject(self, exc: ProtocolError) -> None:
-        self._outgoing.append(ErrorFrame.from_error(exc).to_json())
+        self._queue(ErrorFrame.from_error(exc).to_json())
         if self._on_reject is not None:
             self._on_reject(exc)
         if exc.fatal:
@@ -375,7 +376,7 @@ class ServerSession:
         if self.capabilities is None:
             self._reject(ProtocolError(ErrorCode.UNKNOWN_TYPE, 'unknown message type "describe"', request_id))
             return
-        self._outgoing.append(self.capabilities.answering(request_id).to_json())
+        self._queue(self.capabilities.answering(request_id).to_json())
 
     def _accept(
         self, request: SynthesisRequest, *, utterance: bool = False, message_type: str = "synthesize"
@@ -540,7 +541,7 @@ class ServerSession:
             "it ends with the text received",
             request_id=request_id,
         )
-        self._outgoing.append(notice.to_json())
+        self._queue(notice.to_json())
         head.open, head.held_half = False, ""
         return [UtteranceEnded(request_id, "timeout")]
 
@@ -617,7 +618,7 @@ class ServerSession:
             speed=request.speed,
             encoding=request.encoding,
         )
-        self._outgoing.append(start.to_json())
+        self._queue(start.to_json())
         return True
 
     def audio(self, request_id: str, pcm: bytes) -> bool:
@@ -647,7 +648,7 @@ class ServerSession:
         width = encoding(name).sample_width
         for frame in cut_audio_frames(data, self.limits.max_audio_frame_bytes, sample_width=width):
             pending.audio_bytes += len(frame)
-            self._outgoing.append(frame)
+            self._queue(frame)
         return True
 
     def marks(
@@ -696,7 +697,7 @@ class ServerSession:
         )
         pending.segments += 1
         pending.marked_to_s = end_s
-        self._outgoing.append(frame.to_json())
+        self._queue(frame.to_json())
         return True
 
     def complete(self, request_id: str, words: Iterable[Word] | None = None) -> None:
@@ -727,7 +728,7 @@ class ServerSession:
         pending = self._require_head(request_id)
         pending.open, pending.held_half = False, ""  # a failed utterance takes no more text (§15.5)
         error = ErrorFrame(code=ErrorCode.INTERNAL_ERROR, message=message, request_id=request_id, fatal=False)
-        self._outgoing.append(error.to_json())
+        self._queue(error.to_json())
         if not pending.started:
             self.start(request_id)
         self._finish(request_id, "failed", None)
@@ -745,7 +746,7 @@ class ServerSession:
             elapsed_s=round(max(0.0, self._clock() - pending.accepted_at), 3),  # milliseconds (§5.3)
             words=tuple(words) if words is not None else None,
         )
-        self._outgoing.append(complete.to_json())
+        self._queue(complete.to_json())
         del self._pending[request_id]
         self._answer_cancelled_head()
 
@@ -793,7 +794,19 @@ class ServerSession:
     def data_to_send(self) -> list[Frame]:
         """Take the frames queued so far, oldest first (``str`` → TEXT frame, ``bytes`` → BINARY)."""
         frames, self._outgoing = self._outgoing, []
+        self._outgoing_bytes = 0
         return frames
+
+    @property
+    def queued_bytes(self) -> int:
+        """Length of the frames queued and not yet taken by :meth:`data_to_send`, in bytes (a TEXT frame
+        counted by its characters). An adapter adds what it has taken but not yet written, and stops
+        reading the client's messages while the sum exceeds ``limits.max_output_bytes`` (§10.3)."""
+        return self._outgoing_bytes
+
+    def _queue(self, frame: Frame) -> None:
+        self._outgoing.append(frame)
+        self._outgoing_bytes += len(frame)
 
     def abort(self, code: ErrorCode = ErrorCode.INTERNAL_ERROR, message: str = "session failed") -> None:
         """End the session with a fatal ``error`` frame (§7, §9); nothing else will be answered.
@@ -803,7 +816,7 @@ class ServerSession:
         if self.state is SessionState.CLOSED:
             return
         frame = ErrorFrame(code=code, message=message, request_id=None, fatal=True)
-        self._outgoing.append(frame.to_json())
+        self._queue(frame.to_json())
         self.state = SessionState.CLOSED
         self.close_code = code.close_code or 1011
 

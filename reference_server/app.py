@@ -163,6 +163,11 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+INPUT_SLICE_BYTES = 4096
+"""Bytes of WebSocket input parsed per event-loop iteration (PROTOCOL.md §10.3): a few hundred small
+frames at most, a millisecond or two of parsing, while a normal message fits whole."""
+
+
 def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol]:
     """uvicorn's websockets (sans-I/O) protocol with the close timeout of ``limits.close_timeout_s``."""
 
@@ -172,6 +177,66 @@ def _websocket_protocol(close_timeout_s: float) -> type[WebSocketsSansIOProtocol
             # uvicorn fixes this at 10 s with no setting; PROTOCOL.md §10 makes it a limit.
             self.close_timeout = close_timeout_s
             json_rejections(self.conn)  # a refused handshake answers in the §11.6 shape too
+
+        def data_received(self, data: bytes) -> None:
+            # One socket read can hold 256 KiB of tiny frames, which websockets would parse (and uvicorn
+            # queue) in one go while the event loop waits: feed it in slices, one per loop iteration,
+            # so GET /ping and the other sessions are served between them (PROTOCOL.md §10.3).
+            pending: bytearray | None = getattr(self, "_pending_input", None)
+            if pending is None:
+                pending = self._pending_input = bytearray()
+            scheduled = bool(pending)
+            pending += data
+            if len(pending) > 4 * INPUT_SLICE_BYTES and not self.read_paused:
+                # Read no more until the slices are parsed (or the app has taken what was read).
+                self.read_paused = True
+                self.transport.pause_reading()
+            if not scheduled:
+                self._feed_slice()
+
+        def _feed_slice(self) -> None:
+            pending: bytearray = self._pending_input
+            if self.transport.is_closing():
+                pending.clear()
+                return
+            chunk = bytes(pending[:INPUT_SLICE_BYTES])
+            del pending[:INPUT_SLICE_BYTES]
+            super().data_received(chunk)
+            if pending:
+                asyncio.get_running_loop().call_soon(self._feed_slice)
+            self._resume_if_drained()
+
+        def _resume_if_drained(self) -> None:
+            # Read on only once the app has taken every message and the slices are (nearly) parsed:
+            # uvicorn resumed as soon as its queue was empty, and each read then added up to 256 KiB
+            # here, faster than a throttled session takes messages (PROTOCOL.md §10.3).
+            pending: bytearray = self._pending_input
+            if (
+                self.read_paused
+                and self.queue.empty()
+                and len(pending) <= 4 * INPUT_SLICE_BYTES
+                and not self.transport.is_closing()
+            ):
+                self.read_paused = False
+                self.transport.resume_reading()
+
+        async def receive(self) -> Any:
+            message = await self.queue.get()
+            if getattr(self, "_pending_input", None) is None:
+                self._pending_input = bytearray()
+            self._resume_if_drained()
+            return message
+
+        def handle_connect(self, event: Any) -> None:
+            super().handle_connect(event)
+            scope = getattr(self, "scope", None)
+            if scope is not None:
+                # A session whose client reads nothing cannot even be sent its Close frame: the
+                # session drops the connection with this (PROTOCOL.md §10.3, reference_server.ws).
+                scope["kokoro.abort_transport"] = self._abort_transport
+
+        def _abort_transport(self) -> None:
+            self.transport.abort()  # connection_lost then tells the app (websocket.disconnect)
 
     return KokoroWebSocketProtocol
 

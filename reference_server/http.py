@@ -158,7 +158,7 @@ def _encoder(parsed: InvocationsRequest) -> FormatEncoder:
 
 
 class _Slot:
-    """A session slot taken for one response; released exactly once, whichever path ends it."""
+    """An invocation slot taken for one response; released exactly once, whichever path ends it."""
 
     def __init__(self, runtime: Runtime) -> None:
         self._runtime: Runtime | None = runtime
@@ -166,7 +166,7 @@ class _Slot:
     def release(self) -> None:
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
-            runtime.close_session()
+            runtime.close_invocation()
 
 
 class _AudioResponse(StreamingResponse):
@@ -234,7 +234,7 @@ async def invocations(request: Request) -> Response:
     The body ``{"type": "describe"}`` is answered with the ``capabilities`` object instead (§4.4).
 
     Errors before the status line (§11.6): 400 for a bad body, 408 ``request_stale``, 413
-    ``message_too_large``/``text_too_long``, 503 ``queue_full`` when ``max_sessions`` responses are in
+    ``message_too_large``/``text_too_long``, 503 ``queue_full`` when ``max_invocations`` responses are in
     flight, 503 ``server_busy`` when its first audio would come later than ``first_audio_budget_s``
     (§10.2), 500 ``internal_error`` when the model failed to load.
     """
@@ -262,20 +262,20 @@ async def invocations(request: Request) -> Response:
         )
     except ProtocolError as exc:
         return _error(runtime, exc)
-    if isinstance(parsed, Describe):  # §4.4: the capabilities object, no synthesis, no session slot
+    if isinstance(parsed, Describe):  # §4.4: the capabilities object, no synthesis, no invocation slot
         return JSONResponse(runtime.capabilities.answering(parsed.request_id).to_dict())
-    if not runtime.try_open_session():
+    if not runtime.try_open_invocation():
         return _error(runtime, busy_error())
     listener = Listener()
     busy = runtime.busy(parsed.request, listener)
     if busy is not None:  # §10.2, §11.6: 503 server_busy at once rather than a silent wait
-        runtime.close_session()
+        runtime.close_invocation()
         return _error(runtime, ProtocolError(ErrorCode.SERVER_BUSY, busy, parsed.request.request_id))
     return await _answer(runtime, parsed, listener)
 
 
 def busy_error() -> ProtocolError:
-    """The refusal of a response while ``max_sessions`` responses are in flight: 503 ``queue_full``."""
+    """The refusal of a response while ``max_invocations`` responses are in flight: 503 ``queue_full``."""
     return ProtocolError(ErrorCode.QUEUE_FULL, "the server is busy; try again later")
 
 
@@ -284,12 +284,12 @@ def stream_audio(
 ) -> Response | None:
     """A streamed binary response of ``parsed`` (its ``format``, chunked as synthesized), the same body
     ``POST /invocations`` sends with ``stream: true`` (§11.2, §11.3, §11.5, §11.7); ``None`` when the
-    server is busy (``max_sessions`` responses in flight: the caller refuses, :func:`busy_error`).
+    server is busy (``max_invocations`` responses in flight: the caller refuses, :func:`busy_error`).
 
     Other routes that speak (:mod:`reference_server.openai_speech`) answer through this, so they share
-    the session slot, the log line, the metrics and the encoders with ``POST /invocations``.
+    the invocation slot, the log line, the metrics and the encoders with ``POST /invocations``.
     """
-    if not runtime.try_open_session():
+    if not runtime.try_open_invocation():
         return None
     slot = _Slot(runtime)
     if parsed.request.request_id is None:
@@ -302,8 +302,8 @@ def stream_audio(
 
 
 async def _answer(runtime: Runtime, parsed: InvocationsRequest, listener: Listener | None = None) -> Response:
-    """The response to an accepted ``POST /invocations`` whose session slot is taken; ``listener``: the one
-    its admission reserved a place in line for (§10.2)."""
+    """The response to an accepted ``POST /invocations`` whose invocation slot is taken; ``listener``: the
+    one its admission reserved a place in line for (§10.2)."""
     slot = _Slot(runtime)
     if parsed.request.request_id is None:
         parsed = replace(parsed, request=replace(parsed.request, request_id=runtime.new_http_request_id()))

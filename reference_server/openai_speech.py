@@ -5,7 +5,7 @@ server on the user's own machine by pointing their base URL at ``http://127.0.0.
 
 * ``POST /v1/audio/speech``: ``{"model", "input", "voice", "response_format", "speed"}`` → the audio,
   streamed (chunked) as it is synthesized, through the same path as ``POST /invocations`` with
-  ``stream: true`` (:func:`reference_server.http.stream_audio`: session slot, encoders, log line and
+  ``stream: true`` (:func:`reference_server.http.stream_audio`: invocation slot, encoders, log line and
   metrics are shared).
 * ``GET /v1/models`` and ``GET /v1/models/{model}``: the model names the route accepts.
 * ``GET /v1/audio/voices``: the voices (``{"voices": [...], "openai_voices": {...}}``, the shape the

@@ -32,6 +32,9 @@ Segmentation (§10.1, ``settings.segmentation``):
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import ctypes.util
 import enum
 import itertools
 import logging
@@ -82,6 +85,20 @@ __all__ = [
     "Runtime",
     "SegmentRecord",
 ]
+
+TRIM_INTERVAL_S = 10.0
+"""Least time between two ``malloc_trim`` calls (:meth:`Runtime.release_memory`)."""
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
 
 WAIT_FOR_TEXT = object()
 """What a synthesis step returns when an utterance has spoken all it holds and more text may come."""
@@ -683,7 +700,9 @@ class Runtime:
         executor: one thread for loading and warming up the model, and for closing a generator a
             worker was inside.
         speed: the model-speed estimate of this backend on this device (§10.1).
-        sessions: open WebSocket sessions and in-flight ``POST /invocations`` requests.
+        sessions: open WebSocket sessions (at most ``max_sessions``).
+        invocations: ``POST /invocations`` requests being answered (at most ``max_invocations``, counted
+            apart so that neither route locks the other out, §10).
         passes_aborted: model passes stopped early because their request was cancelled or its client
             left (``settings.abort_on_cancel``, issue #26).
         metrics: the Prometheus instruments (:class:`~reference_server.telemetry.Metrics`); served only
@@ -715,6 +734,7 @@ class Runtime:
         self.failure: str | None = None
         """Why loading failed, in one line (with the fix when there is one); ``None`` unless FAILED."""
         self.sessions = 0
+        self.invocations = 0
         self.passes_aborted = 0
         """Model passes stopped by a cancel or a disconnect (``settings.abort_on_cancel``)."""
         self.busy_refusals = 0
@@ -724,6 +744,7 @@ class Runtime:
         self._http_ids = itertools.count(1)
         self._session_ids = itertools.count(1)
         self._live: set[Any] = set()
+        self._trimmed_at = -TRIM_INTERVAL_S
         self.metrics = Metrics(self.queue_depth, lambda: self.readiness is Readiness.READY)
         self._capabilities: Capabilities | None = None
 
@@ -804,6 +825,54 @@ class Runtime:
         """Give back a slot taken by :meth:`try_open_session`."""
         self.sessions -= 1
 
+    def release_memory(self) -> None:
+        """Hand freed heap memory back to the system after a session ends (PROTOCOL.md §10.3, R10.3-5).
+
+        CPython frees a flood's buffers, but glibc keeps the pages in its arenas, so the process stayed at
+        its peak after the client left. ``malloc_trim`` returns them; it runs on :attr:`executor` (ctypes
+        releases the GIL, so the event loop goes on) and at most once per :data:`TRIM_INTERVAL_S`. A no-op
+        where the C library has no ``malloc_trim`` (not glibc).
+        """
+        now = time.monotonic()
+        if _MALLOC_TRIM is None or now - self._trimmed_at < TRIM_INTERVAL_S:
+            return
+        self._trimmed_at = now
+        with contextlib.suppress(RuntimeError):  # the executor is shut down: the server is stopping
+            self.executor.submit(_MALLOC_TRIM, 0)
+
+    def evict_idle_session(self) -> bool:
+        """Make room for a new session when every slot is taken (PROTOCOL.md §7.5, the reserve).
+
+        The live session idle longest, if idle at least ``idle_eviction_s``, is ended with
+        ``session_idle`` and its slot passes at once to the caller. Returns ``True`` when the caller now
+        holds a slot (as after :meth:`try_open_session`), ``False`` when no session is idle long enough
+        or the server is shutting down.
+        """
+        if self.closing:
+            return False
+        now = time.monotonic()
+        idle = [(session.idle_for(now), session) for session in self._live if not session.slot_released]
+        candidates = [(seconds, session) for seconds, session in idle if seconds is not None]
+        if not candidates:
+            return False
+        seconds, victim = max(candidates, key=lambda pair: pair[0])
+        if seconds < self.limits.idle_eviction_s:
+            return False
+        victim.evict(seconds)  # its slot is the caller's from now on
+        return True
+
+    def try_open_invocation(self) -> bool:
+        """Take an invocation slot (``POST /invocations``); ``False`` when ``max_invocations`` are being
+        answered or the server is shutting down."""
+        if self.closing or self.invocations >= self.limits.max_invocations:
+            return False
+        self.invocations += 1
+        return True
+
+    def close_invocation(self) -> None:
+        """Give back a slot taken by :meth:`try_open_invocation`."""
+        self.invocations -= 1
+
     def register(self, session: Any) -> None:
         """Track a live WebSocket session so that :meth:`shutdown` can close it with 1001 (§7.3)."""
         self._live.add(session)
@@ -824,7 +893,7 @@ class Runtime:
             try:
                 live = list(self._live)
                 pending = sum(len(session.session.pending_ids) for session in live)
-                return pending + max(0, self.sessions - len(live))
+                return pending + self.invocations
             except RuntimeError:
                 continue
         return 0

@@ -402,6 +402,12 @@ _OPTIONS: tuple[_Option, ...] = (
         "latest first audio the server may promise, in seconds; later work is refused with server_busy",
         float,
     ),
+    _limit("max_output_bytes", "output bytes waiting for a client before its messages are not read"),
+    _limit("send_timeout_s", "longest wait for a client to read queued output, in seconds", float),
+    _limit("max_parse_cpu_share", "share of one core a session's message parsing may use", float),
+    _limit("session_idle_timeout_s", "longest a session may stay idle, in seconds", float),
+    _limit("idle_eviction_s", "idle seconds after which a session yields its slot to a new one", float),
+    _limit("max_invocations", "concurrent POST /invocations requests"),
 )
 
 assert {o.name for o in _OPTIONS if o.limit} == {f.name for f in fields(Limits)}, "every limit is a setting"

@@ -17,7 +17,17 @@ share one session (PROTOCOL.md §2, §7, §8):
   and closes the socket once the session is finished (1000 after ``close``, the fatal code after a
   fatal error, 1001 on server shutdown);
 * the **idle watch** ends an active utterance that got no message for ``utterance_idle_timeout_s``
-  (:meth:`~ServerSession.deadline`, :meth:`~ServerSession.expire`, PROTOCOL.md §15.5).
+  (:meth:`~ServerSession.deadline`, :meth:`~ServerSession.expire`, PROTOCOL.md §15.5);
+* the **limit watch** ends a session idle for ``session_idle_timeout_s`` (``session_idle``, §7.5) and one
+  whose client let output wait ``send_timeout_s`` without reading (``client_not_reading``, §10.3).
+
+Bounds against a client that floods (§10.3): the reader stops reading while more than
+``max_output_bytes`` of output wait for the client (backpressure: the client's own sends then block
+in TCP), yields to the event loop after every message, and pauses a session whose parsing exceeds
+``max_parse_cpu_share`` of one core (:class:`~protocol.limits.CpuBudget`), so ``GET /ping`` and the
+other sessions are served throughout. Input waiting to be read is bounded by the transport: uvicorn
+stops reading a socket until the messages of its last read are taken, and one message is at most
+``transport_max_message_bytes``.
 
 An utterance (§15) is a job whose text arrives later: the reader hands each piece of text, ``flush`` and
 ``end`` to its :class:`~reference_server.utterance.UtteranceAudio` at once, and the synthesizer speaks
@@ -40,6 +50,7 @@ from collections import deque
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from protocol.errors import CLOSE_GOING_AWAY, ErrorCode, ProtocolError
+from protocol.limits import CpuBudget
 from protocol.logs import log_event
 from protocol.messages import SynthesisRequest, Word
 from protocol.session import (
@@ -173,6 +184,40 @@ class WebSocketSession:
         self._deadline_moved = asyncio.Event()  # a message or a synthesis_start moved the idle deadline
         self._going_away = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._writing_bytes = 0  # taken from the session by the writer, not yet written
+        self._output_room = asyncio.Event()  # output is back under max_output_bytes (§10.3)
+        self._output_room.set()
+        self._last_activity = time.monotonic()  # last message read or frame written (§7.5)
+        self._last_written = time.monotonic()  # last progress of the writer (§10.3)
+        self.slot_released = False
+        """The session gave its slot up to a new one (:meth:`evict`); the slot is no longer its to free."""
+
+    # -- limits (§7.5, §10.3) ----------------------------------------------------------------------
+
+    @property
+    def output_bytes(self) -> int:
+        """Output waiting for the client, bytes: queued in the session plus taken by the writer (§10.3)."""
+        return self.session.queued_bytes + self._writing_bytes
+
+    def idle_for(self, now: float) -> float | None:
+        """Seconds this session has been idle at monotonic ``now`` (§7.5), ``None`` while it is not: a
+        request queued or active, output waiting, or the session already ending."""
+        session = self.session
+        if session.finished or session.pending_ids or self._jobs or self.output_bytes or self._going_away:
+            return None
+        if session.close_code is not None:
+            return None
+        return max(0.0, now - self._last_activity)
+
+    def evict(self, idle_s: float) -> None:
+        """End this idle session so that a new one may take its slot (§7.5): the fatal ``session_idle``,
+        then close 1001."""
+        self.slot_released = True
+        self.session.abort(
+            ErrorCode.SESSION_IDLE, f"idle for {idle_s:.0f} s; the slot was given to a new session"
+        )
+        log_event(logger, "session evicted", session=self.session_id, idle_s=round(idle_s, 1))
+        self._kick()
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -184,6 +229,7 @@ class WebSocketSession:
             asyncio.create_task(self._synthesize(), name="ws-synthesizer"),
             asyncio.create_task(self._feed(), name="ws-feeder"),
             asyncio.create_task(self._watch_idle(), name="ws-idle-watch"),
+            asyncio.create_task(self._watch_limits(), name="ws-limit-watch"),
         ]
         self._tasks = [reader, writer, *workers]
         try:
@@ -248,7 +294,13 @@ class WebSocketSession:
     # -- reader ------------------------------------------------------------------------------------
 
     async def _read(self) -> None:
+        limits = self.runtime.limits
+        budget = CpuBudget(limits.max_parse_cpu_share, time.perf_counter())
         while True:
+            # §10.3 backpressure: read nothing more while the client leaves too much output unread.
+            while self.output_bytes > limits.max_output_bytes:
+                self._output_room.clear()
+                await self._output_room.wait()
             message = await self.websocket.receive()
             if message["type"] == "websocket.disconnect":
                 if self.close_code is None:
@@ -261,9 +313,14 @@ class WebSocketSession:
                 data = message.get("text")
             if data is None:
                 continue
+            started = time.perf_counter()
             self._act(self.session.receive_frame(data))
+            self._last_activity = time.monotonic()
             self._deadline_moved.set()
             self._kick()
+            # §10.3: never hold the event loop for more than one message, nor past the CPU share.
+            done = time.perf_counter()
+            await asyncio.sleep(budget.charge(done - started, done))
 
     def _act(self, events: list[ServerEvent]) -> None:
         for event in events:
@@ -318,6 +375,45 @@ class WebSocketSession:
                     continue
             self._act(session.expire())
             self._kick()
+
+    # -- limit watch (§7.5, §10.3) -----------------------------------------------------------------
+
+    async def _watch_limits(self) -> None:
+        limits = self.runtime.limits
+        period = min(1.0, limits.session_idle_timeout_s / 4, limits.send_timeout_s / 4)
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            idle = self.idle_for(now)
+            if idle is not None and idle >= limits.session_idle_timeout_s:
+                self.session.abort(ErrorCode.SESSION_IDLE, f"idle for {idle:.0f} s")
+                log_event(logger, "session idle", session=self.session_id, idle_s=round(idle, 1))
+                self._kick()
+                return
+            if self.output_bytes and now - self._last_written >= limits.send_timeout_s:
+                await self._end_not_reading(now - self._last_written)
+                return
+
+    async def _end_not_reading(self, waited_s: float) -> None:
+        """The client read none of the output for ``send_timeout_s`` (§10.3): the fatal
+        ``client_not_reading`` and close 1008 are queued behind what waits; if the writer cannot get them
+        out within ``close_timeout_s``, the connection is dropped (the reader then sees the disconnect)."""
+        self.session.abort(
+            ErrorCode.CLIENT_NOT_READING, f"output waited {waited_s:.0f} s without the client reading it"
+        )
+        self._kick()
+        waited = round(waited_s, 1)
+        log_event(logger, "session not reading", logging.WARNING, session=self.session_id, waited_s=waited)
+        writer = self._tasks[1]
+        done, _ = await asyncio.wait([writer], timeout=self.runtime.limits.close_timeout_s)
+        if done:
+            return
+        self.close_code = ErrorCode.CLIENT_NOT_READING.close_code
+        abort = self.websocket.scope.get("kokoro.abort_transport")
+        if abort is not None:
+            abort()
+        else:  # another ASGI server: end the writer; the server closes the connection when the app returns
+            writer.cancel()
 
     # -- synthesizer -------------------------------------------------------------------------------
 
@@ -438,11 +534,19 @@ class WebSocketSession:
         while True:
             await self._outbox.wait()
             self._outbox.clear()
-            for frame in session.data_to_send():
+            frames = session.data_to_send()
+            if not self._writing_bytes:
+                self._last_written = time.monotonic()  # the wait for the client starts now (§10.3)
+            self._writing_bytes += sum(len(frame) for frame in frames)
+            for frame in frames:
                 if isinstance(frame, str):
                     await websocket.send_text(frame)
                 else:
                     await websocket.send_bytes(frame)
+                self._writing_bytes -= len(frame)
+                self._last_written = self._last_activity = time.monotonic()
+                if self.output_bytes <= self.runtime.limits.max_output_bytes:
+                    self._output_room.set()
             if self._outbox.is_set():
                 continue  # more was queued while sending
             if self._going_away:
@@ -464,17 +568,19 @@ def _loop_time(monotonic_s: float) -> float:
 async def bidirectional_stream(websocket: WebSocket) -> None:
     """Starlette endpoint for :data:`PATH` (PROTOCOL.md §2, §7).
 
-    Accepts at once (SageMaker allows 250 ms), then refuses with ``too_many_sessions`` (close 1013) when
-    ``max_sessions`` are open, or with the fatal ``server_busy`` (close 1013) when the first audio the server
-    could promise is later than ``first_audio_budget_s`` (§10.2). A session opened while the model is
-    still loading reads and queues requests at once and synthesizes them once it is ready; if loading
-    failed the session ends with a fatal ``internal_error`` (1011).
+    Accepts at once (SageMaker allows 250 ms). When ``max_sessions`` are open, the session idle longest,
+    if idle at least ``idle_eviction_s``, gives its slot up (``session_idle``, §7.5); if none is, the new
+    one is refused with ``too_many_sessions`` (close 1013). A session is refused with the fatal
+    ``server_busy`` (close 1013) when the first audio the server could promise is later than
+    ``first_audio_budget_s`` (§10.2). A session opened while the model is still loading reads and queues
+    requests at once and synthesizes them once it is ready; if loading failed the session ends with a fatal
+    ``internal_error`` (1011).
     """
     runtime: Runtime = websocket.app.state.runtime
     await websocket.accept()
     session_id = runtime.new_session_id()
     client = f"{websocket.client.host}:{websocket.client.port}" if websocket.client else None
-    if not runtime.try_open_session():
+    if not runtime.try_open_session() and not runtime.evict_idle_session():
         if runtime.closing:
             await websocket.close(CLOSE_GOING_AWAY)
             return
@@ -519,7 +625,9 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
         finally:
             runtime.unregister(session)
     finally:
-        runtime.close_session()
+        if not session.slot_released:
+            runtime.close_session()
+        runtime.release_memory()
         runtime.metrics.sessions_open.dec()
         code = session.close_code
         runtime.metrics.sessions.labels(str(code) if code is not None else "none").inc()

@@ -209,6 +209,22 @@ class ToneSession:
         self._wake = asyncio.Event()
         self._outbox = asyncio.Event()
         self._deadline_moved = asyncio.Event()
+        self.last_activity = time.monotonic()
+        """When the last message arrived or the last frames were sent (§7.5)."""
+        self.slot_released = False
+        """The session gave its slot up to a new one (:meth:`evict`)."""
+
+    def idle_for(self, now: float) -> float | None:
+        """Seconds the session has been idle (§7.5), ``None`` while it holds requests or is ending."""
+        if self.session.pending_ids or self.session.close_code is not None or self.slot_released:
+            return None
+        return now - self.last_activity
+
+    def evict(self) -> None:
+        """Give the slot up to a new session (§7.5): the fatal ``session_idle``, then close 1001."""
+        self.slot_released = True
+        self.session.abort(ErrorCode.SESSION_IDLE, "idle; the slot was given to a new session")
+        self.kick()
 
     async def run(self) -> None:
         """Serve until the client disconnects or the session is finished and closed."""
@@ -245,8 +261,10 @@ class ToneSession:
     async def read(self) -> None:
         while (data := await self.receive()) is not None:
             self.act(self.session.receive_frame(data))
+            self.last_activity = time.monotonic()
             self._deadline_moved.set()
             self.kick()
+            await asyncio.sleep(0)  # §10.3: one message at a time, then GET /ping and the other sessions
 
     def act(self, events: list[ServerEvent]) -> None:
         """Act on the session's events (refusals reach :meth:`on_refused` through the session)."""
@@ -418,6 +436,7 @@ class ToneSession:
                     await self.websocket.send_text(frame)
                 else:
                     await self.websocket.send_bytes(frame)
+                self.last_activity = time.monotonic()
             if self.should_close():
                 await self.end()
                 return
@@ -440,6 +459,10 @@ IDLE_TIMEOUT_S = 3.0
 20 s so that the idle-timeout case takes seconds, far longer than any pause between an utterance's messages in
 the suite."""
 
+EVICTION_S = 2.0
+"""The tone servers' ``idle_eviction_s`` (§7.5, §10; advertised by ``describe``): shorter than the default
+10 s so that the reserve case takes seconds."""
+
 
 class ToneServer:
     """The unbroken server. ``session_class`` is the hook most mutants replace."""
@@ -459,11 +482,12 @@ class ToneServer:
     """Languages listed with ``word_timings: true`` in ``capabilities`` (§14.1)."""
 
     def __init__(self) -> None:
-        self.limits = Limits(utterance_idle_timeout_s=IDLE_TIMEOUT_S)
+        self.limits = Limits(utterance_idle_timeout_s=IDLE_TIMEOUT_S, idle_eviction_s=EVICTION_S)
         self.voices = KOKORO_VOICES
         self.synth = ToneSynthesizer()
         self.sessions = 0
         """Sessions open now; ``limits.max_sessions`` at most (§2.3, §9.4)."""
+        self.live: set[ToneSession] = set()
         self._ids = 0
 
     @property
@@ -511,18 +535,39 @@ class ToneServer:
     async def ping(self, request: Request) -> Response:
         return JSONResponse({"status": "Healthy"})
 
+    reserve = True
+    """Give a new session the slot of one idle ``idle_eviction_s`` when every slot is taken (§7.5)."""
+
+    def evict_idle(self) -> bool:
+        """End the session idle longest if idle ``idle_eviction_s`` (§7.5); ``True``: its slot is free."""
+        now = time.monotonic()
+        idle = [(seconds, s) for s in self.live if (seconds := s.idle_for(now)) is not None]
+        if not self.reserve or not idle:
+            return False
+        seconds, victim = max(idle, key=lambda pair: pair[0])
+        if seconds < self.limits.idle_eviction_s:
+            return False
+        victim.evict()
+        self.sessions -= 1
+        return True
+
     async def websocket(self, websocket: WebSocket) -> None:
-        """Accept at once (§2.3); past ``max_sessions`` refuse with the fatal ``too_many_sessions`` (§9.4),
-        else serve the session, holding its place until it ends."""
+        """Accept at once (§2.3); past ``max_sessions`` give the new session an idle one's slot (§7.5) or
+        refuse it with the fatal ``too_many_sessions`` (§9.4), else serve the session, holding its place
+        until it ends."""
         await websocket.accept()
-        if self.sessions >= self.limits.max_sessions:
+        if self.sessions >= self.limits.max_sessions and not self.evict_idle():
             await self.refuse_session(websocket)
             return
         self.sessions += 1
+        session = self.session_class(self, websocket)
+        self.live.add(session)
         try:
-            await self.session_class(self, websocket).run()
+            await session.run()
         finally:
-            self.sessions -= 1
+            self.live.discard(session)
+            if not session.slot_released:
+                self.sessions -= 1
 
     async def refuse_session(self, websocket: WebSocket) -> None:
         """The fatal ``too_many_sessions`` error frame, then the WebSocket Close 1013 (§9.1, §9.4)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -1496,6 +1497,22 @@ DEFECTS: tuple[Defect, ...] = (
         server={"plain_http_errors": True},
     ),
     Defect(
+        "flood-holds-the-loop",
+        "Parses each client message in 5 ms of CPU and reads every message waiting without handing the "
+        "event loop back: one session's flood holds GET /ping and the other sessions (§10.3)",
+        ("R10.3-4",),
+        ("10.3.1",),
+        server={"greedy_parse_s": 0.005},
+    ),
+    Defect(
+        "no-reserve",
+        "Refuses a new session with too_many_sessions while every slot is held by sessions idle for longer "
+        "than idle_eviction_s: idle sockets lock callers out (§7.5)",
+        ("R7.5-3",),
+        ("7.5.1",),
+        server={"reserve": False},
+    ),
+    Defect(
         "refuses-busy-handshake",
         "Refuses the WebSocket handshake (403) when max_sessions are open, instead of accepting and then "
         "refusing with too_many_sessions (§2.3)",
@@ -1629,6 +1646,20 @@ class DefectSession(ToneSession):
         self.stalled = False  # see _stall_after
         self.close_code_after: int | None = None  # see DefectServer.refused_close_code
 
+    async def read(self) -> None:
+        cost_s = getattr(self.server, "greedy_parse_s", 0.0)
+        if not cost_s:
+            await super().read()
+            return
+        # Every message costs cost_s of CPU and the reader never hands the event loop back while
+        # messages are waiting: a flood holds GET /ping and every other session (§10.3).
+        while (data := await self.receive()) is not None:
+            until = time.perf_counter() + cost_s
+            while time.perf_counter() < until:
+                pass
+            self.act(self.session.receive_frame(data))
+            self.kick()
+
     def send(self, frame: Frame) -> None:
         """Queue a frame of the defect's own (sent before the session's next frames)."""
         self.extra.append(frame)
@@ -1717,6 +1748,9 @@ class DefectServer(ToneServer):
     """Cut Ogg/Opus, FLAC and AAC bodies every this many bytes, whatever the container units (0: not)."""
     refused_close_code: int | None = None
     """The Close frame's code of a session that refused a message (None: 1000, as it should)."""
+    greedy_parse_s = 0.0
+    """CPU seconds each client message costs a reader that never yields while messages wait (0: the
+    control's reader, one message per event-loop turn)."""
 
     def __init__(self, defect: Defect) -> None:
         super().__init__()

@@ -106,7 +106,11 @@ def test_registry_matches_the_spec_table():
 
 
 def test_fatal_codes_and_close_codes():
-    assert [code for code in ErrorCode if code.fatal] == [ErrorCode.TOO_MANY_SESSIONS]
+    assert [code for code in ErrorCode if code.fatal] == [
+        ErrorCode.SESSION_IDLE,
+        ErrorCode.CLIENT_NOT_READING,
+        ErrorCode.TOO_MANY_SESSIONS,
+    ]
     assert ErrorCode.TOO_MANY_SESSIONS.close_code == CLOSE_TRY_AGAIN_LATER == 1013
     assert ErrorCode.INTERNAL_ERROR.close_code == CLOSE_INTERNAL_ERROR == 1011
     assert not ErrorCode.INTERNAL_ERROR.fatal

@@ -53,7 +53,7 @@ def test_describe_on_invocations_answers_the_capabilities_as_json(serve):
         22050,
         24000,
     ]
-    assert server.runtime.sessions == 0  # no synthesis slot was taken
+    assert server.runtime.invocations == 0  # no synthesis slot was taken
     refused = post(server, type="describe", request_id="")
     assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_field")
     # Another type is ignored, as in version 1: a body with text is a synthesis request.
@@ -208,7 +208,7 @@ def test_malformed_bodies(serve):
 
 def test_busy_server_answers_503(serve):
     backend = ToneBackend(gated=True)
-    server = serve(backend, limits=Limits(max_sessions=1))
+    server = serve(backend, limits=Limits(max_invocations=1))
 
     async def scenario():
         async with httpx.AsyncClient(timeout=GUARD_S) as client:
@@ -220,7 +220,7 @@ def test_busy_server_answers_503(serve):
                 assert (busy.status_code, busy.json()["error"]["code"]) == (503, "queue_full")
                 backend.segment_permits.release(1)
                 assert len(await held.aread()) == 44 + 2 * expected_samples("Held.")
-        wait_for(lambda: server.runtime.sessions == 0, what="the slot to be released")
+        wait_for(lambda: server.runtime.invocations == 0, what="the slot to be released")
         backend.segment_permits.release(1)
         async with httpx.AsyncClient(timeout=GUARD_S) as client:
             again = await client.post(f"{server.http_url}/invocations", json={"text": "Free."})
@@ -264,7 +264,7 @@ def test_client_disconnect_mid_stream_stops_synthesis(serve):
 
 
 def _release_and_wait(backend: ToneBackend, server) -> None:
-    wait_for(lambda: server.runtime.sessions == 0, what="the response's slot to be released")
+    wait_for(lambda: server.runtime.invocations == 0, what="the response's slot to be released")
     backend.segment_permits.release(1)  # let a segment held at the disconnect finish
     wait_for(lambda: backend.open_generators == 0, what="the generator to be closed")
 
