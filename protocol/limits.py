@@ -60,6 +60,10 @@ class Limits:
             so a client that forgot to end it must not stall the session, while a language model's
             pause between two tokens is far shorter; hosted input-streaming TTS services time out
             after the same 20 s. Longer → ``utterance_timeout``, and the utterance ends.
+        max_lexicon_entries: most words in one pronunciation lexicon (a request's ``lexicon``, the
+            session's ``lexicon`` message) and most inline pronunciations in one text (§14.3). Default
+            256: a product's or a conversation's names and terms fit, while the words of a text are
+            matched against a bounded table. More → ``invalid_lexicon``.
 
     Raises:
         ValueError: a limit is out of its range.
@@ -75,9 +79,17 @@ class Limits:
     lookahead: int = 1
     max_json_depth: int = 32
     utterance_idle_timeout_s: float = 20.0
+    max_lexicon_entries: int = 256
 
     def __post_init__(self) -> None:
-        for name in ("max_message_bytes", "max_text_chars", "max_queue", "max_sessions", "max_json_depth"):
+        for name in (
+            "max_message_bytes",
+            "max_text_chars",
+            "max_queue",
+            "max_sessions",
+            "max_json_depth",
+            "max_lexicon_entries",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")

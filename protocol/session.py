@@ -53,6 +53,7 @@ from dataclasses import dataclass, replace
 from protocol.encodings import ENCODINGS, encode_pcm16, encoding
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.frames import cut_audio_frames
+from protocol.lexicon import LexiconEntry
 from protocol.limits import Limits
 from protocol.messages import (
     Append,
@@ -64,6 +65,7 @@ from protocol.messages import (
     ErrorFrame,
     Flush,
     Marks,
+    SessionLexicon,
     SynthesisComplete,
     SynthesisRequest,
     SynthesisStart,
@@ -273,6 +275,10 @@ class ServerSession:
         voice_blends: accept a ``voice`` that blends ``known_voices`` (§4.1); the accepted request, and
             its ``synthesis_start``, carry the blend's canonical form. Off by default: a blend names no
             voice and is refused with ``invalid_voice``, as by a server without the feature.
+        lexicon: offer pronunciation lexicons (§4.5, §14.3): the ``lexicon`` message sets the session's,
+            and each accepted request carries the session's lexicon under its own entries
+            (:attr:`SynthesisRequest.lexicon`); inline forms in a request's text are checked. Off by
+            default: the message is ``unknown_type`` and the member is ignored, as by a version 1 server.
     """
 
     def __init__(
@@ -287,15 +293,24 @@ class ServerSession:
         capabilities: Capabilities | None = None,
         marks: bool = False,
         voice_blends: bool = False,
+        lexicon: bool = False,
     ) -> None:
         self.limits = limits or Limits()
+        self.offers_lexicon = lexicon
+        self.lexicon: dict[str, LexiconEntry] = {}
+        """The session's pronunciation lexicon, set by the last ``lexicon`` message (§4.5)."""
         self.utterances = utterances
         self.offers_marks = marks
         self.voice_blends = voice_blends
         self.known_voices = frozenset(known_voices) if known_voices is not None else None
         if capabilities is not None:
             # §15.1, §5.5, §4.1: each of these features is listed if and only if the session offers it.
-            offered = {"utterance": utterances, "marks": marks, "voice_blend": voice_blends}
+            offered = {
+                "utterance": utterances,
+                "marks": marks,
+                "voice_blend": voice_blends,
+                "lexicon": lexicon,
+            }
             others = tuple(f for f in capabilities.features if f not in offered)
             features = (*others, *(name for name, on in offered.items() if on))
             if features != capabilities.features:
@@ -334,9 +349,13 @@ class ServerSession:
                 marks=self.offers_marks,
                 encodings=self.encodings,
                 voice_blends=self.voice_blends,
+                lexicon=self.offers_lexicon,
             )
         except ProtocolError as exc:
             self._reject(exc)
+            return []
+        if isinstance(message, SessionLexicon):
+            self.lexicon = dict(message.lexicon)  # no answer; later requests use it (§4.5)
             return []
         if isinstance(message, SynthesisRequest):
             return self._accept(message)
@@ -400,6 +419,9 @@ class ServerSession:
                 )
             )
             return []
+        if self.offers_lexicon and (self.lexicon or request.lexicon is not None):
+            # §4.5: the session's lexicon, the request's own entries over it.
+            request = replace(request, lexicon={**self.lexicon, **(request.lexicon or {})})
         self._answered_cancelled.discard(request_id)  # the id is live again
         now = self._clock()
         self._pending[request_id] = _Pending(

@@ -397,6 +397,9 @@ _OPTIONS: tuple[_Option, ...] = (
     _limit("lookahead", "requests synthesized ahead of the one being sent"),
     _limit("max_json_depth", "deepest JSON nesting"),
     _limit("utterance_idle_timeout_s", "longest wait for an utterance's next message, in seconds", float),
+    _limit(
+        "max_lexicon_entries", "most words in a pronunciation lexicon, and inline pronunciations in a text"
+    ),
 )
 
 assert {o.name for o in _OPTIONS if o.limit} == {f.name for f in fields(Limits)}, "every limit is a setting"

@@ -158,6 +158,7 @@ class WebSocketSession:
             capabilities=runtime.capabilities,
             marks=True,
             voice_blends=runtime.voice_blends,
+            lexicon=True,
         )
         self.requests = 0
         self.refused = 0
