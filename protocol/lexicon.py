@@ -242,9 +242,13 @@ def extract_inline(text: str, *, max_entries: int) -> tuple[str, tuple[LexiconEn
     return marked, tuple(entries)
 
 
-def lexicon_json(entries: Mapping[str, LexiconEntry]) -> dict[str, Any]:
-    """The JSON object of a lexicon (phonemes as a plain string, respellings as ``{"respell": …}``)."""
-    return {
-        word: entry.phonemes if entry.phonemes is not None else {"respell": entry.respell}
-        for word, entry in entries.items()
-    }
+def lexicon_json(entries: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON object of a lexicon: entries as phonemes (a plain string) or ``{"respell": …}``; a value
+    that is not a :class:`LexiconEntry` is passed as it is (a client may build the JSON itself)."""
+
+    def value(entry: Any) -> Any:
+        if not isinstance(entry, LexiconEntry):
+            return entry
+        return entry.phonemes if entry.phonemes is not None else {"respell": entry.respell}
+
+    return {word: value(entry) for word, entry in entries.items()}
