@@ -74,7 +74,7 @@ def _compare(plain: Answer, fixed: Answer, label: str, *, changed: int, same: tu
     "14.3.1",
     "§14.3",
     Level.MUST,
-    requirements=("R14.3-2", "R4.5-1"),
+    requirements=("R14.3-2", "R4.5-1", "R4.1-20", "R4.5-3"),
     requirement="A server MUST speak every matching word with the entry's phonemes, or with the G2P's "
     "phonemes of the respelling, and MUST leave every other word as it speaks it without the lexicon; the "
     "word stays one word of `words` (§5.3), its text the word as written.",

@@ -29,6 +29,7 @@ from conformance.mutants.features import (
     LexiconAnyPhoneme,
     LexiconIgnored,
     LexiconInWords,
+    LexiconUnbounded,
     MarksForAll,
     SessionLexiconIgnored,
     WithoutLexicon,
@@ -165,6 +166,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("session-lexicon-ignored", SessionLexiconIgnored, ("14.3.1", "14.3.3"), ("R4.5-1", "R4.5-2")),
         Mutant("inline-as-link", InlineAsLink, ("14.3.2",), ("R14.3-3",)),
         Mutant("lexicon-any-phoneme", LexiconAnyPhoneme, ("14.3.3",), ("R14.3-1", "R9.1-1")),
+        Mutant("lexicon-unbounded", LexiconUnbounded, ("14.3.3",), ("R10-2",)),
         # Utterances (§15): a version 1 server is the control, each other breaks one rule.
         Mutant("no-utterances", WithoutUtterances, ()),  # conforming: utterances are OPTIONAL (§1.5)
         Mutant("flush-ends-utterance", FlushEndsUtterance, ("15.4.1",), ("R15.4-2", "R15.3-4")),

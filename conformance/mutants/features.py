@@ -23,6 +23,7 @@ __all__ = [
     "LexiconAnyPhoneme",
     "LexiconIgnored",
     "LexiconInWords",
+    "LexiconUnbounded",
     "MarksForAll",
     "SessionLexiconIgnored",
     "WithoutLexicon",
@@ -258,3 +259,30 @@ class WithoutLexicon(ToneServer):
 
     name = "no-lexicon"
     lexicon = False
+
+
+class _UnboundedLexiconSession(ToneSession):
+    """Cuts every lexicon to the limits before the session reads it (the first ``max_lexicon_entries``
+    words, each word to 64 characters), so a lexicon over a limit is spoken instead of refused."""
+
+    async def receive(self) -> bytes | str | None:
+        data = await super().receive()
+        if data is None:
+            return None
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return data
+        if isinstance(obj, dict) and isinstance(obj.get("lexicon"), dict):
+            most = self.server.limits.max_lexicon_entries
+            obj["lexicon"] = {word[:64]: value for word, value in list(obj["lexicon"].items())[:most]}
+            return json.dumps(obj)
+        return data
+
+
+class LexiconUnbounded(ToneServer):
+    """Accepts a lexicon over ``max_lexicon_entries`` words or a word over 64 characters, cutting it to the
+    limits, instead of refusing it with ``invalid_lexicon`` (§10)."""
+
+    name = "lexicon-unbounded"
+    session_class = _UnboundedLexiconSession
