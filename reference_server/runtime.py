@@ -308,6 +308,8 @@ class RequestAudio:
             self._text, inline = request.text, ()
         words = getattr(request, "lexicon", None) or {}
         self.lexicon: Lexicon | None = Lexicon(words, inline) if words or inline else None
+        # Passed to the backend only when there is one, so a backend without lexicons still serves the rest.
+        self._pronounced = {"lexicon": self.lexicon} if self.lexicon else {}
         # A voice or a canonical blend (§4.1): its first letter is its language (§14.1).
         self.language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
         # Sentences of the text taken, not yet begun, each with the boundary after it when the sentence
@@ -415,7 +417,7 @@ class RequestAudio:
                 text = text.text
             assert isinstance(text, str)
             self._segments = iter(
-                runtime.backend.synthesize(text, request.voice, request.speed, lexicon=self.lexicon)
+                runtime.backend.synthesize(text, request.voice, request.speed, **self._pronounced)
             )
         clock = runtime.scheduler.clock
         queued_s = self.listener.queued_s(clock())
@@ -485,7 +487,7 @@ class RequestAudio:
         started = clock()
         if grant.first and self._lead_in_early():
             alignments = list(
-                runtime.backend.align(segment_text, request.voice, request.speed, lexicon=self.lexicon)
+                runtime.backend.align(segment_text, request.voice, request.speed, **self._pronounced)
             )
             lead_in = alignments[0].lead_in_samples if alignments else 0
             if lead_in:
@@ -606,7 +608,7 @@ class RequestAudio:
         """Run the backend on one segment's text; its passes (one, unless the text exceeds Kokoro's
         510 tokens) are joined, their word timings shifted onto the joined audio."""
         request, backend = self._request, self._runtime.backend
-        return self._join(backend.synthesize(text, request.voice, request.speed, lexicon=self.lexicon))
+        return self._join(backend.synthesize(text, request.voice, request.speed, **self._pronounced))
 
     def _join(self, segments: Iterable[Any]) -> tuple[np.ndarray, tuple[Word, ...] | None]:
         backend = self._runtime.backend
