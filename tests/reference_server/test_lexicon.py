@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 
+import httpx
 import pytest
 from server_harness import run
 from test_backends import backend, kokoro_assets, onnx_backend, torch_backend  # noqa: F401
@@ -166,3 +167,37 @@ def test_the_session_lexicon_and_the_requests_over_it_and_refusals_leave_the_ses
     assert (
         bad_inline.code == ErrorCode.INVALID_LEXICON and "inline pronunciation 2 ('x')" in bad_inline.message
     )
+
+
+def test_an_utterance_takes_the_session_lexicon_and_its_own(serve, tone):
+    server = serve(tone)
+
+    async def scenario():
+        async with open_session(server.ws_url) as conv:
+            await conv.send({"type": "lexicon", "lexicon": {"Kokoro": KOKORO}})
+            await conv.utterance("u1", text="Say Kokoro ", lexicon={"SQL": {"respell": "sequel"}})
+            await conv.fragment("end", "u1", "and SQL.")
+            return await conv.until_complete("u1")
+
+    answer = run(scenario())
+    words = answer.complete.words
+    assert [w.word for w in words] == ["Say", "Kokoro", "and", "SQL."]
+    assert words[1].end_s - words[1].start_s == pytest.approx(
+        len(KOKORO) * PHONEME_FRAMES * FRAME_S, abs=0.03
+    )
+    sequel = len(tone._phonemizer.g2p["a"].phonemize("sequel.").phonemes)
+    assert words[3].end_s - words[3].start_s == pytest.approx(sequel * PHONEME_FRAMES * FRAME_S, abs=0.1)
+
+
+def test_post_invocations_reads_a_lexicon_and_refuses_a_bad_one(serve, tone):
+    server = serve(tone)
+    url = f"{server.http_url}/invocations"
+    body = {"text": "Say Kokoro.", "format": "pcm"}
+    plain = httpx.post(url, json=body, timeout=30)
+    fixed = httpx.post(url, json={**body, "lexicon": {"Kokoro": KOKORO}}, timeout=30)
+    inline = httpx.post(url, json={**body, "text": f"Say [Kokoro](/{KOKORO}/)."}, timeout=30)
+    assert plain.status_code == fixed.status_code == inline.status_code == 200
+    assert len(fixed.content) > len(plain.content) + 0.2 * 48_000
+    assert len(inline.content) == len(fixed.content)
+    bad = httpx.post(url, json={**body, "lexicon": {"Kokoro": "k9"}}, timeout=30)
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_lexicon"
