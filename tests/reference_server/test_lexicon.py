@@ -89,6 +89,8 @@ def test_a_respelling_is_read_by_the_languages_g2p(onnx_backend):  # noqa: F811
         ("af_heart", "I [read](/ɹˈɛd/) it, and read it again.", "read", "ɹˈɛd"),
         ("ef_dora", "Ayer [leí](/lˈeji/) el libro.", "leí", "lˈeji"),
         ("jf_alpha", "今日は[東京](/tˈoːkjoː/)に行きます。", "東京", "tˈoːkjoː"),
+        ("zf_xiaobei", "我喜欢[北京](/pˈekɪŋ/)的秋天。", "北京", "pˈekɪŋ"),
+        ("ff_siwis", "Les [amis](/ɐmˈi/) arrivent.", "amis", "ɐmˈi"),
     ],
 )
 def test_an_inline_form_gives_its_one_occurrence_its_phonemes(onnx_backend, voice, text, word, phonemes):  # noqa: F811
@@ -100,6 +102,8 @@ def test_an_inline_form_gives_its_one_occurrence_its_phonemes(onnx_backend, voic
     assert word in [w.word.strip(",.") for w in words]
     if voice == "af_heart":  # the second "read" keeps the G2P's reading
         assert fixed.split()[-3:] == plain.split()[-3:]
+    if voice == "ff_siwis":  # the liaison into the word stays: "Les" is still said "lez"
+        assert fixed.split()[0] == plain.split()[0] == "lez"
 
 
 @pytest.mark.parametrize(
