@@ -964,6 +964,15 @@ class ClientSession:
         return Cancel(request_id=request_id).to_json().encode()
 
     @staticmethod
+    def lexicon(entries: dict[str, object], request_id: str | None = None) -> bytes:
+        """A ``lexicon`` message (§4.5): the session's pronunciations from now on; ``{}`` clears them.
+
+        ``entries`` map a word to phonemes (a string) or to ``{"phonemes": …}`` / ``{"respell": …}``
+        (§14.3). No frame answers it; a bad lexicon is refused with ``invalid_lexicon``.
+        """
+        return SessionLexicon(entries, request_id).to_json().encode()  # type: ignore[arg-type]
+
+    @staticmethod
     def close() -> bytes:
         """Build a ``close`` frame (§4.3)."""
         return Close().to_json().encode()

@@ -25,7 +25,7 @@ from protocol.lexicon import (
 )
 from protocol.limits import Limits
 from protocol.messages import FEATURES, SessionLexicon, SynthesisRequest, parse_client_message
-from protocol.session import RequestAccepted, ServerSession
+from protocol.session import ClientSession, RequestAccepted, ServerSession
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -135,3 +135,5 @@ def test_messages_round_trip() -> None:
         "Hi.", request_id="r", lexicon={"Kokoro": LexiconEntry("Kokoro", phonemes="kO")}
     )
     assert parse_client_message(request.to_json(), lexicon=True) == request
+    built = ClientSession.lexicon({"SQL": {"respell": "sequel"}}, request_id="m1")
+    assert parse_client_message(built, lexicon=True) == message
