@@ -217,11 +217,13 @@ class G2P(abc.ABC):
     def _pronounce(self, text: str, lexicon: Lexicon) -> tuple[str, list[tuple[str, str]]]:
         """:meth:`_convert` with the lexicon's words and the inline forms of ``text`` (§14.3).
 
-        The text is cut into runs of plain text and pronounced words (:func:`_cut_pronounced`); each run
-        is converted on its own (sounds joining a run to a pronounced word, French liaison, are not
-        made), each pronounced word gets its entry's phonemes (a respelling's are the G2P's of the
-        respelling) with the pause marks of the punctuation written around it, and the pieces are joined
-        by spaces.
+        The text is cut into runs of plain text and pronounced words (:func:`_cut_pronounced`). A G2P with
+        one word per token (English, the espeak-ng languages) converts the whole text as written and puts
+        each pronounced word's phonemes in place of its own (:meth:`_substitute`), so no other word
+        changes. Otherwise (Japanese, Chinese, or when the words do not match the tokens) each run is
+        converted on its own (sounds joining a run to a pronounced word are not made) and the pieces are
+        joined by spaces. A pronounced word gets its entry's phonemes (a respelling's are the G2P's of
+        the respelling) with the pause marks of the punctuation written around it (:meth:`_said`).
         """
         pieces = list(_cut_pronounced(text, lexicon))
         if self.word_per_token:
