@@ -191,8 +191,11 @@ class _AnyPhonemeSession(ToneSession):
             obj = json.loads(data)
         except ValueError:
             return data
-        if not isinstance(obj, dict):
-            return data
+        text = obj.get("text") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict) or not (
+            isinstance(obj.get("lexicon"), dict) or (isinstance(text, str) and "](/" in text)
+        ):
+            return data  # every other message as the client sent it
         if isinstance(obj.get("lexicon"), dict):
             obj["lexicon"] = {
                 word: "".join(c for c in value if c in PHONEMES) or "a" if isinstance(value, str) else value
