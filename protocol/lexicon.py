@@ -96,17 +96,19 @@ class Lexicon:
 
     words: Mapping[str, LexiconEntry] = field(default_factory=dict)
     inline: tuple[LexiconEntry, ...] = ()
+    _folded: dict[str, LexiconEntry] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        folded: dict[str, LexiconEntry] = {}
+        for key, entry in self.words.items():
+            folded.setdefault(key.casefold(), entry)  # the first key of a case-folded spelling wins
+        object.__setattr__(self, "_folded", folded)
 
     def lookup(self, word: str) -> LexiconEntry | None:
-        """The entry for one word of the text (punctuation already removed), or ``None``."""
+        """The entry for one word of the text (punctuation already removed), or ``None``: the key equal to
+        it, else the first key equal to it case-folded (a dictionary look-up either way)."""
         entry = self.words.get(word)
-        if entry is not None:
-            return entry
-        folded = word.casefold()
-        for key, candidate in self.words.items():
-            if key.casefold() == folded:
-                return candidate
-        return None
+        return entry if entry is not None else self._folded.get(word.casefold())
 
     def __bool__(self) -> bool:
         return bool(self.words) or bool(self.inline)
