@@ -205,3 +205,21 @@ def test_post_invocations_reads_a_lexicon_and_refuses_a_bad_one(serve, tone):
     assert len(inline.content) == len(fixed.content)
     bad = httpx.post(url, json={**body, "lexicon": {"Kokoro": "k9"}}, timeout=30)
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_lexicon"
+
+
+def test_marks_and_words_show_an_inline_forms_word_as_written(serve, tone):
+    server = serve(tone)
+    text = f"Say **[Kokoro](/{KOKORO}/)**, then $12."
+
+    async def scenario():
+        async with open_session(server.ws_url) as conv:
+            return await conv.until_complete(await conv.request(text, request_id="m", marks=True))
+
+    answer = run(scenario())
+    spoken = " ".join(frame.text for frame, _ in answer.marks)
+    assert spoken == "Say Kokoro, then twelve dollars."  # markdown and figures as ever, no marks left
+    words = answer.complete.words
+    assert [w.word for w in words] == ["Say", "Kokoro,", "then", "twelve", "dollars."]
+    assert words[1].end_s - words[1].start_s == pytest.approx(
+        len(KOKORO) * PHONEME_FRAMES * FRAME_S, abs=0.03
+    )
