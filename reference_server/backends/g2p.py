@@ -331,7 +331,11 @@ def _words_of(text: str, lexicon: Lexicon) -> Iterator[str | Pronounced]:
     run: list[str] = []
     for token in text.split():
         lead, core, trail = _edges(token)
-        entry = lexicon.lookup(core) if core and lexicon.words else None
+        entry = lexicon.lookup(token) if lexicon.words else None  # a key with punctuation ("Dr.")
+        if entry is not None:
+            lead, core, trail = "", token, ""
+        elif core and lexicon.words:
+            entry = lexicon.lookup(core)
         if entry is None:
             run.append(token)
             continue

@@ -74,6 +74,11 @@ def test_a_lexicon_word_is_never_part_of_a_longer_word_and_matches_any_case(onnx
     assert [w.word for w in words] == text.split()
 
 
+def test_a_key_with_punctuation_matches_as_written(onnx_backend):  # noqa: F811
+    fixed, words = _spoken(onnx_backend, "Ask Dr. Who.", "af_heart", _lexicon({"Dr.": "dˈɑktəɹ"}))
+    assert fixed.split()[1] == "dˈɑktəɹ" and [w.word for w in words] == ["Ask", "Dr.", "Who."]
+
+
 def test_a_respelling_is_read_by_the_languages_g2p(onnx_backend):  # noqa: F811
     fixed, words = _spoken(
         onnx_backend, "Our SQL server.", "af_heart", _lexicon({"SQL": {"respell": "sequel"}})
