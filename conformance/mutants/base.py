@@ -123,7 +123,9 @@ class ToneSynthesizer:
                     entry = lexicon.inline[index]
                     return strip_marks(token), len(entry.phonemes or "")
             core = token.strip(_EDGE_PUNCTUATION)
-            entry = lexicon.lookup(core) if core and lexicon.words else None
+            entry = lexicon.lookup(token) if lexicon.words else None  # a key with punctuation ("Dr.")
+            if entry is None and core and lexicon.words:
+                entry = lexicon.lookup(core)
             if entry is not None:
                 return token, len(entry.phonemes or entry.respell or "")
         return strip_marks(token), len(strip_marks(token))
