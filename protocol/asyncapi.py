@@ -86,7 +86,17 @@ SPECS_MEMBER = f"package/schemas/{ASYNCAPI_VERSION}.json"
 
 # --- which schema goes where ------------------------------------------------------------------------
 
-SESSION_IN = ("synthesis_request", "cancel", "close", "describe", "utterance", "append", "flush", "end")
+SESSION_IN = (
+    "synthesis_request",
+    "cancel",
+    "close",
+    "describe",
+    "utterance",
+    "append",
+    "flush",
+    "end",
+    "lexicon",
+)
 """Client messages of the WebSocket session (§4, §15.1), TEXT or BINARY frames (§3.1)."""
 SESSION_OUT = ("synthesis_start", "synthesis_complete", "error", "marks", "capabilities")
 """Server control frames of the session (§5, §4.4), TEXT frames (§3.2); audio frames besides."""

@@ -97,6 +97,11 @@ class ErrorCode(enum.StrEnum):
     """``encoding`` is a string naming no audio frame encoding this server offers (§3.3.1, §4.1), or,
     on ``POST /invocations``, a G.711 encoding with a format other than ``pcm`` (§11.3)."""
 
+    INVALID_LEXICON = "invalid_lexicon"
+    """A pronunciation lexicon (a request's ``lexicon`` member, the ``lexicon`` message) or an inline
+    pronunciation of the text breaks a rule of §14.3: an empty word, a symbol outside Kokoro's phoneme
+    alphabet, more than ``max_lexicon_entries`` words; the message names the entry (§4.1, §4.5)."""
+
     @property
     def fatal(self) -> bool:
         """Whether this code always ends the session (§9.4).
@@ -170,6 +175,7 @@ REGISTRY: dict[ErrorCode, RegistryEntry] = {
     ErrorCode.SERVER_BUSY: RegistryEntry(
         always_fatal=False, close_code=CLOSE_TRY_AGAIN_LATER, http_status=503
     ),
+    ErrorCode.INVALID_LEXICON: _PER_MESSAGE_400,
 }
 
 

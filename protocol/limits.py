@@ -90,6 +90,10 @@ class Limits:
         max_invocations: most ``POST /invocations`` requests answered at once (§11), counted apart
             from ``max_sessions`` so that neither route can starve the other. Default 64, the same
             real-time budget. More → ``queue_full`` (503).
+        max_lexicon_entries: most words in one pronunciation lexicon (a request's ``lexicon``, the
+            session's ``lexicon`` message) and most inline pronunciations in one text (§14.3). Default
+            256: a product's or a conversation's names and terms fit, while the words of a text are
+            matched against a bounded table. More → ``invalid_lexicon``.
 
     Raises:
         ValueError: a limit is out of its range.
@@ -112,6 +116,7 @@ class Limits:
     session_idle_timeout_s: float = 300.0
     idle_eviction_s: float = 10.0
     max_invocations: int = 64
+    max_lexicon_entries: int = 256
 
     def __post_init__(self) -> None:
         for name in (
@@ -122,6 +127,7 @@ class Limits:
             "max_json_depth",
             "max_output_bytes",
             "max_invocations",
+            "max_lexicon_entries",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

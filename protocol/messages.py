@@ -29,6 +29,7 @@ from typing import Any, Literal
 from protocol import schemas
 from protocol.encodings import DEFAULT_ENCODING, ENCODINGS
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.lexicon import LexiconEntry, LexiconError, extract_inline, lexicon_json, parse_lexicon
 from protocol.limits import Limits
 from protocol.voices import (
     DEFAULT_VOICE,
@@ -74,6 +75,7 @@ __all__ = [
     "Marks",
     "ServerControl",
     "ServerInfo",
+    "SessionLexicon",
     "SynthesisComplete",
     "SynthesisRequest",
     "SynthesisStart",
@@ -93,10 +95,19 @@ __all__ = [
 
 PROTOCOL_VERSION = "1.1"
 """The version of PROTOCOL.md this code implements (§1.7); ``capabilities.protocol`` carries it (§4.4)."""
-FEATURES: tuple[str, ...] = ("cancel", "describe", "cancel_words", "utterance", "marks", "voice_blend")
+FEATURES: tuple[str, ...] = (
+    "cancel",
+    "describe",
+    "cancel_words",
+    "utterance",
+    "marks",
+    "voice_blend",
+    "lexicon",
+)
 """Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.1, §4.2,
-§4.4, §5.3, §5.5, §15.1). ``cancel_words``: a cancelled request's ``synthesis_complete`` carries the word
-timings of the audio sent (§5.3)."""
+§4.4, §4.5, §5.3, §5.5, §14.3, §15.1). ``cancel_words``: a cancelled request's ``synthesis_complete``
+carries the word timings of the audio sent (§5.3); ``lexicon``: pronunciation lexicons and inline
+pronunciations (§4.5, §14.3)."""
 SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000)
 """Output sample rates a request may ask for, in Hz (§4.1)."""
 DEFAULT_SAMPLE_RATE = 24000
@@ -170,6 +181,8 @@ class SynthesisRequest:
             are converted on parsing), or ``None``.
         marks: ask for a ``marks`` frame before each segment's audio (§5.5, version 1.1).
         encoding: the audio frame encoding (§3.3.1, :data:`protocol.encodings.ENCODINGS`).
+        lexicon: the request's pronunciation lexicon, word → entry (§4.1, §14.3), or ``None``; once the
+            session accepted the request, the session's lexicon (§4.5) under the request's entries.
     """
 
     text: str
@@ -180,6 +193,7 @@ class SynthesisRequest:
     request_timestamp: float | None = None
     marks: bool = False
     encoding: str = DEFAULT_ENCODING
+    lexicon: dict[str, LexiconEntry] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of §4.1, without ``type`` (as the AWS sample's clients send it); ``encoding``
@@ -198,10 +212,36 @@ class SynthesisRequest:
             obj["request_timestamp"] = self.request_timestamp
         if self.marks:
             obj["marks"] = True
+        if self.lexicon is not None:
+            obj["lexicon"] = lexicon_json(self.lexicon)
         return obj
 
     def to_json(self) -> str:
         """Compact JSON text of :meth:`to_dict`; send it UTF-8 encoded, as TEXT or BINARY (§3.1)."""
+        return _to_json(self.to_dict())
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLexicon:
+    """Set the session's pronunciation lexicon, for every request accepted after it (PROTOCOL.md §4.5).
+
+    Attributes:
+        lexicon: word → entry; ``{}`` clears the session's lexicon.
+        request_id: an id the error frame of a refusal names, or ``None``.
+    """
+
+    lexicon: dict[str, LexiconEntry]
+    request_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "lexicon", "lexicon": {...}}`` plus ``request_id`` when set."""
+        obj: dict[str, Any] = {"type": "lexicon", "lexicon": lexicon_json(self.lexicon)}
+        if self.request_id is not None:
+            obj["request_id"] = self.request_id
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict`."""
         return _to_json(self.to_dict())
 
 
@@ -257,6 +297,7 @@ class Utterance:
     request_timestamp: float | None = None
     marks: bool = False
     encoding: str = DEFAULT_ENCODING
+    lexicon: dict[str, LexiconEntry] | None = None
 
     def to_request(self) -> SynthesisRequest:
         """The request this utterance is answered as (§15.4), with the text sent so far."""
@@ -269,6 +310,7 @@ class Utterance:
             request_timestamp=self.request_timestamp,
             marks=self.marks,
             encoding=self.encoding,
+            lexicon=self.lexicon,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -289,6 +331,8 @@ class Utterance:
             obj["marks"] = True
         if self.encoding != DEFAULT_ENCODING:
             obj["encoding"] = self.encoding
+        if self.lexicon is not None:
+            obj["lexicon"] = lexicon_json(self.lexicon)
         return obj
 
     def to_json(self) -> str:
@@ -375,7 +419,9 @@ class Describe:
         return _to_json(self.to_dict())
 
 
-ClientMessage = SynthesisRequest | Cancel | Close | Describe | Utterance | Append | Flush | End
+ClientMessage = (
+    SynthesisRequest | Cancel | Close | Describe | Utterance | Append | Flush | End | SessionLexicon
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1090,6 +1136,7 @@ _EXPECTED = {
     "transport": '"binary" or "sse"',
     "stream": "a boolean",
     "marks": "a boolean",
+    "lexicon": "an object mapping words to pronunciations",
 }
 
 # §9.2: members are checked in this order and the first failure is the answer.
@@ -1102,6 +1149,7 @@ _REQUEST_ORDER = (
     "encoding",
     "request_timestamp",
     "marks",
+    "lexicon",
 )
 _FRAGMENT_ORDER = ("request_id", "text")  # append, flush, end (§15.6)
 _INVOCATIONS_ORDER = (
@@ -1115,6 +1163,7 @@ _INVOCATIONS_ORDER = (
     "transport",
     "stream",
     "request_timestamp",
+    "lexicon",
 )
 
 
@@ -1169,6 +1218,15 @@ def _schema_failure(member: str, value: object, request_id: str | None) -> Proto
             ErrorCode.INVALID_SAMPLE_RATE,
             f"sample_rate must be one of {rates}, not {_show(value)}",
             request_id,
+        )
+    elif member == "lexicon" and isinstance(value, dict):
+        # An object whose entries break the schema: the entry at fault is named (§14.3).
+        try:
+            parse_lexicon(value, max_entries=len(value))
+        except LexiconError as exc:
+            return ProtocolError(ErrorCode.INVALID_LEXICON, str(exc), request_id)
+        return ProtocolError(
+            ErrorCode.INVALID_LEXICON, "lexicon entries must be strings or objects", request_id
         )
     elif member == "format" and isinstance(value, str):
         return ProtocolError(
@@ -1315,7 +1373,26 @@ def _request_from(obj: dict[str, Any]) -> SynthesisRequest:
         request_timestamp=None if stamp is None else _timestamp(stamp),
         marks=obj.get("marks") is True,
         encoding=given("encoding", DEFAULT_ENCODING),
+        lexicon=obj.get("lexicon"),
     )
+
+
+def _check_lexicon(obj: dict[str, Any], limits: Limits, *, inline: bool = True) -> None:
+    """The ``lexicon`` member (§4.1) and, with ``inline``, the inline pronunciations of ``text`` (§14.3),
+    after every other member (§9.2 step 6); ``obj["lexicon"]`` becomes its entries by word.
+
+    Raises:
+        ProtocolError: ``invalid_lexicon`` naming the entry at fault.
+    """
+    request_id = obj.get("request_id")
+    try:
+        if obj.get("lexicon") is not None:
+            obj["lexicon"] = parse_lexicon(obj["lexicon"], max_entries=limits.max_lexicon_entries)
+        text = obj.get("text")
+        if inline and isinstance(text, str):
+            extract_inline(text, max_entries=limits.max_lexicon_entries)
+    except LexiconError as exc:
+        raise ProtocolError(ErrorCode.INVALID_LEXICON, str(exc), request_id) from None
 
 
 def parse_client_message(
@@ -1328,6 +1405,7 @@ def parse_client_message(
     marks: bool = True,
     encodings: Collection[str] | None = None,
     voice_blends: bool = False,
+    lexicon: bool = False,
 ) -> ClientMessage:
     """Parse and validate one client WebSocket message (PROTOCOL.md §3.1, §4, §9.2, §15).
 
@@ -1347,6 +1425,10 @@ def parse_client_message(
         voice_blends: accept a ``voice`` that blends ``known_voices`` (§4.1, version 1.1); the
             request then carries the blend's canonical form. ``False`` refuses blends with
             ``invalid_voice``, as a server without the feature does (they name no voice).
+        lexicon: read pronunciations (§4.1, §4.5, §14.3): a request's or utterance's ``lexicon`` member,
+            the ``lexicon`` message and the inline forms of a request's ``text`` (bad ones:
+            ``invalid_lexicon``). ``False`` parses as a server without the feature: the member is
+            ignored, the message is ``unknown_type``.
 
     Returns:
         A :class:`SynthesisRequest` (``request_id`` ``None`` when the client sent none; the session
@@ -1365,19 +1447,26 @@ def parse_client_message(
     )
     if not marks:
         obj.pop("marks", None)
+    if not lexicon:
+        obj.pop("lexicon", None)
     kind = obj.get("type")
     known = kind is None or (
-        isinstance(kind, str) and kind in _CLIENT_TYPES and (utterances or kind not in UTTERANCE_TYPES)
+        isinstance(kind, str)
+        and kind in _CLIENT_TYPES
+        and (utterances or kind not in UTTERANCE_TYPES)
+        and (lexicon or kind != "lexicon")
     )
     try:
-        return _client_message(obj, kind, limits, now, known_voices, utterances, encodings, voice_blends)
+        return _client_message(
+            obj, kind, limits, now, known_voices, utterances, encodings, voice_blends, lexicon
+        )
     except ProtocolError as exc:
         if known:
             exc.message_type = "synthesize" if kind is None else kind
         raise
 
 
-_CLIENT_TYPES = frozenset({"synthesize", "cancel", "close", "describe", *UTTERANCE_TYPES})
+_CLIENT_TYPES = frozenset({"synthesize", "cancel", "close", "describe", "lexicon", *UTTERANCE_TYPES})
 
 
 def _client_message(
@@ -1389,6 +1478,7 @@ def _client_message(
     utterances: bool,
     encodings: Collection[str] | None,
     voice_blends: bool = False,
+    lexicon: bool = False,
 ) -> ClientMessage:
     if kind is None or kind == "synthesize":
         _check_fields(
@@ -1401,7 +1491,15 @@ def _client_message(
             encodings=encodings,
             voice_blends=voice_blends,
         )
+        if lexicon:
+            _check_lexicon(obj, limits)
         return _request_from(obj)
+    if lexicon and kind == "lexicon":
+        _check_fields(
+            obj, schema="lexicon", order=("request_id", "lexicon"), limits=limits, now=now, known_voices=None
+        )
+        _check_lexicon(obj, limits, inline=False)
+        return SessionLexicon(lexicon=obj["lexicon"], request_id=obj.get("request_id"))
     if kind == "cancel":
         _check_fields(obj, schema="cancel", order=("request_id",), limits=limits, now=now, known_voices=None)
         return Cancel(request_id=obj.get("request_id"))
@@ -1411,7 +1509,7 @@ def _client_message(
     if kind == "describe":
         return _describe_from(obj, limits)
     if utterances and kind in UTTERANCE_TYPES:
-        return _utterance_message(obj, kind, limits, now, known_voices, encodings, voice_blends)
+        return _utterance_message(obj, kind, limits, now, known_voices, encodings, voice_blends, lexicon)
     if isinstance(kind, str):
         raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"unknown message type {_show(kind)}", _valid_id(obj))
     raise ProtocolError(ErrorCode.INVALID_FIELD, f"type must be {_EXPECTED['type']}", _valid_id(obj))
@@ -1425,6 +1523,7 @@ def _utterance_message(
     known_voices: Collection[str] | None,
     encodings: Collection[str] | None = None,
     voice_blends: bool = False,
+    lexicon: bool = False,
 ) -> UtteranceMessage:
     """Check and build one of the four utterance messages (§15.1, §15.6)."""
     order = _REQUEST_ORDER if kind == "utterance" else _FRAGMENT_ORDER
@@ -1441,6 +1540,8 @@ def _utterance_message(
     )
     request_id: str = obj["request_id"]
     text = obj.get("text")
+    if kind == "utterance" and lexicon:
+        _check_lexicon(obj, limits, inline=False)  # an utterance's text comes in fragments: no inline forms
     if kind == "utterance":
         request = _request_from({**obj, "text": text or ""})
         return Utterance(
@@ -1452,6 +1553,7 @@ def _utterance_message(
             request_timestamp=request.request_timestamp,
             marks=request.marks,
             encoding=request.encoding,
+            lexicon=request.lexicon,
         )
     if kind == "append":
         return Append(request_id=request_id, text=text)
@@ -1482,6 +1584,7 @@ def parse_invocations_request(
     encodings: Collection[str] | None = None,
     formats: Collection[str] | None = None,
     voice_blends: bool = False,
+    lexicon: bool = False,
 ) -> InvocationsRequest:
     """Parse and validate a ``POST /invocations`` body (PROTOCOL.md §11.1).
 
@@ -1501,13 +1604,16 @@ def parse_invocations_request(
         formats: the formats offered (``capabilities.formats``); another of :data:`FORMATS` is refused
             with ``unsupported_format``. ``None``: all of them (but ``mp3`` per ``mp3_available``).
         voice_blends: accept blends of ``known_voices`` (§4.1), as :func:`parse_client_message` does.
+        lexicon: read ``lexicon`` and inline pronunciations (§14.3), as :func:`parse_client_message` does.
 
     Raises:
         ProtocolError: the body is refused (first failure in the order of §9.2).
     """
     limits = limits or Limits()
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
-    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings, formats, voice_blends)
+    return _invocations_from(
+        obj, limits, now, known_voices, mp3_available, encodings, formats, voice_blends, lexicon
+    )
 
 
 def parse_invocations_body(
@@ -1520,6 +1626,7 @@ def parse_invocations_body(
     encodings: Collection[str] | None = None,
     formats: Collection[str] | None = None,
     voice_blends: bool = False,
+    lexicon: bool = False,
 ) -> InvocationsRequest | Describe:
     """Parse a ``POST /invocations`` body that is either a synthesis request or ``describe`` (§11.1, §4.4).
 
@@ -1534,7 +1641,9 @@ def parse_invocations_body(
     obj = decode_json_object(body, max_bytes=limits.max_message_bytes, max_depth=limits.max_json_depth)
     if obj.get("type") == "describe":
         return _describe_from(obj, limits)
-    return _invocations_from(obj, limits, now, known_voices, mp3_available, encodings, formats, voice_blends)
+    return _invocations_from(
+        obj, limits, now, known_voices, mp3_available, encodings, formats, voice_blends, lexicon
+    )
 
 
 def _invocations_from(
@@ -1546,7 +1655,10 @@ def _invocations_from(
     encodings: Collection[str] | None = None,
     formats: Collection[str] | None = None,
     voice_blends: bool = False,
+    lexicon: bool = False,
 ) -> InvocationsRequest:
+    if not lexicon:
+        obj.pop("lexicon", None)
     _check_fields(
         obj,
         schema="invocations_request",
@@ -1559,6 +1671,8 @@ def _invocations_from(
         formats=formats,
         voice_blends=voice_blends,
     )
+    if lexicon:
+        _check_lexicon(obj, limits)
     request = _request_from(obj)
     fmt = obj.get("format") or "wav"
     if request.encoding != DEFAULT_ENCODING and fmt != "pcm":

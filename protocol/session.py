@@ -53,6 +53,7 @@ from dataclasses import dataclass, replace
 from protocol.encodings import ENCODINGS, encode_pcm16, encoding
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.frames import cut_audio_frames
+from protocol.lexicon import LexiconEntry
 from protocol.limits import Limits
 from protocol.messages import (
     Append,
@@ -64,6 +65,7 @@ from protocol.messages import (
     ErrorFrame,
     Flush,
     Marks,
+    SessionLexicon,
     SynthesisComplete,
     SynthesisRequest,
     SynthesisStart,
@@ -277,6 +279,10 @@ class ServerSession:
             other check while no request of the session is queued or active, i.e. one that may begin a
             speech; a string refuses it with the per-message ``server_busy`` (the string is the error's
             message), ``None`` accepts it. It must not raise. ``None`` (default): never busy.
+        lexicon: offer pronunciation lexicons (§4.5, §14.3): the ``lexicon`` message sets the session's,
+            and each accepted request carries the session's lexicon under its own entries
+            (:attr:`SynthesisRequest.lexicon`); inline forms in a request's text are checked. Off by
+            default: the message is ``unknown_type`` and the member is ignored, as by a version 1 server.
     """
 
     def __init__(
@@ -292,16 +298,25 @@ class ServerSession:
         marks: bool = False,
         voice_blends: bool = False,
         admit: Callable[[SynthesisRequest], str | None] | None = None,
+        lexicon: bool = False,
     ) -> None:
         self.limits = limits or Limits()
         self._admit = admit
+        self.offers_lexicon = lexicon
+        self.lexicon: dict[str, LexiconEntry] = {}
+        """The session's pronunciation lexicon, set by the last ``lexicon`` message (§4.5)."""
         self.utterances = utterances
         self.offers_marks = marks
         self.voice_blends = voice_blends
         self.known_voices = frozenset(known_voices) if known_voices is not None else None
         if capabilities is not None:
             # §15.1, §5.5, §4.1: each of these features is listed if and only if the session offers it.
-            offered = {"utterance": utterances, "marks": marks, "voice_blend": voice_blends}
+            offered = {
+                "utterance": utterances,
+                "marks": marks,
+                "voice_blend": voice_blends,
+                "lexicon": lexicon,
+            }
             others = tuple(f for f in capabilities.features if f not in offered)
             features = (*others, *(name for name, on in offered.items() if on))
             if features != capabilities.features:
@@ -341,9 +356,13 @@ class ServerSession:
                 marks=self.offers_marks,
                 encodings=self.encodings,
                 voice_blends=self.voice_blends,
+                lexicon=self.offers_lexicon,
             )
         except ProtocolError as exc:
             self._reject(exc)
+            return []
+        if isinstance(message, SessionLexicon):
+            self.lexicon = dict(message.lexicon)  # no answer; later requests use it (§4.5)
             return []
         if isinstance(message, SynthesisRequest):
             return self._accept(message)
@@ -407,6 +426,9 @@ class ServerSession:
                 )
             )
             return []
+        if self.offers_lexicon and (self.lexicon or request.lexicon is not None):
+            # §4.5: the session's lexicon, the request's own entries over it.
+            request = replace(request, lexicon={**self.lexicon, **(request.lexicon or {})})
         if self._admit is not None and not self._pending:
             busy = self._admit(request)
             if busy is not None:  # §10.2: refused at once, before any work; the session goes on
@@ -972,6 +994,15 @@ class ClientSession:
     def cancel(request_id: str | None = None) -> bytes:
         """Build a ``cancel`` frame (§4.2); without an id it cancels every queued and active request."""
         return Cancel(request_id=request_id).to_json().encode()
+
+    @staticmethod
+    def lexicon(entries: dict[str, object], request_id: str | None = None) -> bytes:
+        """A ``lexicon`` message (§4.5): the session's pronunciations from now on; ``{}`` clears them.
+
+        ``entries`` map a word to phonemes (a string) or to ``{"phonemes": …}`` / ``{"respell": …}``
+        (§14.3). No frame answers it; a bad lexicon is refused with ``invalid_lexicon``.
+        """
+        return SessionLexicon(entries, request_id).to_json().encode()  # type: ignore[arg-type]
 
     @staticmethod
     def close() -> bytes:

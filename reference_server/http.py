@@ -259,6 +259,7 @@ async def invocations(request: Request) -> Response:
             encodings=runtime.capabilities.encodings,
             formats=runtime.capabilities.formats,
             voice_blends=runtime.voice_blends,
+            lexicon=True,
         )
     except ProtocolError as exc:
         return _error(runtime, exc)

@@ -51,6 +51,7 @@ import numpy as np
 
 from protocol.chunker import IncrementalSentenceChunker
 from protocol.frontend import speech_pieces
+from protocol.lexicon import Lexicon, LexiconError, extract_inline, strip_marks
 from protocol.logs import log_event
 from protocol.messages import Capabilities, SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
@@ -323,6 +324,16 @@ class RequestAudio:
         self._exhausted = False
         self._closed = False
         self._pieces: Iterator[Any] | None = None  # the front-end's pieces of the request's text
+        # §14.3: the inline pronunciations of the text (checked when the request was accepted) travel
+        # through the front-end marked; the request's lexicon (the session's under its own) with them.
+        try:
+            self._text, inline = extract_inline(request.text, max_entries=0xFFFE)
+        except LexiconError:  # the session does not read inline forms: the text is spoken as written
+            self._text, inline = request.text, ()
+        words = getattr(request, "lexicon", None) or {}
+        self.lexicon: Lexicon | None = Lexicon(words, inline) if words or inline else None
+        # Passed to the backend only when there is one, so a backend without lexicons still serves the rest.
+        self._pronounced = {"lexicon": self.lexicon} if self.lexicon else {}
         # A voice or a canonical blend (§4.1): its first letter is its language (§14.1).
         self.language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
         # Sentences of the text taken, not yet begun, each with the boundary after it when the sentence
@@ -344,7 +355,7 @@ class RequestAudio:
         more, or :data:`WAIT_FOR_TEXT` when more may come later (utterances), or an :class:`OpenText`
         (utterances whose listener is about to run dry)."""
         if self._pieces is None:
-            self._pieces = speech_pieces(self._request.text, self._request.voice[:1])
+            self._pieces = speech_pieces(self._text, self._request.voice[:1])
         piece = next(self._pieces, None)
         return None if piece is None else piece.text
 
@@ -404,6 +415,8 @@ class RequestAudio:
         ``None``: the piece is the start of a segment whose text and span come with its next piece
         (a lead-in sent before the decoder ran)."""
         runtime = self._runtime
+        if text is not None:
+            text = strip_marks(text)  # what a marks frame says is the text as written (§5.5, §14.3)
         pcm = float_to_pcm16(self._resampler.feed(audio))
         if words is not None:
             offset = self._offset_s
@@ -427,7 +440,9 @@ class RequestAudio:
             if isinstance(text, OpenText):
                 text = text.text
             assert isinstance(text, str)
-            self._segments = iter(runtime.backend.synthesize(text, request.voice, request.speed))
+            self._segments = iter(
+                runtime.backend.synthesize(text, request.voice, request.speed, **self._pronounced)
+            )
         clock = runtime.scheduler.clock
         queued_s = self.listener.queued_s(clock())
         started = clock()
@@ -495,7 +510,9 @@ class RequestAudio:
         work = _SegmentWork(segment_text, boundary, starts_sentence, units, predicted, budget_s, queued_s)
         started = clock()
         if grant.first and self._lead_in_early():
-            alignments = list(runtime.backend.align(segment_text, request.voice, request.speed))
+            alignments = list(
+                runtime.backend.align(segment_text, request.voice, request.speed, **self._pronounced)
+            )
             lead_in = alignments[0].lead_in_samples if alignments else 0
             if lead_in:
                 # Step 1 of 2: the lead-in now, as digital silence; the decoder runs in the next step.
@@ -615,7 +632,7 @@ class RequestAudio:
         """Run the backend on one segment's text; its passes (one, unless the text exceeds Kokoro's
         510 tokens) are joined, their word timings shifted onto the joined audio."""
         request, backend = self._request, self._runtime.backend
-        return self._join(backend.synthesize(text, request.voice, request.speed))
+        return self._join(backend.synthesize(text, request.voice, request.speed, **self._pronounced))
 
     def _join(self, segments: Iterable[Any]) -> tuple[np.ndarray, tuple[Word, ...] | None]:
         backend = self._runtime.backend

@@ -408,6 +408,9 @@ _OPTIONS: tuple[_Option, ...] = (
     _limit("session_idle_timeout_s", "longest a session may stay idle, in seconds", float),
     _limit("idle_eviction_s", "idle seconds after which a session yields its slot to a new one", float),
     _limit("max_invocations", "concurrent POST /invocations requests"),
+    _limit(
+        "max_lexicon_entries", "most words in a pronunciation lexicon, and inline pronunciations in a text"
+    ),
 )
 
 assert {o.name for o in _OPTIONS if o.limit} == {f.name for f in fields(Limits)}, "every limit is a setting"

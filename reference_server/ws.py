@@ -170,6 +170,7 @@ class WebSocketSession:
             marks=True,
             voice_blends=runtime.voice_blends,
             admit=self._admit,
+            lexicon=True,
         )
         self.requests = 0
         self.refused = 0

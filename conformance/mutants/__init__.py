@@ -32,7 +32,14 @@ from conformance.mutants.features import (
     CancelWordsNone,
     CancelWordsUnsent,
     FinishesAbandoned,
+    InlineAsLink,
+    LexiconAnyPhoneme,
+    LexiconIgnored,
+    LexiconInWords,
+    LexiconUnbounded,
     MarksForAll,
+    SessionLexiconIgnored,
+    WithoutLexicon,
 )
 from conformance.mutants.synthesis import (
     BigFrames,
@@ -161,6 +168,14 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("cancel-words-none", CancelWordsNone, ("5.3.2",), ("R5.3-4",)),
         Mutant("cancel-words-all", CancelWordsAll, ("5.3.2",), ("R5.3-4",)),
         Mutant("cancel-words-unsent", CancelWordsUnsent, ("5.3.2",), ("R5.3-4",)),
+        # Pronunciations (§14.3): a server without them is the control, each other breaks one rule.
+        Mutant("no-lexicon", WithoutLexicon, ()),  # conforming: the feature is OPTIONAL (§1.7)
+        Mutant("lexicon-ignored", LexiconIgnored, ("14.3.1", "14.3.2"), ("R14.3-2", "R14.3-3")),
+        Mutant("lexicon-in-words", LexiconInWords, ("14.3.1",), ("R14.3-2",)),
+        Mutant("session-lexicon-ignored", SessionLexiconIgnored, ("14.3.1", "14.3.3"), ("R4.5-1", "R4.5-2")),
+        Mutant("inline-as-link", InlineAsLink, ("14.3.2",), ("R14.3-3",)),
+        Mutant("lexicon-any-phoneme", LexiconAnyPhoneme, ("14.3.3",), ("R14.3-1", "R9.1-1")),
+        Mutant("lexicon-unbounded", LexiconUnbounded, ("14.3.3",), ("R10-2",)),
         # Utterances (§15): a version 1 server is the control, each other breaks one rule.
         Mutant("no-utterances", WithoutUtterances, ()),  # conforming: utterances are OPTIONAL (§1.5)
         Mutant("flush-ends-utterance", FlushEndsUtterance, ("15.4.1",), ("R15.4-2", "R15.3-4")),

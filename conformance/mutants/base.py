@@ -21,7 +21,7 @@ import time
 import zlib
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from protocol.encodings import DEFAULT_ENCODING, ENCODINGS, encode_pcm16
 from protocol.encodings import encoding as encoding_named
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.frontend import speech_text
+from protocol.lexicon import Lexicon, LexiconError, extract_inline, inline_index, strip_marks
 from protocol.limits import Limits
 from protocol.messages import (
     FEATURES,
@@ -68,6 +69,7 @@ __all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 _TOKEN = re.compile(r"\S+")
+_EDGE_PUNCTUATION = "\"'()[]{}«»“”‘’.,;:!?¡¿…—-"
 
 WORD_TIMINGS = frozenset({"a", "b"})
 """Languages whose requests the tone server gives word timings (§5.3, §14.1): English, as Kokoro's G2P
@@ -110,37 +112,64 @@ class ToneSynthesizer:
         except (TypeError, ValueError):
             return segment
 
-    def seconds(self, segment: str, voice: str, speed: float) -> float:
-        """Seconds of audio for ``segment``: its spoken text's letters and syllables, plus padding."""
-        text = self.spoken(segment, voice)
+    def pronounce(self, token: str, lexicon: Lexicon | None) -> tuple[str, int]:
+        """One spoken token as ``(its word as written, its length in letters)`` (§14.3): a lexicon word or an
+        inline form (its marks around it) lasts as many letters as its entry has phonemes, or its
+        respelling letters; the match is the whole token, punctuation at its edges aside."""
+        if lexicon:
+            for char in token:
+                index = inline_index(char)
+                if index is not None and index < len(lexicon.inline):
+                    entry = lexicon.inline[index]
+                    return strip_marks(token), len(entry.phonemes or "")
+            core = token.strip(_EDGE_PUNCTUATION)
+            entry = lexicon.lookup(token) if lexicon.words else None  # a key with punctuation ("Dr.")
+            if entry is None and core and lexicon.words:
+                entry = lexicon.lookup(core)
+            if entry is not None:
+                return token, len(entry.phonemes or entry.respell or "")
+        return strip_marks(token), len(strip_marks(token))
+
+    def seconds(self, segment: str, voice: str, speed: float, lexicon: Lexicon | None = None) -> float:
+        """Seconds of audio for ``segment``: its spoken text's letters and syllables, plus padding; a
+        pronounced word (``lexicon``, §14.3) as long as its pronunciation."""
+        text = strip_marks(self.spoken(segment, voice))
         syllables = len(_CJK.findall(text))
-        spoken = self.seconds_per_char * (len(text) - syllables) + self.syllable_seconds * syllables
+        letters = len(text) - syllables
+        if lexicon:
+            tokens = _TOKEN.findall(self.spoken(segment, voice))
+            letters += sum(self.pronounce(t, lexicon)[1] - len(strip_marks(t)) for t in tokens)
+        spoken = self.seconds_per_char * letters + self.syllable_seconds * syllables
         return (self.padding_s + spoken) / speed
 
-    def render(self, segment: str, voice: str, speed: float, sample_rate: int) -> bytes:
+    def render(
+        self, segment: str, voice: str, speed: float, sample_rate: int, lexicon: Lexicon | None = None
+    ) -> bytes:
         """PCM16LE mono at ``sample_rate``: a tone whose pitch depends on ``voice``, faded in and out."""
-        n = max(2, round(self.seconds(segment, voice, speed) * sample_rate))
+        n = max(2, round(self.seconds(segment, voice, speed, lexicon) * sample_rate))
         t = np.arange(n) / sample_rate
         pitch = self.pitch(voice)
         envelope = np.minimum(1.0, np.minimum(t, t[::-1]) * 40.0)
         wave = 0.25 * np.sin(2 * math.pi * pitch * t) + 0.08 * np.sin(2 * math.pi * 2.5 * pitch * t)
         return float_to_pcm16((wave * envelope).astype(np.float32))
 
-    def words(self, segment: str, voice: str, start_s: float, end_s: float) -> tuple[Word, ...] | None:
+    def words(
+        self, segment: str, voice: str, start_s: float, end_s: float, lexicon: Lexicon | None = None
+    ) -> tuple[Word, ...] | None:
         """Word timings of a segment spanning ``[start_s, end_s]`` of its request's audio (§5.3): its spoken
-        tokens, each as long as its letters, between the padding at either end; ``None`` for a language
-        without word timings (:data:`WORD_TIMINGS`)."""
+        tokens, each as long as its letters (:meth:`pronounce`), between the padding at either end;
+        ``None`` for a language without word timings (:data:`WORD_TIMINGS`)."""
         if voice[:1] not in WORD_TIMINGS:
             return None
-        tokens = _TOKEN.findall(self.spoken(segment, voice))
+        tokens = [self.pronounce(t, lexicon) for t in _TOKEN.findall(self.spoken(segment, voice))]
         if not tokens:
             return ()
         pad = min(self.padding_s / 2, (end_s - start_s) / 4)
-        t, step = start_s + pad, (end_s - start_s - 2 * pad) / sum(map(len, tokens))
+        t, step = start_s + pad, (end_s - start_s - 2 * pad) / max(1, sum(n for _, n in tokens))
         out = []
-        for token in tokens:
-            out.append(Word(token, round(t, 3), round(t + step * len(token), 3)))
-            t += step * len(token)
+        for token, letters in tokens:
+            out.append(Word(token, round(t, 3), round(t + step * letters, 3)))
+            t += step * letters
         return tuple(out)
 
     def work_s(self, pcm: bytes, sample_rate: int) -> float:
@@ -193,7 +222,10 @@ class ToneSession:
             capabilities=server.capabilities,
             voice_blends=server.voice_blends,
             marks=server.marks,
+            lexicon=server.lexicon,
         )
+        self.lexicons: dict[str, Lexicon | None] = {}
+        """The pronunciations of each request being synthesized (§14.3)."""
         self.utterances: dict[str, ToneUtterance] = {}
         """Accepted utterances not yet answered, by request id."""
         self.closing = True
@@ -350,6 +382,7 @@ class ToneSession:
                 session.complete(request_id, self.complete_words(request))
                 self.after_complete(request_id)
             self.words.pop(request_id, None)
+            self.lexicons.pop(request_id, None)
             self.segment_words.pop(request_id, None)
             self.spoken_s.pop(request_id, None)
             self.utterances.pop(request_id, None)
@@ -361,11 +394,27 @@ class ToneSession:
         Each segment goes through :meth:`mark` before it is yielded; a mutant that synthesizes its own way
         does the same."""
         synth = self.server.synth
+        request, lexicon = self.pronunciations(request)
+        self.lexicons[request.request_id or ""] = lexicon
         async for segment in self.segments(request):
-            pcm = synth.render(segment, request.voice, request.speed, request.sample_rate)
+            pcm = synth.render(segment, request.voice, request.speed, request.sample_rate, lexicon)
             await asyncio.sleep(synth.work_s(pcm, request.sample_rate))
             self.mark(request, segment, pcm)
             yield pcm
+
+    def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
+        """The request with its inline forms marked, and what it is spoken with (§14.3): its lexicon (the
+        session's under its own, :class:`protocol.session.ServerSession`) and its inline forms."""
+        if not self.server.lexicon:
+            return request, None
+        try:
+            text, inline = extract_inline(request.text, max_entries=self.server.limits.max_lexicon_entries)
+        except LexiconError:  # pragma: no cover - the session refused the request
+            return request, None
+        words = request.lexicon or {}
+        if not words and not inline:
+            return request, None
+        return replace(request, text=text), Lexicon(words, inline)
 
     def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
         """A segment's audio ``pcm`` is about to be sent: note its word timings and, if the request asked
@@ -376,9 +425,10 @@ class ToneSession:
         start = self.spoken_s.get(request_id, 0.0)
         end = start + len(pcm) / 2 / request.sample_rate
         self.spoken_s[request_id] = end
-        words = synth.words(segment, request.voice, start, end)
+        lexicon = self.lexicons.get(request_id)
+        words = synth.words(segment, request.voice, start, end, lexicon)
         self.segment_words[request_id] = words
-        self.session.marks(request_id, synth.spoken(segment, request.voice), start, end, words)
+        self.session.marks(request_id, strip_marks(synth.spoken(segment, request.voice)), start, end, words)
 
     def sent(self, request_id: str) -> None:
         """The last segment :meth:`mark` noted had its audio queued: its words join the request's (§5.3)."""
@@ -478,6 +528,8 @@ class ToneServer:
     (§11.7, encoded as the reference server encodes them); MP3 (§11.5) is not offered."""
     marks = True
     """Offer the marks of §5.5."""
+    lexicon = True
+    """Offer pronunciation lexicons and inline pronunciations (§4.5, §14.3)."""
     word_timings: frozenset[str] = WORD_TIMINGS
     """Languages listed with ``word_timings: true`` in ``capabilities`` (§14.1)."""
 
@@ -510,6 +562,7 @@ class ToneServer:
                 if (f != "utterance" or self.utterances)
                 and (f != "voice_blend" or self.voice_blends)
                 and (f != "marks" or self.marks)
+                and (f != "lexicon" or self.lexicon)
             ),
         )
 

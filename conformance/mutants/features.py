@@ -7,11 +7,27 @@ same sections are in :mod:`conformance.mutants.defects`.
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import replace
 
-from conformance.mutants.base import ToneServer, ToneSession
+from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from protocol.lexicon import INLINE_PATTERN, PHONEMES, Lexicon, strip_marks
 from protocol.messages import Marks, SynthesisRequest, Word
 
-__all__ = ["CancelWordsAll", "CancelWordsNone", "CancelWordsUnsent", "FinishesAbandoned", "MarksForAll"]
+__all__ = [
+    "CancelWordsAll",
+    "CancelWordsNone",
+    "CancelWordsUnsent",
+    "FinishesAbandoned",
+    "InlineAsLink",
+    "LexiconAnyPhoneme",
+    "LexiconIgnored",
+    "LexiconInWords",
+    "LexiconUnbounded",
+    "MarksForAll",
+    "SessionLexiconIgnored",
+    "WithoutLexicon",
+]
 
 
 class _MarksForAllSession(ToneSession):
@@ -127,3 +143,149 @@ class CancelWordsUnsent(ToneServer):
 
     name = "cancel-words-unsent"
     session_class = _CancelWordsUnsentSession
+
+
+class _LexiconIgnoredSession(ToneSession):
+    """Lists ``lexicon`` and checks every lexicon, then speaks every request as if it had none."""
+
+    def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
+        return request, None
+
+
+class LexiconIgnored(ToneServer):
+    """Lists the feature ``lexicon`` and refuses bad lexicons, but never speaks a pronunciation (§14.3)."""
+
+    name = "lexicon-ignored"
+    session_class = _LexiconIgnoredSession
+
+
+class _SubstringSynthesizer(ToneSynthesizer):
+    """Applies a lexicon entry to every token that contains its word (``Kokoros`` for ``Kokoro``)."""
+
+    def pronounce(self, token: str, lexicon: Lexicon | None) -> tuple[str, int]:
+        for word, entry in (lexicon.words if lexicon else {}).items():
+            if word in token and token.strip(".,;:!?") != word:
+                return token, len(entry.phonemes or entry.respell or "")
+        return super().pronounce(token, lexicon)
+
+
+class LexiconInWords(ToneServer):
+    """Speaks a lexicon word's pronunciation also where the word is part of a longer word (§14.3)."""
+
+    name = "lexicon-in-words"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.synth = _SubstringSynthesizer()
+
+
+class _AnyPhonemeSession(ToneSession):
+    """Drops the symbols outside Kokoro's alphabet from every lexicon before the session reads it, so a bad
+    pronunciation is spoken instead of refused."""
+
+    async def receive(self) -> bytes | str | None:
+        data = await super().receive()
+        if data is None:
+            return None
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return data
+        text = obj.get("text") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict) or not (
+            isinstance(obj.get("lexicon"), dict) or (isinstance(text, str) and "](/" in text)
+        ):
+            return data  # every other message as the client sent it
+        if isinstance(obj.get("lexicon"), dict):
+            obj["lexicon"] = {
+                word: "".join(c for c in value if c in PHONEMES) or "a" if isinstance(value, str) else value
+                for word, value in obj["lexicon"].items()
+            }
+        if isinstance(obj.get("text"), str):
+            obj["text"] = INLINE_PATTERN.sub(
+                lambda m: f"[{m.group(1)}](/{''.join(c for c in m.group(2) if c in PHONEMES) or 'a'}/)",
+                obj["text"],
+            )
+        return json.dumps(obj)
+
+
+class LexiconAnyPhoneme(ToneServer):
+    """Accepts a pronunciation with a symbol outside Kokoro's phoneme alphabet, speaking what it can, instead
+    of refusing it with ``invalid_lexicon`` (§14.3, §9.1)."""
+
+    name = "lexicon-any-phoneme"
+    session_class = _AnyPhonemeSession
+
+
+class _SessionLexiconIgnoredSession(ToneSession):
+    """Swallows the ``lexicon`` message: the session's lexicon is never set."""
+
+    async def receive(self) -> bytes | str | None:
+        while True:
+            data = await super().receive()
+            if data is None or b'"lexicon"' not in (data.encode() if isinstance(data, str) else data):
+                return data
+            try:
+                obj = json.loads(data)
+            except ValueError:
+                return data
+            if not (isinstance(obj, dict) and obj.get("type") == "lexicon"):
+                return data
+
+
+class SessionLexiconIgnored(ToneServer):
+    """Reads a request's lexicon but ignores the session's ``lexicon`` message, without a refusal (§4.5)."""
+
+    name = "session-lexicon-ignored"
+    session_class = _SessionLexiconIgnoredSession
+
+
+class _InlineAsLinkSession(ToneSession):
+    """Reads the inline form as a markdown link: its word is spoken as written, the phonemes dropped."""
+
+    def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
+        request, lexicon = super().pronunciations(request)
+        if lexicon is None or not lexicon.inline:
+            return request, lexicon
+        return replace(request, text=strip_marks(request.text)), Lexicon(lexicon.words)
+
+
+class InlineAsLink(ToneServer):
+    """Speaks misaki's inline form ``[word](/phonemes/)`` as a markdown link, without its phonemes (§14.3)."""
+
+    name = "inline-as-link"
+    session_class = _InlineAsLinkSession
+
+
+class WithoutLexicon(ToneServer):
+    """A version 1.1 server that does not offer ``lexicon``: conforming (UNIMPLEMENTED, §1.7)."""
+
+    name = "no-lexicon"
+    lexicon = False
+
+
+class _UnboundedLexiconSession(ToneSession):
+    """Cuts every lexicon to the limits before the session reads it (the first ``max_lexicon_entries``
+    words, each word to 64 characters), so a lexicon over a limit is spoken instead of refused."""
+
+    async def receive(self) -> bytes | str | None:
+        data = await super().receive()
+        if data is None:
+            return None
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            return data
+        if isinstance(obj, dict) and isinstance(obj.get("lexicon"), dict):
+            most = self.server.limits.max_lexicon_entries
+            obj["lexicon"] = {word[:64]: value for word, value in list(obj["lexicon"].items())[:most]}
+            return json.dumps(obj)
+        return data
+
+
+class LexiconUnbounded(ToneServer):
+    """Accepts a lexicon over ``max_lexicon_entries`` words or a word over 64 characters, cutting it to the
+    limits, instead of refusing it with ``invalid_lexicon`` (§10)."""
+
+    name = "lexicon-unbounded"
+    session_class = _UnboundedLexiconSession

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from protocol.lexicon import Lexicon
 from protocol.messages import Word
 from protocol.voices import (
     DEFAULT_VOICE,
@@ -370,7 +371,9 @@ class Backend(abc.ABC):
             pack = pack + self._packs[name] * float(weight)
         return pack, language_of(str(blend))
 
-    def align(self, text: str, voice: str, speed: float = 1.0) -> Iterator[Alignment]:
+    def align(
+        self, text: str, voice: str, speed: float = 1.0, lexicon: Lexicon | None = None
+    ) -> Iterator[Alignment]:
         """Run only the text side of each pass of ``text``: one :class:`Alignment` per pass, in order.
 
         The same arguments, checks and passes as :meth:`synthesize`; ``decode`` of each alignment gives
@@ -384,7 +387,7 @@ class Backend(abc.ABC):
             raise NotImplementedError(f"the {self.name} backend does not run the text side alone")
         voice, speed, phonemizer = self._check(voice, speed)
         pack, _ = self.resolve_voice(voice)
-        return (self._align(segment, pack, speed) for segment in phonemizer.segments(text, voice))
+        return (self._align(segment, pack, speed) for segment in phonemizer.segments(text, voice, lexicon))
 
     def _align(self, segment: PhonemeSegment, pack: Any, speed: float) -> Alignment:
         raise NotImplementedError
@@ -417,7 +420,9 @@ class Backend(abc.ABC):
         for _ in self.synthesize(WARM_UP_TEXTS[voice[0]], voice, 1.0):
             pass
 
-    def synthesize(self, text: str, voice: str, speed: float = 1.0) -> Iterator[Segment]:
+    def synthesize(
+        self, text: str, voice: str, speed: float = 1.0, lexicon: Lexicon | None = None
+    ) -> Iterator[Segment]:
         """Speak ``text`` in the voice's language: a generator of :class:`Segment`, one per model pass.
 
         The arguments are checked at once (not on the first ``next``). Closing the generator between
@@ -429,6 +434,9 @@ class Backend(abc.ABC):
             voice: one of :attr:`voices`, or a blend of them (§4.1); its first letter is the language
                 (§14.1).
             speed: 0.5 to 2.0 (1.0 is the voice's natural rate).
+            lexicon: pronunciations of words and the inline forms marked in ``text`` (PROTOCOL.md §14.3,
+                :func:`protocol.lexicon.extract_inline`); a pronounced word is one word of the timings,
+                with its text as written.
 
         Raises:
             UnknownVoiceError: ``voice`` is neither in :attr:`voices` nor a valid blend of them.
@@ -436,7 +444,7 @@ class Backend(abc.ABC):
             BackendNotLoadedError: :meth:`load` has not run.
         """
         voice, speed, phonemizer = self._check(voice, speed)
-        return self._segments(phonemizer, text, voice, speed)
+        return self._segments(phonemizer, text, voice, speed, lexicon)
 
     def _check(self, voice: str, speed: float) -> tuple[str, float, Phonemizer]:
         voice = str(self._parse_voice(voice))  # canonical: its first letter is its language
@@ -449,8 +457,10 @@ class Backend(abc.ABC):
             raise BackendNotLoadedError(f"the {self.name} backend is not loaded")
         return voice, float(speed), phonemizer
 
-    def _segments(self, phonemizer: Phonemizer, text: str, voice: str, speed: float) -> Iterator[Segment]:
+    def _segments(
+        self, phonemizer: Phonemizer, text: str, voice: str, speed: float, lexicon: Lexicon | None = None
+    ) -> Iterator[Segment]:
         pack, _ = self.resolve_voice(voice)
-        for segment in phonemizer.segments(text, voice):
+        for segment in phonemizer.segments(text, voice, lexicon):
             audio, durations = self._speak(segment, pack, speed)
             yield Segment(segment.text, audio, word_timings(segment, durations), segment.phonemes)

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from protocol.chunker import DEFAULT_MAX_CHUNK_CHARS, IncrementalSentenceChunker
+from protocol.lexicon import Lexicon, LexiconEntry, inline_index, strip_marks
 from protocol.voices import LANGUAGES, Language, language_of
 
 __all__ = [
@@ -172,6 +173,8 @@ class G2P(abc.ABC):
     """
 
     word_joiner: ClassVar[str] = " "
+    word_per_token: ClassVar[bool] = False
+    """:meth:`_convert` gives exactly one word per whitespace-separated token of its text."""
 
     def __init__(self, language: Language, vocab: Iterable[str]) -> None:
         self.language = language
@@ -185,14 +188,23 @@ class G2P(abc.ABC):
         (the words are aligned onto the string by that).
         """
 
-    def phonemize(self, text: str) -> PhonemeSegment:
+    def phonemize(self, text: str, lexicon: Lexicon | None = None) -> PhonemeSegment:
         """Phonemize one piece of text (a sentence; no length limit here, see :class:`Phonemizer`).
+
+        With a ``lexicon`` (PROTOCOL.md §14.3), each word it names and each inline form (its word between
+        the marks of :func:`protocol.lexicon.extract_inline`) is spoken with its entry's phonemes, or
+        its respelling's, as one word whose text is the word as written; the text between such words is
+        phonemized by the language's G2P as it would be alone (:meth:`_pronounce`).
 
         Raises:
             RuntimeError: the library failed (its errors pass through).
         """
         with _G2P_LOCK:
-            phonemes, words = self._convert(text)
+            if lexicon:
+                phonemes, words = self._pronounce(text, lexicon)
+            else:
+                phonemes, words = self._convert(strip_marks(text))
+        text = strip_marks(text)
         kept = "".join(symbol for symbol in phonemes if symbol in self.vocab)
         spans = _align(kept, words, self.vocab)
         if spans is None:  # cannot happen by construction; speak the words as they were phonemized
@@ -201,6 +213,138 @@ class G2P(abc.ABC):
             spans = _align(kept, words, self.vocab)
             assert spans is not None
         return PhonemeSegment(text.strip(), kept, spans)
+
+    def _pronounce(self, text: str, lexicon: Lexicon) -> tuple[str, list[tuple[str, str]]]:
+        """:meth:`_convert` with the lexicon's words and the inline forms of ``text`` (§14.3).
+
+        The text is cut into runs of plain text and pronounced words (:func:`_cut_pronounced`). A G2P with
+        one word per token (English, the espeak-ng languages) converts the whole text as written and puts
+        each pronounced word's phonemes in place of its own (:meth:`_substitute`), so no other word
+        changes. Otherwise (Japanese, Chinese, or when the words do not match the tokens) each run is
+        converted on its own (sounds joining a run to a pronounced word are not made) and the pieces are
+        joined by spaces. A pronounced word gets its entry's phonemes (a respelling's are the G2P's of
+        the respelling) with the pause marks of the punctuation written around it (:meth:`_said`).
+        """
+        pieces = list(_cut_pronounced(text, lexicon))
+        if self.word_per_token:
+            substituted = self._substitute(pieces)
+            if substituted is not None:
+                return substituted
+        phonemes: list[str] = []
+        words: list[tuple[str, str]] = []
+        for piece in pieces:
+            if isinstance(piece, str):
+                plain = strip_marks(piece).strip()
+                if plain:
+                    run_phonemes, run_words = self._convert(plain)
+                    if run_phonemes.strip():
+                        phonemes.append(run_phonemes.strip())
+                    words += run_words
+                continue
+            lead, word, trail, _ = piece
+            spoken = self._said(piece)
+            phonemes.append(spoken)
+            words.append((lead + word + trail, spoken))
+        return " ".join(phonemes), words
+
+    def _said(self, piece: Pronounced) -> str:
+        """A pronounced word's phonemes: its entry's (a respelling's as the G2P reads it), between the
+        pause marks of the punctuation written around it."""
+        lead, _, trail, entry = piece
+        if entry.phonemes is not None:
+            said = entry.phonemes
+        else:
+            assert entry.respell is not None
+            said = " ".join(self._convert(entry.respell)[0].split())
+        pause = "".join(c for c in lead if c in PAUSE_SYMBOLS and c in self.vocab)
+        after = "".join(c for c in trail if c in PAUSE_SYMBOLS and c in self.vocab)
+        return pause + said + after
+
+    def _substitute(self, pieces: list[str | Pronounced]) -> tuple[str, list[tuple[str, str]]] | None:
+        """For a G2P with one word per whitespace token (:attr:`word_per_token`): the whole text converted
+        as written, then each pronounced word's phonemes put in place of the G2P's, so no other word's
+        phonemes change (liaison and stress around it stay as the sentence has them). ``None`` when the
+        G2P's words do not match the tokens one to one."""
+        tokens: list[str] = []
+        pronounced: dict[int, Pronounced] = {}
+        for piece in pieces:
+            if isinstance(piece, str):
+                tokens += strip_marks(piece).split()
+            else:
+                pronounced[len(tokens)] = piece
+                tokens.append(piece[0] + piece[1] + piece[2])
+        _, words = self._convert(" ".join(tokens))
+        if len(words) != len(tokens):
+            return None
+        words = [
+            (token, self._said(pronounced[i])) if i in pronounced else word
+            for i, (token, word) in enumerate(zip(tokens, words, strict=True))
+        ]
+        return " ".join(p for _, p in words if p.strip()), words
+
+
+def _edges(word: str) -> tuple[str, str, str]:
+    """``word`` as (punctuation before, the word, punctuation after): no letter or digit at the edges."""
+    start, end = 0, len(word)
+    while start < end and not word[start].isalnum():
+        start += 1
+    while end > start and not word[end - 1].isalnum():
+        end -= 1
+    return word[:start], word[start:end], word[end:]
+
+
+_INLINE_SPAN = re.compile("\U000f0000([^\U000f0000-\U000fffff]*)([\U000f0001-\U000fffff])")
+_GLUED_BEFORE = re.compile("[^\\s\\w\U000f0000-\U000fffff]*$")
+_GLUED_AFTER = re.compile("[^\\s\\w\U000f0000-\U000fffff]*")
+
+Pronounced = tuple[str, str, str, LexiconEntry]
+"""A word said as a lexicon entry says: (punctuation before, the word's text, punctuation after, entry)."""
+
+
+def _cut_pronounced(text: str, lexicon: Lexicon) -> Iterator[str | Pronounced]:
+    """``text`` as plain runs (``str``) and pronounced words (:data:`Pronounced`), in order.
+
+    An inline form is its marked span with the punctuation glued to either side; its text is the entry's
+    word as the client wrote it, whatever normalization made of the span. A lexicon word is a
+    whitespace-separated token whose letters and digits, its edges' punctuation aside, match a key
+    (:meth:`protocol.lexicon.Lexicon.lookup`): never a part of a longer word.
+    """
+    position = 0
+    for match in _INLINE_SPAN.finditer(text):
+        index = inline_index(match.group(2))
+        entry = lexicon.inline[index] if index is not None and index < len(lexicon.inline) else None
+        if entry is None or match.start() < position:
+            continue  # a mark without its form: the text is spoken as it is
+        before = text[position : match.start()]
+        glued = _GLUED_BEFORE.search(before)
+        lead = glued.group(0) if glued else ""
+        after = _GLUED_AFTER.match(text, match.end())
+        trail = after.group(0) if after else ""
+        yield from _words_of(before[: len(before) - len(lead)], lexicon)
+        yield lead, entry.word, trail, entry
+        position = match.end() + len(trail)
+    yield from _words_of(text[position:], lexicon)
+
+
+def _words_of(text: str, lexicon: Lexicon) -> Iterator[str | Pronounced]:
+    """Plain text as runs and the lexicon words in it (:func:`_cut_pronounced`)."""
+    run: list[str] = []
+    for token in text.split():
+        lead, core, trail = _edges(token)
+        entry = lexicon.lookup(token) if lexicon.words else None  # a key with punctuation ("Dr.")
+        if entry is not None:
+            lead, core, trail = "", token, ""
+        elif core and lexicon.words:
+            entry = lexicon.lookup(core)
+        if entry is None:
+            run.append(token)
+            continue
+        if run:
+            yield " ".join(run)
+            run = []
+        yield lead, core, trail, entry
+    if run:
+        yield " ".join(run)
 
 
 def _align(phonemes: str, words: list[tuple[str, str]], vocab: frozenset[str]) -> tuple[WordSpan, ...] | None:
@@ -237,6 +381,8 @@ class EnglishG2P(G2P):
     English. Each whitespace-separated word is phonemized on its own, so its phonemes are known exactly.
     """
 
+    word_per_token = True
+
     def __init__(self, language: Language, vocab: Iterable[str]) -> None:
         super().__init__(language, vocab)
         from phonemizer.backend import EspeakBackend
@@ -267,6 +413,8 @@ class EspeakG2P(G2P):
     espeak-ng says a different number of words (it spells out "1500" as several), the sentence is
     phonemized word by word instead, so that each word's phonemes are still known.
     """
+
+    word_per_token = True
 
     def __init__(self, language: Language, vocab: Iterable[str]) -> None:
         super().__init__(language, vocab)
@@ -458,10 +606,11 @@ class Phonemizer:
         """The language codes loaded."""
         return frozenset(self.g2p)
 
-    def segments(self, text: str, voice: str) -> Iterator[PhonemeSegment]:
+    def segments(self, text: str, voice: str, lexicon: Lexicon | None = None) -> Iterator[PhonemeSegment]:
         """Cut ``text`` for ``voice`` into segments of at most :data:`MAX_TOKENS` tokens, lazily.
 
-        Segments without any phoneme (punctuation only) are skipped.
+        Segments without any phoneme (punctuation only) are skipped. ``lexicon``: the pronunciations the
+        text is spoken with (:meth:`G2P.phonemize`, PROTOCOL.md §14.3).
 
         Raises:
             KeyError: the voice's language is not loaded.
@@ -473,7 +622,7 @@ class Phonemizer:
         if last is not None:
             sentences.append(last)
         for sentence in sentences:
-            for segment in fit(g2p.phonemize(sentence), g2p.word_joiner):
+            for segment in fit(g2p.phonemize(sentence, lexicon), g2p.word_joiner):
                 if segment.token_count:
                     yield segment
 

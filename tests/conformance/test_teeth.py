@@ -43,12 +43,14 @@ RUN_CAUGHT = [name for name in MUTANTS if MUTANTS[name].observed_by]
 CANCEL_CASES = ("4.2.1", "4.2.2", "4.2.3", "5.3.2", "7.2.1", "15.5.1")
 UTTERANCE_CASES = tuple(case.id for case in catalogue() if case.section.startswith("§15"))
 BLEND_CASES = ("4.1.16", "4.1.17", "4.1.18", "4.1.19", "4.1.20")
+LEXICON_CASES = tuple(case.id for case in catalogue() if case.section == "§14.3")
 
 SIDE_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
     "aws-sample": ("aws-sample", ()),
     "control": ("base", ()),
     "no-cancel": ("no-cancel", (*CANCEL_CASES, "4.1.1")),
     "no-utterances": ("no-utterances", (*UTTERANCE_CASES, "4.1.1")),
+    "no-lexicon": ("no-lexicon", (*LEXICON_CASES, "4.1.1")),
 }
 """Runs of the suite, each in its own ``python -m pytest`` as a user runs it: name -> (mutant, cases; none:
 the whole suite). They mostly wait on the tone server's paced audio, so they run beside the mutant workers."""
@@ -232,6 +234,19 @@ def test_server_without_optional_utterances_is_unimplemented_not_failed(
     assert len(UTTERANCE_CASES) >= 8
     expected = dict.fromkeys(UTTERANCE_CASES, "UNIMPLEMENTED")
     assert {c: seen.get(c) for c in UTTERANCE_CASES} == expected, index["output"]
+    assert seen.get("4.1.1") == "OK" and index["returncode"] == 0, index["output"]
+
+
+def test_server_without_optional_lexicon_is_unimplemented_not_failed(
+    side_runs: dict[str, Future[dict[str, Any]]],
+) -> None:
+    """Pronunciations are OPTIONAL (§1.7, §14.3): a version 1.1 server that does not list ``lexicon`` (it
+    answers the message with unknown_type and ignores the member) gets UNIMPLEMENTED, not FAILED."""
+    index = side_runs["no-lexicon"].result()
+    seen = verdicts(index)
+    assert len(LEXICON_CASES) >= 3
+    expected = dict.fromkeys(LEXICON_CASES, "UNIMPLEMENTED")
+    assert {c: seen.get(c) for c in LEXICON_CASES} == expected, index["output"]
     assert seen.get("4.1.1") == "OK" and index["returncode"] == 0, index["output"]
 
 

@@ -60,8 +60,19 @@ EXPECTED_SCHEMAS = {
     "describe",
     "capabilities",
     "marks",
+    "lexicon",
 }
-CLIENT_FRAMES = {"synthesis_request", "cancel", "close", "describe", "utterance", "append", "flush", "end"}
+CLIENT_FRAMES = {
+    "synthesis_request",
+    "cancel",
+    "close",
+    "describe",
+    "utterance",
+    "append",
+    "flush",
+    "end",
+    "lexicon",
+}
 SERVER_FRAMES = {"synthesis_start", "synthesis_complete", "error", "capabilities", "marks"}
 
 
@@ -269,9 +280,9 @@ def test_json_example(name, body):
     schemas.validate(name, obj)
     now = (stamp_of(obj) or 0) + 1
     if name in CLIENT_FRAMES:
-        parse_client_message(body, now=now, known_voices=KOKORO_VOICES, voice_blends=True)
+        parse_client_message(body, now=now, known_voices=KOKORO_VOICES, voice_blends=True, lexicon=True)
     elif name == "invocations_request":
-        parse_invocations_request(body, now=now, known_voices=KOKORO_VOICES, voice_blends=True)
+        parse_invocations_request(body, now=now, known_voices=KOKORO_VOICES, voice_blends=True, lexicon=True)
     elif name in SERVER_FRAMES:
         frame = parse_server_control(obj)
         assert json.loads(frame.to_json()) == obj  # examples are what the code writes

@@ -428,6 +428,7 @@ def test_describe_is_answered_at_once_inside_an_open_bracket_and_changes_nothing
         utterances=True,
         marks=True,
         voice_blends=True,
+        lexicon=True,
     )
     client = ClientSession()
     rid, frame = client.request("Hello there.")
