@@ -67,7 +67,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -613,28 +613,7 @@ def locate_asr(directory: Path | str | None = None) -> Path:
         HashMismatchError: a file has other bytes than the pinned ones; it is never used.
     """
     directory = Path(directory).expanduser() if directory is not None else default_dir()
-    stamps = _Stamps(directory)
-    for pinned in ASR_FILES:
-        if stamps.fresh(pinned.name, pinned.sha256):
-            continue
-        path = directory / pinned.name
-        if not path.is_file():
-            raise AssetError(f"{path} is missing; run: {_ASR_FIX}")
-        stat = path.stat()
-        key = (path, stat.st_size, stat.st_mtime_ns)
-        if key not in _hashed_this_process:
-            try:
-                _check_pinned(path, pinned, size=stat.st_size, sha256=sha256_file(path))
-            except HashMismatchError as error:
-                raise HashMismatchError(
-                    path,
-                    error.expected,
-                    error.actual,
-                    fix="python -m reference_server.assets fetch --asr yes",
-                ) from None
-            _hashed_this_process.add(key)
-        with contextlib.suppress(OSError):
-            stamps.record(pinned.name, pinned.sha256)
+    _trust_or_hash(directory, ASR_FILES, _ASR_FIX)
     return directory / ASR_DIR
 
 
@@ -708,32 +687,41 @@ def fetch(
     )
 
 
-def _locate_in(directory: Path) -> Assets:
-    """Both pinned files in ``directory``, trusted by stamp, else hashed in full (once per process).
+def _trust_or_hash(directory: Path, files: Sequence[PinnedFile], fix: str) -> None:
+    """Check each of ``files`` in ``directory``: trusted by a fresh stamp, else hashed in full (once per
+    process) and stamped where the directory is writable (a read-only one is hashed again next time).
 
-    A directory without stamps is one filled by hand or a read-only model directory; its files are
-    hashed once (about 0.2 s) and stamped where the directory is writable.
+    Raises:
+        AssetError: a file is missing; the message ends with ``fix``, the command that fetches it.
+        HashMismatchError: a file has other bytes than the pinned ones (its ``fix`` is ``fix``).
     """
     stamps = _Stamps(directory)
-    for pinned in (ONNX_MODEL, VOICES):
+    for pinned in files:
         if stamps.fresh(pinned.name, pinned.sha256):
             continue
         path = directory / pinned.name
         if not path.is_file():
-            raise AssetError(f"{path} is missing; run: {fix_command(directory)}")
+            raise AssetError(f"{path} is missing; run: {fix}")
         stat = path.stat()
         key = (path, stat.st_size, stat.st_mtime_ns)
         if key not in _hashed_this_process:
             try:
                 _check_pinned(path, pinned, size=stat.st_size, sha256=sha256_file(path))
             except HashMismatchError as error:
-                # fetch replaces a file that does not match; a read-only model directory is rebuilt instead.
-                raise HashMismatchError(
-                    path, error.expected, error.actual, fix=fix_command(directory)
-                ) from None
+                raise HashMismatchError(path, error.expected, error.actual, fix=fix) from None
             _hashed_this_process.add(key)
-        with contextlib.suppress(OSError):  # read-only: hashed again by the next process
+        with contextlib.suppress(OSError):
             stamps.record(pinned.name, pinned.sha256)
+
+
+def _locate_in(directory: Path) -> Assets:
+    """Both pinned files in ``directory``, trusted by stamp, else hashed in full (once per process).
+
+    A directory without stamps is one filled by hand or a read-only model directory; its files are
+    hashed once (about 0.2 s) and stamped where the directory is writable.
+    """
+    # fetch replaces a file that does not match; a read-only model directory is rebuilt instead.
+    _trust_or_hash(directory, (ONNX_MODEL, VOICES), fix_command(directory))
     return Assets(
         directory,
         directory / ONNX_MODEL.name,

@@ -586,34 +586,12 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
             await websocket.close(CLOSE_GOING_AWAY)
             return
         full = f"{runtime.limits.max_sessions} sessions are open; try again later"
-        runtime.metrics.refusals.labels(ErrorCode.TOO_MANY_SESSIONS.value).inc()
-        runtime.metrics.sessions.labels(str(ErrorCode.TOO_MANY_SESSIONS.close_code)).inc()
-        log_event(
-            logger,
-            "session refused",
-            logging.WARNING,
-            session=session_id,
-            client=client,
-            code=ErrorCode.TOO_MANY_SESSIONS.value,
-            open_sessions=runtime.sessions,
-        )
-        await _refuse(websocket, ErrorCode.TOO_MANY_SESSIONS, full)
+        await _refuse(websocket, runtime, ErrorCode.TOO_MANY_SESSIONS, full, session_id, client)
         return
     busy = runtime.busy()
     if busy is not None:  # §10.2: the first audio it could promise is already too late
         runtime.close_session()
-        runtime.metrics.refusals.labels(ErrorCode.SERVER_BUSY.value).inc()
-        runtime.metrics.sessions.labels(str(ErrorCode.SERVER_BUSY.close_code)).inc()
-        log_event(
-            logger,
-            "session refused",
-            logging.WARNING,
-            session=session_id,
-            client=client,
-            code=ErrorCode.SERVER_BUSY.value,
-            open_sessions=runtime.sessions,
-        )
-        await _refuse(websocket, ErrorCode.SERVER_BUSY, busy)
+        await _refuse(websocket, runtime, ErrorCode.SERVER_BUSY, busy, session_id, client)
         return
     started = time.monotonic()
     session = WebSocketSession(websocket, runtime, session_id)
@@ -643,7 +621,22 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
         )
 
 
-async def _refuse(websocket: WebSocket, code: ErrorCode, message: str) -> None:
+async def _refuse(
+    websocket: WebSocket, runtime: Runtime, code: ErrorCode, message: str, session_id: str, client: str | None
+) -> None:
+    """Refuse a session as it opens (§2.3, §10.2): count and log it, send the fatal ``error`` frame of
+    ``code`` and close with the code's close code."""
+    runtime.metrics.refusals.labels(code.value).inc()
+    runtime.metrics.sessions.labels(str(code.close_code)).inc()
+    log_event(
+        logger,
+        "session refused",
+        logging.WARNING,
+        session=session_id,
+        client=client,
+        code=code.value,
+        open_sessions=runtime.sessions,
+    )
     session = ServerSession()
     session.abort(code, message)  # fatal, with the code's close code (1013 for both refusals here)
     with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
