@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -518,9 +519,33 @@ async def _too_many(target: Target, recording: Recording) -> Session | None:
     return session
 
 
-async def _admitted(target: Target, grace_s: float, recording: Recording) -> None:
+async def _admitted(
+    target: Target, grace_s: float, recording: Recording, crowd: Sequence[Any] = (), ping: bytes = b""
+) -> None:
     """Open sessions until one is admitted and answers a request, for up to ``grace_s`` (§7.4); each is one
-    of the recording's :attr:`~conformance.probe.Recording.others`."""
+    of the recording's :attr:`~conformance.probe.Recording.others`.
+
+    Meanwhile each of ``crowd`` sends ``ping`` every 0.5 s, so that none becomes idle long enough to give
+    its slot up (§7.5): only the dropped session's place may let a newcomer in."""
+    stop = asyncio.Event()
+
+    async def keep_busy() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(Exception):  # a crowd session that ended cannot be kept busy
+                await asyncio.gather(*(session.send(ping, data_type="BINARY") for session in crowd))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+
+    busy = asyncio.create_task(keep_busy()) if crowd and ping else None
+    try:
+        await _admit_one(target, grace_s, recording)
+    finally:
+        stop.set()
+        if busy is not None:
+            await busy
+
+
+async def _admit_one(target: Target, grace_s: float, recording: Recording) -> None:
     extra = recording.extra
     started = time.monotonic()
     attempts = 0
@@ -619,7 +644,7 @@ def crowded(target: Target, loop: LoopThread) -> Recording:
             await held.aclose()  # the holder's input ends mid-synthesis: a disconnect (§7.4)
             grace = max(AFTER_DROP_GRACE[0], AFTER_DROP_GRACE[1] * first_audio_s)
             extra["grace_s"] = round(grace, 3)
-            await _admitted(target, grace, recording)
+            await _admitted(target, grace, recording, crowd, ping)
 
     configure = target.configure(**CROWD_SETTINGS) if target.simulated else contextlib.nullcontext()
     try:

@@ -486,10 +486,11 @@ def test_refusals_name_the_refused_message(conf: Probe) -> None:
     Level.MUST,
     requirements=("R5.5-4",),
     requirement="For a request that asked for marks, MUST send exactly one `marks` frame for each synthesis "
-    "segment whose audio it sends, inside the request's bracket (§5.5); an `utterance` message takes "
-    "`marks` as in §4.1 (§15.1)",
+    "segment whose audio it sends, inside the request's bracket, in the order of the segments with "
+    "`segment` counting from 0, and each before any audio frame of a later segment.",
     description="describe; on a server that offers utterances and marks, open an utterance with marks: "
-    "true, append two sentences in two fragments, end it",
+    "true (an utterance takes `marks` as a request does, §15.1), append two sentences in two fragments, "
+    "end it",
     expectation="the utterance's bracket holds marks frames, segment 0, 1, ..., whose spans cover its audio "
     "from 0 s to the end; a server without utterances or marks gets UNIMPLEMENTED",
 )

@@ -60,6 +60,7 @@ class AwsSampleServer(ToneServer):
     utterances = False  # a version 1 server: the sample has no utterances (§15.1)
     word_timings: frozenset[str] = frozenset()  # its synthesis_complete has no words: it lists none (§14.1)
     voice_blends = False  # a version 1 server: a blend names no voice (its blend cases are UNIMPLEMENTED)
+    lexicon = False  # a version 1 server: no pronunciation lexicons (§14.3; their cases are UNIMPLEMENTED)
 
 
 class _AwsSampleTextOnlySession(_AwsSampleSession):

@@ -171,7 +171,12 @@ def test_kit_image_installs_its_lock_and_runs_the_suite_as_a_user():
     assert {"locks/kit.txt", "conformance", "simulator", "protocol", "spec", "pyproject.toml"} <= copied
 
 
-KIT_OPTIONAL = {"playwright": "conformance/screenshot.py, which make conformance runs after the suite"}
+KIT_OPTIONAL = {
+    "playwright": "conformance/screenshot.py, which make conformance runs after the suite",
+    "mutmut": "conformance/mutation: mutation testing of this checkout's own server (make mutation), not a "
+    "step of certifying a container",
+    "coverage": "conformance/mutation/covered.py, the same tool's measure of the lines the suite runs",
+}
 """Imports the kit image does without, and why."""
 
 

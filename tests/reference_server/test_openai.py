@@ -209,14 +209,14 @@ def test_a_busy_server_refuses_with_503(serve):
     server = serve(ToneBackend())
     runtime = server.runtime
     taken = 0
-    while runtime.try_open_session():  # every response slot taken
+    while runtime.try_open_invocation():  # every HTTP response slot taken (max_invocations, §10)
         taken += 1
     try:
         response = httpx.post(f"{server.http_url}/v1/audio/speech", json=GOOD, timeout=10)
         _error(response, 503, None, "queue_full")
     finally:
         for _ in range(taken):
-            runtime.close_session()
+            runtime.close_invocation()
 
 
 def test_the_tone_double_speaks_through_the_client_with_a_blend_and_the_right_length(serve, tmp_path):
