@@ -12,7 +12,6 @@ the server measured by coverage.py (``python -m conformance.mutation.covered DAT
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -104,5 +103,4 @@ if __name__ == "__main__":
     # python -m conformance.mutation.covered DATA PATH... -- SERVER_ARGS
     split = sys.argv.index("--")
     data_file, *files = sys.argv[1:split]
-    print(json.dumps({"measuring": files}), file=sys.stderr)
     sys.exit(serve(Path(data_file), files, sys.argv[split + 1 :]))

@@ -199,6 +199,7 @@ pre { background: #f9fafb; border: 1px solid #eaecf0; border-radius: 8px; paddin
 
 
 COLUMNS = (
+    "not_run",
     "mutants",
     "run",
     "killed",
