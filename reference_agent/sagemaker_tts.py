@@ -18,7 +18,7 @@ every session: invocations reuse its HTTP/2 connection (no TLS handshake per rep
 is closed under a stream whose end of input the CRT is still writing — closing the client right after
 the input ends makes the CRT's body-writer task fail with ``AWS_ERROR_HTTP_STREAM_HAS_COMPLETED``
 (asyncio then logs "Task exception was never retrieved"); :meth:`SageMakerTtsSession.close_input`
-waits for that write (:func:`protocol.aws_crt.end_input`).
+waits for that write (:func:`sagemaker_transport.aws_crt.end_input`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from protocol.aws_crt import absorb_completed_stream_writes, end_input
 from reference_agent.tts import TtsEndpoint, TtsUnavailable
+from sagemaker_transport.aws_crt import absorb_completed_stream_writes, end_input
 
 __all__ = [
     "DRAIN_TIMEOUT_S",
@@ -181,7 +181,7 @@ class SageMakerTtsSession:
     async def close_input(self) -> None:
         """End the input stream (the signed empty end-of-input envelope, then END_STREAM).
 
-        Waits until the CRT has written END_STREAM (:func:`protocol.aws_crt.end_input`), so nothing
+        Waits until the CRT has written END_STREAM (:func:`sagemaker_transport.aws_crt.end_input`), so nothing
         closing the connection next can cut that write off and asyncio prints no traceback for it.
         """
         if self._input_closed:

@@ -10,7 +10,7 @@
 The same app runs under :mod:`simulator.h2server` (TLS + HTTP/2, for the official bidi client),
 under hypercorn (plain HTTP/1.1, for boto3) and under :class:`simulator.transport.InProcessTransport`
 (no socket). It is a thin shell:
-framing is :mod:`protocol.eventstream`, the rules are :mod:`simulator.bridge`,
+framing is :mod:`sagemaker_transport.eventstream`, the rules are :mod:`simulator.bridge`,
 :mod:`simulator.splitting` and :mod:`simulator.faults`, and the container is a
 :class:`simulator.container.Container`.
 """
@@ -28,7 +28,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from protocol.eventstream import (
+from protocol.logs import log_event
+from sagemaker_transport.eventstream import (
     EventStreamDecoder,
     EventStreamError,
     EventStreamMessage,
@@ -38,7 +39,6 @@ from protocol.eventstream import (
     payload_part_message,
     unwrap_envelope,
 )
-from protocol.logs import log_event
 from simulator.bridge import (
     COMPLETE,
     PARTIAL,

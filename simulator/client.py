@@ -37,8 +37,8 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 from smithy_http.aio.crt import AWSCRTHTTPClient
 
-from protocol.aws_crt import END_INPUT_TIMEOUT_S, absorb_completed_stream_writes, end_input
 from reference_agent.sagemaker_tts import endpoint_address, set_tcp_nodelay
+from sagemaker_transport.aws_crt import END_INPUT_TIMEOUT_S, absorb_completed_stream_writes, end_input
 
 __all__ = [
     "LOCAL_CREDENTIALS",
@@ -174,7 +174,7 @@ class BidiSession:
 
     async def close_input(self) -> bool:
         """End the input (the signed empty envelope, then END_STREAM); returns whether END_STREAM was
-        written (:func:`protocol.aws_crt.end_input`).
+        written (:func:`sagemaker_transport.aws_crt.end_input`).
 
         Quiet and safe right before closing the client: it waits until the CRT transport has written
         END_STREAM, so the client's close cannot cut that write off and asyncio prints no "Task

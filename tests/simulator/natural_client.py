@@ -9,7 +9,7 @@ Starts the simulator over TLS + HTTP/2 with the tone container, sends one reques
 client at once:
 
 * ``plain``: ``await stream.input_stream.close()`` (what the AWS sample does);
-* ``quiet``: ``await protocol.aws_crt.end_input(stream.input_stream)``;
+* ``quiet``: ``await sagemaker_transport.aws_crt.end_input(stream.input_stream)``;
 * ``helper``: the same session through ``simulator.client.open_bidi_session``.
 
 Prints one JSON line on stdout: the number of output parts and whether END_STREAM was written.
@@ -30,7 +30,7 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 from containers import tone_app
 
-from protocol.aws_crt import end_input
+from sagemaker_transport.aws_crt import end_input
 from simulator import AsgiContainer, Simulator
 from simulator.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_session
 

@@ -52,7 +52,7 @@ END_INPUT_TIMEOUT_S = 5.0
 """Longest wait of :func:`end_input` for the input to end and for END_STREAM to be written; a healthy
 connection takes a few milliseconds, a dead one fails the write at once, so this only bounds a hang."""
 
-logger = logging.getLogger("protocol.aws_crt")
+logger = logging.getLogger("sagemaker_transport.aws_crt")
 _watched: weakref.WeakSet[asyncio.Task[object]] = weakref.WeakSet()
 
 
