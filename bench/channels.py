@@ -170,7 +170,7 @@ async def simulator_channel(
 
     ``tcp_nodelay=False`` keeps the official client's own socket settings (Nagle on, REFERENCE.md §8).
     """
-    from simulator.client import open_bidi_session
+    from sagemaker_transport.client import open_bidi_session
 
     async with open_bidi_session(
         endpoint_name,

@@ -27,7 +27,7 @@ import httpx
 
 from conformance import deadline
 from conformance.loop import LoopThread
-from simulator.client import open_bidi_session, runtime_client
+from sagemaker_transport.client import open_bidi_session, runtime_client
 from simulator.container_command import container_command
 
 __all__ = [
@@ -242,7 +242,8 @@ class Target:
     """The container process whose output the suite can read, when it started one."""
 
     def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
-        """Open an ``InvokeEndpointWithBidirectionalStream`` session (a ``simulator.client.BidiSession``)."""
+        """Open an ``InvokeEndpointWithBidirectionalStream`` session (a
+        :class:`sagemaker_transport.client.BidiSession`)."""
         raise NotImplementedError
 
     def runtime(self, read_timeout: float = 70.0) -> Any:

@@ -10,7 +10,7 @@ client at once:
 
 * ``plain``: ``await stream.input_stream.close()`` (what the AWS sample does);
 * ``quiet``: ``await sagemaker_transport.aws_crt.end_input(stream.input_stream)``;
-* ``helper``: the same session through ``simulator.client.open_bidi_session``.
+* ``helper``: the same session through ``sagemaker_transport.client.open_bidi_session``.
 
 Prints one JSON line on stdout: the number of output parts and whether END_STREAM was written.
 """
@@ -31,8 +31,8 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 from containers import tone_app
 
 from sagemaker_transport.aws_crt import end_input
+from sagemaker_transport.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_session
 from simulator import AsgiContainer, Simulator
-from simulator.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_session
 
 MESSAGES = ({"text": "Hello there."}, {"type": "close"})
 

@@ -16,7 +16,7 @@ from protocol.session import (
     SynthesisCompleted,
     SynthesisStarted,
 )
-from simulator.client import BidiSession, ReceivedPart, open_bidi_session
+from sagemaker_transport.client import BidiSession, ReceivedPart, open_bidi_session
 
 #: REFERENCE §3's deployment check.
 SENTENCES = ("Hello there.", "This is a deployment check.", "It has three sentences.")

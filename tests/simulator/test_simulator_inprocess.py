@@ -22,8 +22,8 @@ from containers import crash_app, text_only_app, tone_app, tone_pcm
 from sim_support import SENTENCES, Transcript, run, speak
 from smithy_core.exceptions import CallError
 
+from sagemaker_transport.client import open_bidi_session
 from simulator import AsgiContainer, FaultPlan, Simulator, SimulatorSettings, SplitPolicy
-from simulator.client import open_bidi_session
 
 
 def _simulator(app: Any = None, **settings: Any) -> Simulator:

@@ -15,8 +15,8 @@ from containers import FragmentEchoServer
 from sim_support import run
 
 from protocol.logs import configure_logging
+from sagemaker_transport.client import open_bidi_session
 from simulator import Simulator, UrlContainer
-from simulator.client import open_bidi_session
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 from containers import FragmentEchoServer, UvicornThread, inline_app, text_only_app, tone_app, tone_pcm
 from sim_support import SENTENCES, Transcript, run, speak_through
 
+from sagemaker_transport.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_session
 from simulator import AsgiContainer, Simulator, SimulatorSettings, SplitPolicy, UrlContainer
-from simulator.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_session
 
 
 def _assert_complete(transcript: Transcript, texts: tuple[str, ...] = SENTENCES) -> None:
@@ -282,7 +282,8 @@ def test_both_ends_of_the_bidi_connection_turn_nagle_off() -> None:
 
 def test_a_polite_session_leaves_no_unretrieved_task_exception() -> None:
     """Issue 15: the CRT's body writer fails once the response has ended (HTTP-stream has completed);
-    simulator.client ends the input without asyncio reporting "Task exception was never retrieved"."""
+    sagemaker_transport.client ends the input without asyncio reporting "Task exception was never
+    retrieved"."""
     import gc
 
     reports: list[dict[str, Any]] = []

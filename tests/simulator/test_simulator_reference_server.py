@@ -22,8 +22,8 @@ from sim_support import SENTENCES, Transcript, describe, run, speak
 from protocol.messages import parse_server_control
 from protocol.session import AudioReceived, ClientSession, ErrorReceived
 from protocol.voices import KOKORO_VOICES
+from sagemaker_transport.client import iter_response_stream, open_bidi_session, runtime_client
 from simulator import CommandContainer, Simulator, SimulatorSettings, SplitPolicy
-from simulator.client import iter_response_stream, open_bidi_session, runtime_client
 
 REPO = Path(__file__).resolve().parents[2]
 
