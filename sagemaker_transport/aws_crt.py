@@ -19,7 +19,7 @@ arrives and nothing is printed).
 
 * :func:`end_input` is the quiet way to end a session's input: it ends the input and waits until the CRT
   has written END_STREAM (or found the stream already gone), so the caller may close the client
-  right after. ``sagemaker_transport.client.BidiSession.close_input`` and the agent's TTS leg use it.
+  right after. ``sagemaker_transport.client.BidiStream.close_input`` and the agent's TTS leg use it.
 * :func:`absorb_completed_stream_writes` gives each such task a done-callback that retrieves that one
   error (and only it: any other failure of the task is reported to the loop's exception handler as
   before), for sessions abandoned without :func:`end_input` (an exception, a timeout).

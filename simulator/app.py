@@ -258,8 +258,8 @@ class SimulatorApp:
             }
         )
         log.add("client", "out", "http-response", note="200")
-        session = _BidiSession(settings, socket, receive, send, log, settings.faults.cursor(invocation))
-        ending = await session.run()
+        relay = _BidiRelay(settings, socket, receive, send, log, settings.faults.cursor(invocation))
+        ending = await relay.run()
         self.logbook.close(log, f"{ending.reason}: {ending.note}" if ending.note else ending.reason, settings)
 
     # --- InvokeEndpoint and InvokeEndpointWithResponseStream ---------------------------------
@@ -399,7 +399,7 @@ class _ClientGone(Exception):
     """The client's HTTP stream can no longer be written to."""
 
 
-class _BidiSession:
+class _BidiRelay:
     """One open bidirectional stream: pumps both ways until an :class:`Ending` is decided.
 
     Four tasks race: the input pump (client → container), the output pump (container → client),
