@@ -170,9 +170,9 @@ async def simulator_channel(
 
     ``tcp_nodelay=False`` keeps the official client's own socket settings (Nagle on, REFERENCE.md §8).
     """
-    from simulator.client import open_bidi_session
+    from sagemaker_transport.client import open_bidi_stream
 
-    async with open_bidi_session(
+    async with open_bidi_stream(
         endpoint_name,
         endpoint_url=simulator.endpoint_url,
         ca_file=simulator.ca_file,

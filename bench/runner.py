@@ -87,7 +87,7 @@ def _quiet_finished_crt_streams(loop: asyncio.AbstractEventLoop, context: dict[s
 
     After the endpoint has ended a bidirectional stream, the CRT transport's own request-body task
     still tries to end the input and fails with ``AWS_ERROR_HTTP_STREAM_HAS_COMPLETED`` (the
-    simulator's client notes this in ``BidiSession.close_input``); asyncio reports the unretrieved
+    simulator's client notes this in ``BidiStream.close_input``); asyncio reports the unretrieved
     exception at garbage collection, once per session, which would bury the benchmark's output.
     """
     error = context.get("exception")

@@ -223,13 +223,13 @@ def notes(result: dict[str, Any]) -> list[str]:
         if off > on + 20.0:
             lines.append(
                 f"{head}: the request waited for the simulator's delayed ACK of the client's previous small "
-                "write. `reference_agent.sagemaker_tts.set_tcp_nodelay` removes it (README)."
+                "write. `sagemaker_transport.client.set_tcp_nodelay` removes it (README)."
             )
         else:
             lines.append(
                 f"{head}: in this flow the simulator's own frames carry the ACK the client's small writes "
                 "wait for, so Nagle costs nothing here; it still can against an endpoint with nothing to "
-                "send between two small client writes, which `reference_agent.sagemaker_tts.set_tcp_nodelay` "
+                "send between two small client writes, which `sagemaker_transport.client.set_tcp_nodelay` "
                 "rules out (README)."
             )
     return lines

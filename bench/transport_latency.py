@@ -97,7 +97,7 @@ async def _trial(mode: str, simulator: Any, client: Any, config: Config) -> dict
 
 async def run(context: Any, config: Config = Config()) -> Result:
     """Run the three modes ``config.trials`` times each, rotating their order (see the module docstring)."""
-    from simulator.client import runtime_client
+    from sagemaker_transport.client import runtime_client
 
     server = await context.servers.get("onnx")
     result = Result(

@@ -1,9 +1,9 @@
 """Sessions through the official client: reassembled messages, observed leniently, a client-side log.
 
 A :class:`Session` wraps one ``InvokeEndpointWithBidirectionalStream`` stream opened with
-:func:`simulator.client.open_bidi_session`. It sends client messages as PayloadParts (``DataType`` BINARY,
-UTF8 or absent; whole or in PARTIAL parts) and reads the output as whole server messages, joining
-PayloadParts up to ``CompletionState=COMPLETE`` (PROTOCOL.md §3.4 step 1, §12.3).
+:func:`sagemaker_transport.client.open_bidi_stream`. It sends client messages as PayloadParts
+(``DataType`` BINARY, UTF8 or absent; whole or in PARTIAL parts) and reads the output as whole server
+messages, joining PayloadParts up to ``CompletionState=COMPLETE`` (PROTOCOL.md §3.4 step 1, §12.3).
 
 Every message goes to the session's :class:`conformance.observer.Observer`, which records each deviation
 from the spec as a finding and never aborts: one broken rule does not hide the rest of the session. How
@@ -30,7 +30,7 @@ from conformance import clauses
 from conformance.observer import Answer, ErrorView, Message, Observer, describe_frame, excerpt, observe
 from protocol.errors import ErrorCode
 from protocol.messages import Append, Cancel, Close, End, Flush, SynthesisRequest, Utterance
-from simulator.client import BidiSession
+from sagemaker_transport.client import BidiStream
 
 if TYPE_CHECKING:
     from conformance.target import Target
@@ -145,7 +145,7 @@ class Session:
     """One open bidirectional session, observed message by message.
 
     Args:
-        bidi: the stream, from :func:`simulator.client.open_bidi_session`.
+        bidi: the stream, from :func:`sagemaker_transport.client.open_bidi_stream`.
         faithful_data_types: see :class:`conformance.observer.Observer`.
         check_frames: see :class:`conformance.observer.Observer`.
         name: a label for the log and the findings.
@@ -165,7 +165,7 @@ class Session:
 
     def __init__(
         self,
-        bidi: BidiSession,
+        bidi: BidiStream,
         *,
         faithful_data_types: bool,
         check_frames: bool = True,

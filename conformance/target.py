@@ -27,7 +27,7 @@ import httpx
 
 from conformance import deadline
 from conformance.loop import LoopThread
-from simulator.client import open_bidi_session, runtime_client
+from sagemaker_transport.client import open_bidi_stream, runtime_client
 from simulator.container_command import container_command
 
 __all__ = [
@@ -242,7 +242,8 @@ class Target:
     """The container process whose output the suite can read, when it started one."""
 
     def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
-        """Open an ``InvokeEndpointWithBidirectionalStream`` session (a ``simulator.client.BidiSession``)."""
+        """Open an ``InvokeEndpointWithBidirectionalStream`` stream (a
+        :class:`sagemaker_transport.client.BidiStream`)."""
         raise NotImplementedError
 
     def runtime(self, read_timeout: float = 70.0) -> Any:
@@ -317,7 +318,7 @@ class SimulatorTarget(Target):
 
     def bidi(self, **options: Any) -> contextlib.AbstractAsyncContextManager[Any]:
         options.setdefault("timeout", deadline.bound(BIDI_TIMEOUT_S))
-        return open_bidi_session(
+        return open_bidi_stream(
             self.endpoint_name,
             endpoint_url=self.simulator.endpoint_url,
             ca_file=self.simulator.ca_file,
@@ -456,7 +457,7 @@ class LiveTarget(Target):
             options.setdefault("credentials", _chain_credentials())
         if self.ca_file is not None:
             options.setdefault("ca_file", self.ca_file)
-        return open_bidi_session(self.endpoint_name, region=self.region, **options)
+        return open_bidi_stream(self.endpoint_name, region=self.region, **options)
 
     def runtime(self, read_timeout: float = 70.0) -> Any:
         if self.runtime_endpoint_url is None:

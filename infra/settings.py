@@ -152,6 +152,7 @@ AGENT_IMAGE = ImageSource(
         "protocol",
         "spec",
         "reference_agent",
+        "sagemaker_transport",
     ),
 )
 """The reference agent's image (linux/arm64, as AgentCore Runtime requires)."""

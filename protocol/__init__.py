@@ -12,7 +12,6 @@ are thin shells around them. One module per concept:
 - ``protocol.frames``: classifying server messages and cutting audio into safe frames (§3.3, §3.4).
 - ``protocol.pcm``: PCM16 conversion, resampling, sample alignment, WAV headers (§3.3, §11.2).
 - ``protocol.sse``: server-sent event encoding and decoding (§11.4).
-- ``protocol.eventstream``: AWS event-stream messages and SageMaker PayloadParts (§12).
 - ``protocol.chunker``: incremental sentence chunking of streamed text.
 - ``protocol.session``: the server and client session state machines (§4–§7).
 - ``protocol.heard``: what a listener heard of a request, from its word timings and the player's

@@ -380,7 +380,7 @@ def _quiet(verbose: int) -> None:
 
     configure_logging("debug" if verbose > 1 else "info" if verbose else "warning")
     if not verbose:
-        # The CRT transport's body writer fails harmlessly once a stream has ended (simulator.client).
+        # The CRT transport's body writer fails harmlessly once a stream has ended (sagemaker_transport).
         def drop_finished_crt_streams(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
             error = context.get("exception")
             if isinstance(error, RuntimeError) and "HTTP_STREAM_HAS_COMPLETED" in str(error):

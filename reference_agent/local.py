@@ -135,7 +135,7 @@ class LocalStack:
 
         from reference_agent.app import create_app
         from reference_agent.sagemaker_tts import SageMakerTtsConnector
-        from simulator.client import LOCAL_CREDENTIALS, crt_transport
+        from sagemaker_transport.client import LOCAL_CREDENTIALS, crt_transport
         from simulator.server import Simulator
 
         self.simulator = Simulator(

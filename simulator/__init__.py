@@ -10,7 +10,9 @@ Reading order: :mod:`simulator.splitting`, :mod:`simulator.faults`, :mod:`simula
 :mod:`simulator.errors`, :mod:`simulator.wirelog` (the rules, no I/O); then
 :mod:`simulator.container`, :mod:`simulator.asgi_container`, :mod:`simulator.app`,
 :mod:`simulator.h2server`, :mod:`simulator.transport`, :mod:`simulator.server` (the shells);
-:mod:`simulator.client` (helpers over the official clients); ``python -m simulator`` (the CLI).
+``python -m simulator`` (the CLI, :mod:`simulator.cli` its conventions). The official clients that reach
+it are driven by :mod:`sagemaker_transport.client`, and its wire framing is
+:mod:`sagemaker_transport.eventstream`.
 """
 
 from __future__ import annotations

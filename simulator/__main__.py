@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from protocol.cli import program_name, read_environment
 from protocol.logs import add_log_options, configure_logging
+from simulator.cli import program_name, read_environment
 from simulator.container_command import DEFAULT_CONTAINER_URL
 from simulator.faults import FaultPlan
 from simulator.settings import SimulatorSettings

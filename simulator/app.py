@@ -10,7 +10,7 @@
 The same app runs under :mod:`simulator.h2server` (TLS + HTTP/2, for the official bidi client),
 under hypercorn (plain HTTP/1.1, for boto3) and under :class:`simulator.transport.InProcessTransport`
 (no socket). It is a thin shell:
-framing is :mod:`protocol.eventstream`, the rules are :mod:`simulator.bridge`,
+framing is :mod:`sagemaker_transport.eventstream`, the rules are :mod:`simulator.bridge`,
 :mod:`simulator.splitting` and :mod:`simulator.faults`, and the container is a
 :class:`simulator.container.Container`.
 """
@@ -28,7 +28,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from protocol.eventstream import (
+from protocol.logs import log_event
+from sagemaker_transport.eventstream import (
     EventStreamDecoder,
     EventStreamError,
     EventStreamMessage,
@@ -38,7 +39,6 @@ from protocol.eventstream import (
     payload_part_message,
     unwrap_envelope,
 )
-from protocol.logs import log_event
 from simulator.bridge import (
     COMPLETE,
     PARTIAL,
@@ -258,8 +258,8 @@ class SimulatorApp:
             }
         )
         log.add("client", "out", "http-response", note="200")
-        session = _BidiSession(settings, socket, receive, send, log, settings.faults.cursor(invocation))
-        ending = await session.run()
+        relay = _BidiRelay(settings, socket, receive, send, log, settings.faults.cursor(invocation))
+        ending = await relay.run()
         self.logbook.close(log, f"{ending.reason}: {ending.note}" if ending.note else ending.reason, settings)
 
     # --- InvokeEndpoint and InvokeEndpointWithResponseStream ---------------------------------
@@ -399,7 +399,7 @@ class _ClientGone(Exception):
     """The client's HTTP stream can no longer be written to."""
 
 
-class _BidiSession:
+class _BidiRelay:
     """One open bidirectional stream: pumps both ways until an :class:`Ending` is decided.
 
     Four tasks race: the input pump (client → container), the output pump (container → client),

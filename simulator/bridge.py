@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from protocol.eventstream import PayloadPart
+from sagemaker_transport.eventstream import PayloadPart
 from simulator.errors import StreamError, StreamErrorKind
 from simulator.faults import Fault, FaultKind
 from simulator.splitting import MessageSplitter
@@ -105,7 +105,7 @@ class Fragment:
 class InputBridge:
     """Maps input PayloadParts to WebSocket frames (the input rules of the module docstring).
 
-    Parts come from :func:`protocol.eventstream.parse_payload_part`, which has already applied the
+    Parts come from :func:`sagemaker_transport.eventstream.parse_payload_part`, which has already applied the
     API defaults (absent DataType → BINARY, absent CompletionState → COMPLETE).
 
     Args:

@@ -416,42 +416,6 @@ def test_a_reply_with_nothing_to_speak_still_ends_cleanly():
     assert [e["type"] for e in events][-2:] == ["audio_stream_end", "agent_end"]
 
 
-# --- TCP_NODELAY on the official client's connection ------------------------------------------------
-
-
-@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/fd"), reason="needs Linux /proc")
-@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", None])
-def test_set_tcp_nodelay_turns_nagle_off_on_connections_to_that_peer_only(host):
-    import socket
-
-    from reference_agent.sagemaker_tts import set_tcp_nodelay
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener, socket.socket() as other_listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(2)
-        other_listener.bind(("127.0.0.1", 0))
-        other_listener.listen(1)
-        port = listener.getsockname()[1]
-        with socket.socket() as client, socket.socket() as bystander:
-            client.connect(("127.0.0.1", port))
-            bystander.connect(other_listener.getsockname())
-            nodelay = (socket.IPPROTO_TCP, socket.TCP_NODELAY)
-            assert client.getsockopt(*nodelay) == 0  # proto 0: nothing set it
-            assert set_tcp_nodelay(host, port) == 1
-            assert client.getsockopt(*nodelay) == 1
-            assert bystander.getsockopt(*nodelay) == 0
-            assert set_tcp_nodelay(host, port) == 0  # already off: nothing to change
-
-
-def test_endpoint_address_of_an_override_and_of_the_regional_endpoint():
-    from reference_agent.sagemaker_tts import endpoint_address
-
-    assert endpoint_address("https://127.0.0.1:8443") == ("127.0.0.1", 8443)
-    assert endpoint_address("https://example.test") == ("example.test", 443)
-    assert endpoint_address(None, "us-east-1") == ("runtime.sagemaker.us-east-1.amazonaws.com", 8443)
-    assert endpoint_address(None) == (None, 8443)
-
-
 def _invocation_lines(caplog) -> list[dict]:
     return [
         getattr(r, "kokoro_fields", {})

@@ -9,8 +9,8 @@ Starts the simulator over TLS + HTTP/2 with the tone container, sends one reques
 client at once:
 
 * ``plain``: ``await stream.input_stream.close()`` (what the AWS sample does);
-* ``quiet``: ``await protocol.aws_crt.end_input(stream.input_stream)``;
-* ``helper``: the same session through ``simulator.client.open_bidi_session``.
+* ``quiet``: ``await sagemaker_transport.aws_crt.end_input(stream.input_stream)``;
+* ``helper``: the same session through ``sagemaker_transport.client.open_bidi_stream``.
 
 Prints one JSON line on stdout: the number of output parts and whether END_STREAM was written.
 """
@@ -30,9 +30,9 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 from containers import tone_app
 
-from protocol.aws_crt import end_input
+from sagemaker_transport.aws_crt import end_input
+from sagemaker_transport.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_stream
 from simulator import AsgiContainer, Simulator
-from simulator.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_session
 
 MESSAGES = ({"text": "Hello there."}, {"type": "close"})
 
@@ -66,7 +66,7 @@ async def _raw(sim: Simulator, mode: str) -> dict[str, object]:
 
 
 async def _helper(sim: Simulator) -> dict[str, object]:
-    async with open_bidi_session("ep", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file) as session:
+    async with open_bidi_stream("ep", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file) as session:
         for message in MESSAGES:
             await session.send_json(message)
         parts = [part async for part in session]

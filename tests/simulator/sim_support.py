@@ -16,7 +16,7 @@ from protocol.session import (
     SynthesisCompleted,
     SynthesisStarted,
 )
-from simulator.client import BidiSession, ReceivedPart, open_bidi_session
+from sagemaker_transport.client import BidiStream, ReceivedPart, open_bidi_stream
 
 #: REFERENCE §3's deployment check.
 SENTENCES = ("Hello there.", "This is a deployment check.", "It has three sentences.")
@@ -42,7 +42,7 @@ class Transcript:
 
 
 async def speak(
-    session: BidiSession, texts: tuple[str, ...] = SENTENCES, *, data_type: str = "BINARY"
+    session: BidiStream, texts: tuple[str, ...] = SENTENCES, *, data_type: str = "BINARY"
 ) -> Transcript:
     """Send ``texts`` as synthesis requests then ``close``, read everything back, check it.
 
@@ -70,7 +70,7 @@ async def speak(
     return transcript
 
 
-async def describe(session: BidiSession, *, data_type: str = "BINARY") -> Capabilities:
+async def describe(session: BidiStream, *, data_type: str = "BINARY") -> Capabilities:
     """Send ``describe`` (PROTOCOL.md §4.4) and read parts until its ``capabilities`` frame; the session
     stays open for more. The frame is checked by :class:`protocol.session.ClientSession`."""
     client = ClientSession(check_frames=False)
@@ -83,7 +83,7 @@ async def describe(session: BidiSession, *, data_type: str = "BINARY") -> Capabi
 
 
 async def speak_through(texts: tuple[str, ...] = SENTENCES, **target: Any) -> Transcript:
-    """Open a session with :func:`open_bidi_session` (``target`` = its keyword arguments) and speak."""
+    """Open a session with :func:`open_bidi_stream` (``target`` = its keyword arguments) and speak."""
     target.setdefault("timeout", 30.0)
-    async with open_bidi_session("tts-endpoint", **target) as session:
+    async with open_bidi_stream("tts-endpoint", **target) as session:
         return await speak(session, texts)

@@ -11,8 +11,8 @@ from botocore.exceptions import ClientError, EventStreamError
 from containers import invocation_body, tone_app
 from sim_support import SENTENCES, run
 
+from sagemaker_transport.client import iter_response_stream, runtime_client
 from simulator import AsgiContainer, FaultPlan, Simulator, SimulatorSettings, SplitPolicy, UrlContainer
-from simulator.client import iter_response_stream, runtime_client
 
 TEXT = SENTENCES[2]
 

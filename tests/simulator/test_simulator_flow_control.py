@@ -22,7 +22,7 @@ import pytest
 from sim_support import run
 from websockets.asyncio.server import serve
 
-from protocol.eventstream import encode_message, signed_envelope
+from sagemaker_transport.eventstream import encode_message, signed_envelope
 from simulator import Simulator, SimulatorSettings, UrlContainer
 from simulator.certs import make_tls_files
 from simulator.h2server import DEFAULT_INPUT_WINDOW_BYTES, H2Server, server_ssl_context

@@ -22,8 +22,8 @@ from containers import crash_app, text_only_app, tone_app, tone_pcm
 from sim_support import SENTENCES, Transcript, run, speak
 from smithy_core.exceptions import CallError
 
+from sagemaker_transport.client import open_bidi_stream
 from simulator import AsgiContainer, FaultPlan, Simulator, SimulatorSettings, SplitPolicy
-from simulator.client import open_bidi_session
 
 
 def _simulator(app: Any = None, **settings: Any) -> Simulator:
@@ -31,7 +31,7 @@ def _simulator(app: Any = None, **settings: Any) -> Simulator:
 
 
 async def _speak(sim: Simulator, texts: tuple[str, ...] = SENTENCES, **kwargs: Any) -> Transcript:
-    async with open_bidi_session("tts-endpoint", transport=sim.transport(), timeout=20, **kwargs) as session:
+    async with open_bidi_stream("tts-endpoint", transport=sim.transport(), timeout=20, **kwargs) as session:
         return await speak(session, texts)
 
 
@@ -111,7 +111,7 @@ def test_utf8_requests_arrive_as_text_frames() -> None:
     async def main() -> None:
         async with (
             _simulator() as sim,
-            open_bidi_session("ep", transport=sim.transport(), timeout=20) as session,
+            open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session,
         ):
             _assert_complete(await speak(session, SENTENCES[:1], data_type="UTF8"), SENTENCES[:1])
             frames = [r.event for r in sim.wire_logs[0].select(leg="container", direction="out")]
@@ -125,7 +125,7 @@ def test_text_only_container_fails_as_on_sagemaker() -> None:
 
     async def main() -> None:
         async with _simulator(text_only_app()) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 await session.send(b'{"text": "Hello there.", "request_id": "r1"}')  # DataType BINARY
                 with pytest.raises(ModelStreamError) as caught:
                     async for _ in session:
@@ -133,7 +133,7 @@ def test_text_only_container_fails_as_on_sagemaker() -> None:
             assert caught.value.error_code == "StreamBroken"
             assert "KeyError('text')" in (sim.wire_logs[0].outcome or "")
             # The same container works while every frame is TEXT (UTF8).
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 await session.send_text('{"text": "Hello there.", "request_id": "r1"}')
                 part = await session.receive()
                 assert part is not None and b"synthesis_start" in part.data
@@ -144,7 +144,7 @@ def test_text_only_container_fails_as_on_sagemaker() -> None:
 def test_container_crash_is_a_model_stream_error() -> None:
     async def main() -> None:
         async with _simulator(crash_app()) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 await session.send(b'{"text": "x"}')
                 received = []
                 with pytest.raises(ModelStreamError):
@@ -159,7 +159,7 @@ def test_container_crash_is_a_model_stream_error() -> None:
 def test_container_that_accepts_late_is_a_model_error_424() -> None:
     async def main() -> None:
         async with _simulator(tone_app(accept_delay_s=1.0)) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 with pytest.raises(ModelError) as caught:
                     await session.opened()
             assert "250 ms" in (caught.value.message or "")
@@ -171,7 +171,7 @@ def test_container_that_accepts_late_is_a_model_error_424() -> None:
 def test_container_refusing_the_route_is_a_model_error_with_its_status() -> None:
     async def main() -> None:
         async with _simulator() as sim:
-            async with open_bidi_session(
+            async with open_bidi_stream(
                 "ep", transport=sim.transport(), model_invocation_path="/no-such-route", timeout=20
             ) as session:
                 with pytest.raises(ModelError) as caught:
@@ -184,7 +184,7 @@ def test_container_refusing_the_route_is_a_model_error_with_its_status() -> None
 def test_invocation_path_and_query_reach_the_container() -> None:
     async def main() -> None:
         async with _simulator() as sim:
-            async with open_bidi_session(
+            async with open_bidi_stream(
                 "ep",
                 transport=sim.transport(),
                 model_invocation_path="invocations-bidirectional-stream",
@@ -201,7 +201,7 @@ def test_invocation_path_and_query_reach_the_container() -> None:
 def test_unknown_endpoint_name_is_an_input_validation_error() -> None:
     async def main() -> None:
         async with _simulator(endpoint_name="tts") as sim:
-            async with open_bidi_session("other", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("other", transport=sim.transport(), timeout=20) as session:
                 with pytest.raises(InputValidationError):
                     await session.opened()
 
@@ -220,7 +220,7 @@ def test_unknown_endpoint_name_is_an_input_validation_error() -> None:
 def test_pre_stream_faults_raise_the_service_errors(fault: str, error: type[Exception]) -> None:
     async def main() -> None:
         async with _simulator(faults=FaultPlan.parse([fault])) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 with pytest.raises(error) as caught:
                     await session.opened()
             if fault == "throttle":
@@ -233,7 +233,7 @@ def test_pre_stream_faults_raise_the_service_errors(fault: str, error: type[Exce
 def test_fault_times_limits_the_invocations_hit() -> None:
     async def main() -> None:
         async with _simulator(faults=FaultPlan.parse(["unavailable*1"])) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 with pytest.raises(ServiceUnavailableError):
                     await session.opened()
             _assert_complete(await _speak(sim))
@@ -256,7 +256,7 @@ def test_mid_stream_faults_fire_after_exactly_k_bytes(fault: str, error: type[Ex
         settings = {"faults": FaultPlan.parse([fault]), "split": SplitPolicy.parse(split)}
         async with _simulator(**settings) as sim:
             received = bytearray()
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 await session.send(b'{"text": "This is a deployment check."}')
                 with pytest.raises(error) as caught:
                     async for part in session:
@@ -274,7 +274,7 @@ def test_end_of_input_tears_the_websocket_down() -> None:
 
     async def main() -> None:
         async with _simulator(tone_app(frame_delay_s=0.5)) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 await session.send(b'{"text": "Hello there."}')
                 await session.close_input()
                 parts = [part async for part in session]
@@ -289,7 +289,7 @@ def test_end_of_input_tears_the_websocket_down() -> None:
 def test_idle_timeout_ends_the_session() -> None:
     async def main() -> None:
         async with _simulator(idle_timeout_s=0.3) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 with pytest.raises(ModelStreamError) as caught:
                     await session.receive()  # nothing sent, so nothing ever comes back
             assert caught.value.error_code == "ModelInvocationTimeExceeded"
@@ -300,7 +300,7 @@ def test_idle_timeout_ends_the_session() -> None:
 def test_session_length_limit_ends_the_session() -> None:
     async def main() -> None:
         async with _simulator(tone_app(frame_delay_s=0.2), max_session_s=0.5) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 await session.send(b'{"text": "A sentence long enough to outlast the limit."}')
                 with pytest.raises(ModelStreamError) as caught:
                     async for _ in session:
@@ -314,7 +314,7 @@ def test_session_length_limit_ends_the_session() -> None:
 def test_input_part_above_the_limit_is_refused() -> None:
     async def main() -> None:
         async with _simulator(max_part_bytes=16) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 await session.send(b'{"text": "this request is longer than sixteen bytes"}')
                 with pytest.raises(InternalStreamFailure):
                     await session.receive()
@@ -374,7 +374,7 @@ def test_concurrent_sessions_are_independent() -> None:
 def test_client_going_away_closes_the_container_websocket() -> None:
     async def main() -> None:
         async with _simulator(tone_app(frame_delay_s=0.3)) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 await session.send(b'{"text": "Hello there."}')
                 assert await session.receive() is not None
                 await session.client.close()  # the client vanishes mid-answer

@@ -15,8 +15,8 @@ from containers import FragmentEchoServer
 from sim_support import run
 
 from protocol.logs import configure_logging
+from sagemaker_transport.client import open_bidi_stream
 from simulator import Simulator, UrlContainer
-from simulator.client import open_bidi_session
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def test_request_text_never_reaches_the_simulators_debug_log(restore_logging):
     async def main() -> None:
         with FragmentEchoServer() as echo:  # a python-websockets container behind a real socket
             async with Simulator(UrlContainer(echo.url), listen=False) as sim:
-                async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+                async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                     await session.send(json.dumps({"text": f"Say {marker} now."}).encode(), data_type="UTF8")
                     await session.send(
                         f"and {marker}".encode(), data_type="BINARY", completion_state="PARTIAL"

@@ -23,8 +23,8 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 from containers import FragmentEchoServer, UvicornThread, inline_app, text_only_app, tone_app, tone_pcm
 from sim_support import SENTENCES, Transcript, run, speak_through
 
+from sagemaker_transport.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_stream
 from simulator import AsgiContainer, Simulator, SimulatorSettings, SplitPolicy, UrlContainer
-from simulator.client import LOCAL_CREDENTIALS, crt_transport, open_bidi_session
 
 
 def _assert_complete(transcript: Transcript, texts: tuple[str, ...] = SENTENCES) -> None:
@@ -118,7 +118,7 @@ def test_partial_parts_arrive_as_continuation_fragments() -> None:
     async def main() -> None:
         with FragmentEchoServer() as echo:
             async with Simulator(UrlContainer(echo.url), listen=False) as sim:
-                async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+                async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                     await session.send(b"he", data_type="UTF8", completion_state="PARTIAL")
                     await session.send(b"ll", data_type="UTF8", completion_state="PARTIAL")
                     await session.send(b"o", data_type="UTF8", completion_state="COMPLETE")
@@ -148,7 +148,7 @@ def test_container_that_stops_answering_pings_fails_the_session() -> None:
         settings = SimulatorSettings(ping_interval_s=0.2, ping_timeout_s=0.5)
         with FragmentEchoServer() as echo:
             async with Simulator(UrlContainer(echo.url), settings, listen=False) as sim:
-                async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+                async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                     await session.send(b"stall:2")
                     with pytest.raises(ModelStreamError) as caught:
                         await session.receive()
@@ -178,7 +178,7 @@ def test_container_that_stops_reading_during_synthesis_fails_the_ping_check() ->
         settings = SimulatorSettings(ping_interval_s=0.1, ping_timeout_s=0.3, close_timeout_s=0.2)
         with UvicornThread(inline_app(frame_delay_s=0.5)) as container:
             async with Simulator(UrlContainer(container.url), settings, listen=False) as sim:
-                async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+                async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                     await session.send(b'{"text": "Hello there."}')
                     await session.send(b'{"type": "close"}')
                     with pytest.raises(ModelStreamError):
@@ -192,7 +192,7 @@ def test_container_that_stops_reading_during_synthesis_fails_the_ping_check() ->
 def test_unreachable_container_is_a_model_error() -> None:
     async def main() -> None:
         async with Simulator(UrlContainer(f"http://127.0.0.1:{_closed_port()}"), listen=False) as sim:
-            async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+            async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                 with pytest.raises(ModelError) as caught:
                     await session.opened()
             assert "could not be reached" in (caught.value.message or "")
@@ -207,7 +207,7 @@ def test_text_only_container_behind_a_real_socket(data_type: Any) -> None:
     async def main() -> str | None:
         with UvicornThread(text_only_app()) as container:
             async with Simulator(UrlContainer(container.url), listen=False) as sim:
-                async with open_bidi_session("ep", transport=sim.transport(), timeout=20) as session:
+                async with open_bidi_stream("ep", transport=sim.transport(), timeout=20) as session:
                     await session.send(b'{"text": "Hello there."}', data_type=data_type)
                     with pytest.raises(ModelStreamError):
                         async for _ in session:
@@ -221,7 +221,7 @@ def test_text_only_container_behind_a_real_socket(data_type: Any) -> None:
 def test_client_dropping_the_tls_connection_ends_the_session() -> None:
     async def main() -> str | None:
         async with Simulator(AsgiContainer(tone_app(frame_delay_s=0.3))) as sim:
-            async with open_bidi_session(
+            async with open_bidi_stream(
                 "ep", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file, timeout=20
             ) as s:
                 await s.send(b'{"text": "Hello there."}')
@@ -261,11 +261,11 @@ def _nodelay_by_connection() -> dict[tuple[tuple[str, int], tuple[str, int]], in
 def test_both_ends_of_the_bidi_connection_turn_nagle_off() -> None:
     """REFERENCE.md §8: with Nagle on, a small PayloadPart waits up to 40 ms for a delayed ACK. The
     simulator's end sets TCP_NODELAY itself; the CRT client's end does not (awscrt has no option for
-    it: it reads 0 unless ``open_bidi_session`` turns it on, which it does by default)."""
+    it: it reads 0 unless ``open_bidi_stream`` turns it on, which it does by default)."""
 
     async def ends(tcp_nodelay: bool) -> list[int]:
         async with Simulator(AsgiContainer(tone_app())) as sim:
-            async with open_bidi_session(
+            async with open_bidi_stream(
                 "ep", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file, timeout=30, tcp_nodelay=tcp_nodelay
             ) as session:
                 await session.opened()
@@ -282,7 +282,8 @@ def test_both_ends_of_the_bidi_connection_turn_nagle_off() -> None:
 
 def test_a_polite_session_leaves_no_unretrieved_task_exception() -> None:
     """Issue 15: the CRT's body writer fails once the response has ended (HTTP-stream has completed);
-    simulator.client ends the input without asyncio reporting "Task exception was never retrieved"."""
+    sagemaker_transport.client ends the input without asyncio reporting "Task exception was never
+    retrieved"."""
     import gc
 
     reports: list[dict[str, Any]] = []

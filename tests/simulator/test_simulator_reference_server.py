@@ -22,8 +22,8 @@ from sim_support import SENTENCES, Transcript, describe, run, speak
 from protocol.messages import parse_server_control
 from protocol.session import AudioReceived, ClientSession, ErrorReceived
 from protocol.voices import KOKORO_VOICES
+from sagemaker_transport.client import iter_response_stream, open_bidi_stream, runtime_client
 from simulator import CommandContainer, Simulator, SimulatorSettings, SplitPolicy
-from simulator.client import iter_response_stream, open_bidi_session, runtime_client
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,12 +70,12 @@ def test_reference_server_through_tls_and_in_process() -> None:
     async def main() -> None:
         settings = SimulatorSettings(split=SplitPolicy.parse("misaligned"))
         async with Simulator(_reference_container(), settings) as sim:
-            async with open_bidi_session(
+            async with open_bidi_stream(
                 "tts", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file, timeout=120
             ) as session:
                 capabilities = await describe(session)
                 _assert_three_sentences(await speak(session, SENTENCES, data_type="BINARY"))
-            async with open_bidi_session("tts", transport=sim.transport(), timeout=120) as session:
+            async with open_bidi_stream("tts", transport=sim.transport(), timeout=120) as session:
                 _assert_three_sentences(await speak(session, SENTENCES, data_type="UTF8"))
 
             client = runtime_client(sim.http1_url, max_attempts=1, read_timeout=120)
@@ -116,7 +116,7 @@ def test_utterance_per_character_with_messages_resplit_into_parts() -> None:
     async def main() -> dict[str, bytearray]:
         settings = SimulatorSettings(split=SplitPolicy.parse("misaligned"))
         async with Simulator(_reference_container(), settings) as sim:
-            async with open_bidi_session(
+            async with open_bidi_stream(
                 "tts", endpoint_url=sim.endpoint_url, ca_file=sim.ca_file, timeout=120
             ) as session:
                 client = ClientSession(check_frames=False)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from protocol.eventstream import PayloadPart
+from sagemaker_transport.eventstream import PayloadPart
 from simulator.bridge import (
     BridgeError,
     Ending,

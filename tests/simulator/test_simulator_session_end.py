@@ -5,7 +5,7 @@ The endpoint ends the response stream when the container closes its WebSocket, a
 ("the bidirectional stream maintains the connection until either the client closes it or the model
 indicates completion": the InvokeEndpointWithBidirectionalStream API reference). The traceback comes
 from the client side: ``input_stream.close()`` returns before the CRT transport has written END_STREAM,
-and a client closed right after cuts that write off. ``protocol.aws_crt.end_input`` waits for it.
+and a client closed right after cuts that write off. ``sagemaker_transport.aws_crt.end_input`` waits for it.
 
 Each client runs as its own process (natural_client.py), because asyncio prints the unretrieved
 exception when the task is collected or the loop closes; its stderr is the evidence.

@@ -1,4 +1,5 @@
-"""protocol/aws_crt.py retrieves exactly one known error of the CRT's request-body task, nothing else.
+"""sagemaker_transport/aws_crt.py retrieves exactly one known error of the CRT's request-body task, nothing
+else.
 
 The task is imitated by a coroutine with the same name (the real one is exercised through the official
 client in tests/simulator/test_simulator_network.py)."""
@@ -10,7 +11,7 @@ import gc
 
 import pytest
 
-from protocol.aws_crt import absorb_completed_stream_writes, body_writer, end_input
+from sagemaker_transport.aws_crt import absorb_completed_stream_writes, body_writer, end_input
 
 
 async def _set_request_body_generator(error: BaseException | None) -> None:

@@ -1,4 +1,4 @@
-"""Tests for protocol.eventstream, cross-checked against botocore, smithy and the official bidi client."""
+"""sagemaker_transport.eventstream, cross-checked against botocore, smithy and the official bidi client."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from protocol.eventstream import (
+from sagemaker_transport.eventstream import (
     MAX_HEADERS_BYTES,
     MAX_PAYLOAD_BYTES,
     Byte,

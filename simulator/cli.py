@@ -1,4 +1,4 @@
-"""Command-line conventions every piece shares, so the project behaves as one product.
+"""Command-line conventions of ``python -m simulator`` (their one user), the ones every piece follows.
 
 * :func:`program_name`: the name a usage line shows: the console script's own name when the command was
   started as one (``sagemaker-simulator``), else ``python -m <module>``.

@@ -19,7 +19,7 @@ arrives and nothing is printed).
 
 * :func:`end_input` is the quiet way to end a session's input: it ends the input and waits until the CRT
   has written END_STREAM (or found the stream already gone), so the caller may close the client
-  right after. ``simulator.client.BidiSession.close_input`` and the agent's TTS leg use it.
+  right after. ``sagemaker_transport.client.BidiStream.close_input`` and the agent's TTS leg use it.
 * :func:`absorb_completed_stream_writes` gives each such task a done-callback that retrieves that one
   error (and only it: any other failure of the task is reported to the loop's exception handler as
   before), for sessions abandoned without :func:`end_input` (an exception, a timeout).
@@ -52,7 +52,7 @@ END_INPUT_TIMEOUT_S = 5.0
 """Longest wait of :func:`end_input` for the input to end and for END_STREAM to be written; a healthy
 connection takes a few milliseconds, a dead one fails the write at once, so this only bounds a hang."""
 
-logger = logging.getLogger("protocol.aws_crt")
+logger = logging.getLogger("sagemaker_transport.aws_crt")
 _watched: weakref.WeakSet[asyncio.Task[object]] = weakref.WeakSet()
 
 
