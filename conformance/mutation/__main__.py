@@ -90,7 +90,7 @@ def _covered(modules: tuple[str, ...], report: Path) -> dict[str, list[int]]:
     change of the server, the suite or the simulator (``report/coverage.json`` keeps them)."""
     record = report / "coverage.json"
     key = {
-        "files": stamp(["protocol", "reference_server", "conformance", "simulator", "spec"]),
+        "files": stamp(["protocol", "speech", "reference_server", "conformance", "simulator", "spec"]),
         "paths": modules,
     }
     with contextlib.suppress(OSError, ValueError, KeyError):

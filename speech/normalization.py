@@ -5,7 +5,7 @@ it, pt-BR and, in this server, English) is driven word by word with punctuation 
 a number: ``1,234`` is read "one, two hundred thirty-four", ``3.14`` "three. fourteen", ``$5`` "dollar
 five", ``10:30`` "ten: thirty", ``5 km`` "five k m", ``2024-03-15`` "two thousand twenty-four dash zero
 three ...", and emoji are read by name ("grinning face"). :func:`normalize_text` rewrites one chunk of
-text (a sentence from :mod:`protocol.chunker`) so that the G2P reads it as a person would.
+text (a sentence from :mod:`speech.chunker`) so that the G2P reads it as a person would.
 
 What is rewritten, per language (Kokoro codes, :data:`protocol.voices.LANGUAGE_TAGS`):
 
