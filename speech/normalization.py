@@ -50,15 +50,22 @@ figure, symbol, abbreviation, address or emoji, and :func:`normalize_text` is th
 whitespace collapsed. Cost: one regular-expression pass over the chunk, linear in its length (every token
 pattern is anchored at a word start by a look-behind and has no nested repetition); each number costs
 num2words time linear in its digits (numbers over 15 digits are read digit by digit).
+
+This module is the engine: the token patterns every language shares, and the reading of each token
+kind. What a language says (its units, currencies, months, scales, abbreviations, how it groups digits,
+says a time or a date) and the token shapes only it writes are its module's tables in
+:mod:`speech.languages` (``en``, ``es``, ``fr``, ``hi``, ``it``, ``ja``, ``pt``, ``zh``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import cache
 
 from num2words import num2words
+
+from speech.languages import CJK_LANGUAGES, LANGUAGES, en
+from speech.languages.base import CJK_PATTERNS, GROUPED_POINT, START, Currency, Language
 
 __all__ = ["normalize_spans", "normalize_text", "normalizer_language"]
 
@@ -80,472 +87,24 @@ _EMOJI = (
     r"|[\ufe0e\ufe0f\u20e3]|[\u2122\u00ae]"
 )
 
-# --- per-language words --------------------------------------------------------------------------------
+# --- languages -----------------------------------------------------------------------------------------
 
+_GENERIC = Language(
+    code="",
+    num2words=None,
+    decimal_comma=False,
+    point={},
+    words={},
+    currencies={},
+    scales={},
+    scale_of="",
+    units={},
+    months=(),
+    grouping=GROUPED_POINT,
+    clock=en.clock,
+    date=en.american_date,
+)  # any other language: emoji and addresses only (no figure token reaches its clock or date)
 
-@dataclass(frozen=True)
-class _Currency:
-    one: str
-    many: str
-    cent_one: str = ""
-    cent_many: str = ""
-    feminine: bool = False
-
-
-@dataclass(frozen=True)
-class _Language:
-    """The words and conventions of one language."""
-
-    code: str  # Kokoro code
-    num2words: str | None  # num2words language; None: digits are left for the G2P
-    decimal_comma: bool  # "," is the decimal separator, "." (and spaces in French) group thousands
-    point: dict[str, str]  # decimal separator as written -> its word
-    words: dict[str, str]  # percent minus to about times plus equals ... (the keys "a" has)
-    currencies: dict[str, _Currency]
-    scales: dict[str, str]  # "million", "k" ... as written -> word before the currency ("" keeps it)
-    scale_of: str  # word between a scale and the currency ("de" in es/pt, "di" it, "de"/"d'" fr)
-    units: dict[str, tuple[str, str]]
-    months: tuple[str, ...]
-    abbreviations: dict[str, str] = field(default_factory=dict)
-    feminine: frozenset[str] = frozenset()  # unit words (singular) of feminine gender
-
-
-def _pairs(text: str) -> dict[str, str]:
-    """``"key=value; key=value"`` -> dict (values may hold spaces)."""
-    return dict(item.split("=", 1) for item in text.split("; "))
-
-
-def _units(table: str) -> dict[str, tuple[str, str]]:
-    """Lines ``abbreviations | singular | plural`` -> abbreviation -> (singular, plural)."""
-    units = {}
-    for line in table.strip().splitlines():
-        names, one, many = (part.strip() for part in line.split("|"))
-        units.update(dict.fromkeys(names.split(), (one, many)))
-    return units
-
-
-def _currencies(table: str) -> dict[str, _Currency]:
-    """Lines ``symbols and codes | one | many [| cent | cents] [| feminine]`` -> symbol -> currency."""
-    currencies = {}
-    for line in table.strip().splitlines():
-        names, *words = (part.strip() for part in line.split("|"))
-        feminine = words[-1] == "feminine"
-        one, many, *cents = words[:-1] if feminine else words
-        currency = _Currency(one, many, *(cents or ("", "")), feminine)
-        currencies.update(dict.fromkeys(names.split(), currency))
-    return currencies
-
-
-_EN_UNITS = _units(
-    """
-    km | kilometer | kilometers
-    m | meter | meters
-    cm | centimeter | centimeters
-    mm | millimeter | millimeters
-    kg | kilogram | kilograms
-    g | gram | grams
-    mg | milligram | milligrams
-    l L | liter | liters
-    ml mL | milliliter | milliliters
-    km/h kph | kilometer per hour | kilometers per hour
-    mph | mile per hour | miles per hour
-    ft | foot | feet
-    mi | mile | miles
-    lb lbs | pound | pounds
-    oz | ounce | ounces
-    KB kB | kilobyte | kilobytes
-    MB | megabyte | megabytes
-    GB | gigabyte | gigabytes
-    TB | terabyte | terabytes
-    Hz | hertz | hertz
-    kHz | kilohertz | kilohertz
-    MHz | megahertz | megahertz
-    GHz | gigahertz | gigahertz
-    W | watt | watts
-    kW | kilowatt | kilowatts
-    MW | megawatt | megawatts
-    kWh | kilowatt hour | kilowatt hours
-    V | volt | volts
-    mAh | milliamp hour | milliamp hours
-    ms | millisecond | milliseconds
-    sec | second | seconds
-    min | minute | minutes
-    h hr hrs | hour | hours
-    °C | degree Celsius | degrees Celsius
-    °F | degree Fahrenheit | degrees Fahrenheit
-    ° | degree | degrees
-    """
-)
-
-
-_ES_UNITS = _units(
-    """
-    km | kilómetro | kilómetros
-    m | metro | metros
-    cm | centímetro | centímetros
-    mm | milímetro | milímetros
-    kg | kilogramo | kilogramos
-    g | gramo | gramos
-    mg | miligramo | miligramos
-    l L | litro | litros
-    ml mL | mililitro | mililitros
-    km/h | kilómetro por hora | kilómetros por hora
-    mph | milla por hora | millas por hora
-    KB kB | kilobyte | kilobytes
-    MB | megabyte | megabytes
-    GB | gigabyte | gigabytes
-    TB | terabyte | terabytes
-    Hz | hercio | hercios
-    kHz | kilohercio | kilohercios
-    MHz | megahercio | megahercios
-    GHz | gigahercio | gigahercios
-    W | vatio | vatios
-    kW | kilovatio | kilovatios
-    kWh | kilovatio hora | kilovatios hora
-    V | voltio | voltios
-    ms | milisegundo | milisegundos
-    min | minuto | minutos
-    h | hora | horas
-    seg | segundo | segundos
-    °C | grado Celsius | grados Celsius
-    °F | grado Fahrenheit | grados Fahrenheit
-    ° | grado | grados
-    """
-)
-
-
-_FR_UNITS = _units(
-    """
-    km | kilomètre | kilomètres
-    m | mètre | mètres
-    cm | centimètre | centimètres
-    mm | millimètre | millimètres
-    kg | kilogramme | kilogrammes
-    g | gramme | grammes
-    mg | milligramme | milligrammes
-    l L | litre | litres
-    ml mL | millilitre | millilitres
-    km/h | kilomètre heure | kilomètres heure
-    mph | mile par heure | miles par heure
-    ko Ko KB | kilo-octet | kilo-octets
-    Mo MB | mégaoctet | mégaoctets
-    Go GB | gigaoctet | gigaoctets
-    To TB | téraoctet | téraoctets
-    Hz | hertz | hertz
-    kHz | kilohertz | kilohertz
-    MHz | mégahertz | mégahertz
-    GHz | gigahertz | gigahertz
-    W | watt | watts
-    kW | kilowatt | kilowatts
-    kWh | kilowattheure | kilowattheures
-    V | volt | volts
-    ms | milliseconde | millisecondes
-    min | minute | minutes
-    s | seconde | secondes
-    °C | degré Celsius | degrés Celsius
-    °F | degré Fahrenheit | degrés Fahrenheit
-    ° | degré | degrés
-    """
-)
-
-
-_IT_UNITS = _units(
-    """
-    km | chilometro | chilometri
-    m | metro | metri
-    cm | centimetro | centimetri
-    mm | millimetro | millimetri
-    kg | chilogrammo | chilogrammi
-    g | grammo | grammi
-    mg | milligrammo | milligrammi
-    l L | litro | litri
-    ml mL | millilitro | millilitri
-    km/h | chilometro orario | chilometri orari
-    mph | miglio orario | miglia orarie
-    KB kB | kilobyte | kilobyte
-    MB | megabyte | megabyte
-    GB | gigabyte | gigabyte
-    TB | terabyte | terabyte
-    Hz | hertz | hertz
-    kHz | kilohertz | kilohertz
-    MHz | megahertz | megahertz
-    GHz | gigahertz | gigahertz
-    W | watt | watt
-    kW | kilowatt | kilowatt
-    kWh | chilowattora | chilowattora
-    V | volt | volt
-    ms | millisecondo | millisecondi
-    min | minuto | minuti
-    h | ora | ore
-    s | secondo | secondi
-    °C | grado Celsius | gradi Celsius
-    °F | grado Fahrenheit | gradi Fahrenheit
-    ° | grado | gradi
-    """
-)
-
-
-_PT_UNITS = _units(
-    """
-    km | quilômetro | quilômetros
-    m | metro | metros
-    cm | centímetro | centímetros
-    mm | milímetro | milímetros
-    kg | quilograma | quilogramas
-    g | grama | gramas
-    mg | miligrama | miligramas
-    l L | litro | litros
-    ml mL | mililitro | mililitros
-    km/h | quilômetro por hora | quilômetros por hora
-    mph | milha por hora | milhas por hora
-    KB kB | kilobyte | kilobytes
-    MB | megabyte | megabytes
-    GB | gigabyte | gigabytes
-    TB | terabyte | terabytes
-    Hz | hertz | hertz
-    kHz | quilohertz | quilohertz
-    MHz | mega-hertz | mega-hertz
-    GHz | giga-hertz | giga-hertz
-    W | watt | watts
-    kW | quilowatt | quilowatts
-    kWh | quilowatt-hora | quilowatts-hora
-    V | volt | volts
-    ms | milissegundo | milissegundos
-    min | minuto | minutos
-    h | hora | horas
-    s | segundo | segundos
-    °C | grau Celsius | graus Celsius
-    °F | grau Fahrenheit | graus Fahrenheit
-    ° | grau | graus
-    """
-)
-
-_LANGUAGES = {
-    "a": _Language(
-        code="a",
-        num2words="en",
-        decimal_comma=False,
-        point={".": "point"},
-        words=_pairs(
-            "percent=percent; minus=minus; to=to; about=about; times=times; plus=plus; equals=equals; "
-            "divided=divided by; number=number; dot=dot; slash=slash; at=at; and=and; cents_and=and"
-        ),
-        currencies=_currencies(
-            """
-            $ US$ USD | dollar | dollars | cent | cents
-            € EUR | euro | euros | cent | cents
-            £ GBP | pound | pounds | penny | pence
-            ¥ JPY | yen | yen
-            ₹ INR | rupee | rupees | paisa | paise
-            R$ BRL | real | reais | centavo | centavos
-            """
-        ),
-        scales=_pairs(
-            "thousand=thousand; million=million; billion=billion; trillion=trillion; k=thousand; "
-            "K=thousand; M=million; mn=million; B=billion; bn=billion"
-        ),
-        scale_of="",
-        units=_EN_UNITS,
-        months=tuple(
-            "January February March April May June July August September October November December".split()
-        ),
-        abbreviations=_pairs(
-            "e.g.=for example; i.e.=that is; vs.=versus; vs=versus; approx.=approximately; "
-            "24/7=twenty-four seven"
-        ),
-    ),
-    "e": _Language(
-        code="e",
-        num2words="es",
-        decimal_comma=True,
-        point={",": "coma", ".": "punto"},
-        words=_pairs(
-            "percent=por ciento; minus=menos; to=a; about=unos; times=por; plus=más; equals=igual a; "
-            "divided=entre; number=número; dot=punto; slash=barra; at=arroba; and=y; cents_and=con"
-        ),
-        currencies=_currencies(
-            """
-            $ US$ USD | dólar | dólares | centavo | centavos
-            € EUR | euro | euros | céntimo | céntimos
-            £ GBP | libra | libras | penique | peniques | feminine
-            ¥ JPY | yen | yenes
-            ₹ INR | rupia | rupias | feminine
-            R$ BRL | real | reales | centavo | centavos
-            """
-        ),
-        scales=_pairs(
-            "mil=mil; millón=millón; millones=millones; mil millones=mil millones; billones=billones; "
-            "k=mil; M=millones"
-        ),
-        scale_of="de",
-        units=_ES_UNITS,
-        months=tuple(
-            "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre".split()
-        ),
-        abbreviations=_pairs(
-            "p. ej.=por ejemplo; p.ej.=por ejemplo; aprox.=aproximadamente; Sr.=señor; Sra.=señora"
-        ),
-        feminine=frozenset(["hora", "milla por hora"]),
-    ),
-    "f": _Language(
-        code="f",
-        num2words="fr",
-        decimal_comma=True,
-        point={",": "virgule", ".": "point"},
-        words=_pairs(
-            "percent=pour cent; minus=moins; to=à; about=environ; times=fois; plus=plus; equals=égale; "
-            "divided=divisé par; number=numéro; dot=point; slash=slash; at=arobase; and=et; cents_and=et"
-        ),
-        currencies=_currencies(
-            """
-            $ US$ USD | dollar | dollars | cent | cents
-            € EUR | euro | euros | centime | centimes
-            £ GBP | livre | livres | penny | pence | feminine
-            ¥ JPY | yen | yens
-            ₹ INR | roupie | roupies | feminine
-            R$ BRL | réal | réais | centavo | centavos
-            """
-        ),
-        scales=_pairs(
-            "mille=mille; million=million; millions=millions; milliard=milliard; milliards=milliards; "
-            "k=mille; M=millions; Md=milliards"
-        ),
-        scale_of="de",
-        units=_FR_UNITS,
-        months=tuple(
-            "janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split()
-        ),
-        abbreviations=_pairs("p. ex.=par exemple; p.ex.=par exemple"),
-        feminine=frozenset(["milliseconde", "minute", "seconde"]),
-    ),
-    "i": _Language(
-        code="i",
-        num2words="it",
-        decimal_comma=True,
-        point={",": "virgola", ".": "punto"},
-        words=_pairs(
-            "percent=per cento; minus=meno; to=a; about=circa; times=per; plus=più; equals=uguale a; "
-            "divided=diviso; number=numero; dot=punto; slash=barra; at=chiocciola; and=e; cents_and=e"
-        ),
-        currencies=_currencies(
-            """
-            $ US$ USD | dollaro | dollari | centesimo | centesimi
-            € EUR | euro | euro | centesimo | centesimi
-            £ GBP | sterlina | sterline | penny | pence | feminine
-            ¥ JPY | yen | yen
-            ₹ INR | rupia | rupie | feminine
-            R$ BRL | real | real | centavo | centavos
-            """
-        ),
-        scales=_pairs(
-            "mila=mila; milione=milione; milioni=milioni; miliardo=miliardo; miliardi=miliardi; k=mila; "
-            "M=milioni; mld=miliardi"
-        ),
-        scale_of="di",
-        units=_IT_UNITS,
-        months=tuple(
-            "gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre "
-            "dicembre".split()
-        ),
-        abbreviations=_pairs(
-            "ecc.=eccetera; etc.=eccetera; dott.=dottor; Dott.=dottor; dott.ssa=dottoressa; "
-            "Dott.ssa=dottoressa; sig.=signor; Sig.=signor; sig.ra=signora; Sig.ra=signora"
-        ),
-        feminine=frozenset(["ora"]),
-    ),
-    "p": _Language(
-        code="p",
-        num2words="pt_BR",
-        decimal_comma=True,
-        point={",": "vírgula", ".": "ponto"},
-        words=_pairs(
-            "percent=por cento; minus=menos; to=a; about=cerca de; times=vezes; plus=mais; equals=igual "
-            "a; divided=dividido por; number=número; dot=ponto; slash=barra; at=arroba; and=e; "
-            "cents_and=e"
-        ),
-        currencies=_currencies(
-            """
-            $ US$ USD | dólar | dólares | centavo | centavos
-            € EUR | euro | euros | centavo | centavos
-            £ GBP | libra | libras | pêni | pence | feminine
-            ¥ JPY | iene | ienes
-            ₹ INR | rupia | rupias | feminine
-            R$ BRL | real | reais | centavo | centavos
-            """
-        ),
-        scales=_pairs(
-            "mil=mil; milhão=milhão; milhões=milhões; bilhão=bilhão; bilhões=bilhões; k=mil; M=milhões; "
-            "bi=bilhões; mi=milhões"
-        ),
-        scale_of="de",
-        units=_PT_UNITS,
-        months=tuple(
-            "janeiro fevereiro março abril maio junho julho agosto setembro outubro novembro dezembro".split()
-        ),
-        abbreviations=_pairs(
-            "p. ex.=por exemplo; p.ex.=por exemplo; Sr.=senhor; Sra.=senhora; aprox.=aproximadamente"
-        ),
-        feminine=frozenset(["hora", "milha por hora"]),
-    ),
-    "h": _Language(
-        code="h",
-        num2words=None,
-        decimal_comma=False,
-        point={".": "दशमलव"},
-        words=_pairs(
-            "percent=प्रतिशत; minus=माइनस; to=से; about=लगभग; times=गुणा; plus=प्लस; equals=बराबर; "
-            "divided=भाग; number=नंबर; dot=डॉट; slash=स्लैश; at=एट; and=और; cents_and=और"
-        ),
-        currencies=_currencies(
-            """
-            $ US$ USD | डॉलर | डॉलर | सेंट | सेंट
-            € EUR | यूरो | यूरो | सेंट | सेंट
-            £ GBP | पाउंड | पाउंड | पेंस | पेंस
-            ¥ JPY | येन | येन
-            ₹ INR Rs. | रुपया | रुपये | पैसा | पैसे
-            R$ BRL | रियाल | रियाल | सेंटावो | सेंटावो
-            """
-        ),
-        scales=_pairs("हज़ार=हज़ार; लाख=लाख; करोड़=करोड़; k=हज़ार; M=मिलियन"),
-        scale_of="",
-        units=_units(
-            """
-            km | किलोमीटर | किलोमीटर
-            m | मीटर | मीटर
-            cm | सेंटीमीटर | सेंटीमीटर
-            mm | मिलीमीटर | मिलीमीटर
-            kg | किलोग्राम | किलोग्राम
-            g | ग्राम | ग्राम
-            mg | मिलीग्राम | मिलीग्राम
-            l L | लीटर | लीटर
-            ml mL | मिलीलीटर | मिलीलीटर
-            km/h | किलोमीटर प्रति घंटा | किलोमीटर प्रति घंटा
-            mph | मील प्रति घंटा | मील प्रति घंटा
-            KB kB | किलोबाइट | किलोबाइट
-            MB | मेगाबाइट | मेगाबाइट
-            GB | गीगाबाइट | गीगाबाइट
-            TB | टेराबाइट | टेराबाइट
-            Hz | हर्ट्ज़ | हर्ट्ज़
-            kHz | किलोहर्ट्ज़ | किलोहर्ट्ज़
-            MHz | मेगाहर्ट्ज़ | मेगाहर्ट्ज़
-            GHz | गीगाहर्ट्ज़ | गीगाहर्ट्ज़
-            W | वाट | वाट
-            kW | किलोवाट | किलोवाट
-            kWh | किलोवाट घंटा | किलोवाट घंटा
-            V | वोल्ट | वोल्ट
-            ms | मिलीसेकंड | मिलीसेकंड
-            min | मिनट | मिनट
-            h | घंटे | घंटे
-            °C | डिग्री सेल्सियस | डिग्री सेल्सियस
-            °F | डिग्री फ़ारेनहाइट | डिग्री फ़ारेनहाइट
-            ° | डिग्री | डिग्री
-            """
-        ),
-        months=tuple("जनवरी फ़रवरी मार्च अप्रैल मई जून जुलाई अगस्त सितंबर अक्टूबर नवंबर दिसंबर".split()),
-    ),
-}
-_LANGUAGES["b"] = _Language(**{**_LANGUAGES["a"].__dict__, "code": "b"})
-_GENERIC = _Language("", None, False, {}, {}, {}, {}, "", {}, ())
 
 _KOKORO = {"en": "a", "es": "e", "fr": "f", "hi": "h", "it": "i", "ja": "j", "pt": "p", "zh": "z", "cmn": "z"}
 
@@ -576,65 +135,20 @@ _TLDS = (
     "com|org|net|edu|gov|io|ai|dev|app|co|uk|us|de|fr|es|it|br|in|jp|cn|info|biz|me|tv|ly|gg|eu|ca|au|"
     "py|js|ts|json|yaml|yml|md|txt|html|css|csv|pdf|png|jpg|jpeg|gif|svg|toml|xml|sql|sh|exe|zip|rs|go|rb|php"
 )
-_START = r"(?<![\w@./+-])"  # a token starts a word
-_END = r"(?![\w@])(?![.,]\d)"  # and ends it (a number does not stop before a separator and digits)
+_END = r"(?![\w@])(?![.,]\d)"  # a token ends a word (a number does not stop before a separator and digits)
 _SIGN = r"(?<![^\s(\[{\"'“‘«¿¡])[-−]"  # a minus sign: at the start or after a space, bracket or quote
 _AMPM = r"(?P<ampm>[ap]\.?\s?m\.?|[AP]\.?\s?M\.?)(?![\w])"
-_EN_MONTHS = {name.lower()[:3]: index for index, name in enumerate(_LANGUAGES["a"].months, 1)}
-_EN_MONTH = (
-    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
-    r"Jan\.?|Feb\.?|Mar\.?|Apr\.?|Jun\.?|Jul\.?|Aug\.?|Sept?\.?|Oct\.?|Nov\.?|Dec\.?)"
-)
-_YEAR_CUES = "in since by from until till of circa around before after during year early late mid"
-_YEAR_CUE = "(?:" + "|".join(f"[{cue[0].upper()}{cue[0]}]{cue[1:]}" for cue in _YEAR_CUES.split()) + ")"
 
 
-# Japanese and Chinese: the G2P reads digit runs (cutlet, cn2an) but not the separators and symbols
-# around them. Their words are written without spaces, so these tokens start after any non-digit.
-_CJK_NUMBER = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
-_CJK_WORDS = {
-    "j": {"$": "ドル", "US$": "ドル", "€": "ユーロ", "£": "ポンド", "¥": "円", "₹": "ルピー",
-          "%": "パーセント", "minus": "マイナス", "point": "点", "hour": "時", "minute": "分"},
-    "z": {"$": "美元", "US$": "美元", "€": "欧元", "£": "英镑", "¥": "元", "₹": "卢比",
-          "hour": "点", "minute": "分"},
-}  # fmt: skip
+def _number_pattern(lang: Language) -> str:
+    """A number as the language writes it, grouped or not (group ``number`` is set by the caller)."""
+    return rf"(?:{lang.grouping}|\d+(?:[.,]\d+)?)"
 
 
-def _cjk_patterns(code: str) -> list[str]:
-    number = _CJK_NUMBER
-    parts = [
-        r"(?P<date_iso>(?<![\d.-])(?P<iy>\d{4})-(?P<im>\d{2})-(?P<id>\d{2})(?![\d-]))",
-        r"(?P<time>(?<![\d:.])(?P<hh>[01]?\d|2[0-3]):(?P<mm>[0-5]\d)(?![\d:]))",
-        rf"(?P<currency>(?<![\d$€£¥₹])(?P<cur_pre>US\$|[$€£¥₹])(?P<amount_pre>{number})(?![\d.,])"
-        rf"|(?<![\d.,])(?P<amount_post>{number})\s?(?P<cur_post>[$€£¥₹]))",
-    ]
-    if code == "j":
-        parts += [
-            rf"(?P<percent>(?<![\d.,])(?P<sign_p>[-−])?(?P<amount_p>{number})\s?[%％])",
-            rf"(?P<number>(?<![\d.,])(?:(?<![\dA-Za-z)\]])(?P<sign>[-−]))?(?P<amount>{number})(?![\d.,]))",
-        ]
-    else:
-        parts.append(r"(?P<grouped>(?<![\d,.])\d{1,3}(?:,\d{3})+(?![\d])(?!,\d))")
-    return parts
-
-
-def _number_pattern(lang: _Language) -> str:
-    """A number as the language writes it (group ``number`` is set by the caller)."""
-    if lang.code == "f":
-        grouped = r"\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?:,\d+)?|\d{1,3}(?:\.\d{3})+(?:,\d+)?"
-    elif lang.decimal_comma:
-        grouped = r"\d{1,3}(?:,\d{3})+\.\d+|\d{1,3}(?:\.\d{3})+(?:,\d+)?"
-    elif lang.code == "h":
-        grouped = r"\d{1,3}(?:,\d{2,3})+(?:\.\d+)?"
-    else:
-        grouped = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?"
-    return rf"(?:{grouped}|\d+(?:[.,]\d+)?)"
-
-
-def _currency_names(lang: _Language) -> dict[str, _Currency]:
+def _currency_names(lang: Language) -> dict[str, Currency]:
     """A currency's names as words ("euro", "euros", "dollars") -> the currency, for amounts written before
     them; names that are not plain words are left out."""
-    found: dict[str, _Currency] = {}
+    found: dict[str, Currency] = {}
     for money in lang.currencies.values():
         for name in (money.one, money.many):
             if name and name.replace(" ", "").isalpha():
@@ -644,7 +158,7 @@ def _currency_names(lang: _Language) -> dict[str, _Currency]:
 
 @cache
 def _compiled(code: str) -> re.Pattern[str]:
-    lang = _LANGUAGES.get(code, _GENERIC)
+    lang = LANGUAGES.get(code, _GENERIC)
     parts = [rf"(?P<emoji>{_EMOJI})"]
     parts.append(
         r"(?P<url>(?:https?://|www\.)[\w\-.~:/?#\[\]@!$&'()*+,;=%]+?)"
@@ -655,15 +169,11 @@ def _compiled(code: str) -> re.Pattern[str]:
     if lang.abbreviations:
         names = "|".join(re.escape(name) for name in sorted(lang.abbreviations, key=len, reverse=True))
         parts.append(rf"(?<![\w.])(?P<abbr>{names})(?![\w])")
-    if code == "f":
-        parts.append(r"(?<![\w.])(?P<monsieur>M\.)(?=\s[A-ZÀ-Ý])")
-    if code in ("a", "b"):
-        # "Main St." is a street; "St. Louis" (a capital after it) is a saint, left to the G2P.
-        parts.append(r"(?<=\w )(?P<street>St\.)(?!\s+[A-Z])")
+    parts += lang.name_patterns
     parts.append(r"(?P<symbol>(?<=\s)(?:&|→|⇒|⟶|->)(?=\s))")
-    if code in ("j", "z"):
-        parts += _cjk_patterns(code)
-    if code in ("", "j", "z"):
+    if code in CJK_LANGUAGES:
+        parts += [*CJK_PATTERNS, *CJK_LANGUAGES[code].patterns]
+    if code not in LANGUAGES:
         return re.compile("|".join(parts))
     number = _number_pattern(lang)
     scales = "|".join(re.escape(s) for s in sorted(lang.scales, key=len, reverse=True))
@@ -677,42 +187,16 @@ def _compiled(code: str) -> re.Pattern[str]:
         r"(?P<date_slash>(?<![\w/.])(?P<d1>\d{1,2})(?P<ds>[/.])(?P<d2>\d{1,2})(?P=ds)(?P<d3>\d{4})(?![\w/]))",
         rf"(?P<time>(?<![\w:.])(?P<hh>[01]?\d|2[0-3]):(?P<mm>[0-5]\d)(?::[0-5]\d)?(?:\s?{_AMPM}|(?![\w])))",
     ]
-    if code in ("a", "b"):
-        parts += [
-            r"(?P<hour_ampm>(?<![\w:.])(?P<h12>1[0-2]|0?[1-9])\s?(?P<ampm2>[ap]\.?m\.?|[AP]\.?M\.?)(?![\w]))",
-            rf"(?P<month_day>(?<![\w])(?P<md_month>{_EN_MONTH})\s(?P<md_day>[0-3]?\d)(?:st|nd|rd|th)?(?![\w])"
-            rf"(?:,?\s(?P<md_year>\d{{4}})(?![\w]))?)",
-            rf"(?P<day_month>(?<![\w.,])(?P<dm_day>[0-3]?\d)(?:st|nd|rd|th)?\s(?:of\s)?(?P<dm_month>{_EN_MONTH})(?![\w])"
-            rf"(?:,?\s(?P<dm_year>\d{{4}})(?![\w]))?)",
-            rf"(?P<month_year>(?<![\w])(?P<my_month>{_EN_MONTH})\s(?P<my_year>\d{{4}})(?![\w]))",
-            rf"(?P<year_cue>(?<![\w])(?P<cue>{_YEAR_CUE})\s(?P<cue_year>1[1-9]\d\d|20\d\d)(?![\w])(?![.,]\d))",
-            r"(?P<decade>(?<![\w'])(?:(?P<dec_full>1[1-9]\d0|20\d0)|'(?P<dec_short>\d0))s(?![\w]))",
-            rf"(?P<ordinal>{_START}(?P<ord>\d+)(?:st|nd|rd|th)(?![\w]))",
-            r"(?P<numero>(?<![\w])(?:#|No\.\s?)(?=\d))",
-            r"(?P<fraction>(?<![\w/.])(?P<fn>[1-9])/(?P<fd>[2-9]|10)(?![\w/]))",
-        ]
-    if code == "f":
-        parts += [
-            r"(?P<time_h>(?<![\w:.])(?P<fh>[01]?\d|2[0-3])\s?h\s?(?P<fm>[0-5]\d)?(?![\w]))",
-            rf"(?P<ordinal>{_START}(?P<ord>\d+)(?P<ord_suffix>er|re|ère|e|ème|nd|nde)(?![\w]))",
-            r"(?P<numero>(?<![\w])(?:#|n°\s?|N°\s?|no\s)(?=\d))",
-        ]
-    if code in ("e", "i", "p"):
-        parts += [
-            rf"(?P<ordinal>{_START}(?P<ord>\d+)\.?(?P<ord_suffix>[ºª°]|\.(?:er|o|a)(?![\w])))",
-            r"(?P<numero>(?<![\w])(?:#|n\.?º\s?|N\.?º\s?|nº\s?|n\.\s)(?=\d))",
-        ]
-    if code == "h":
-        parts.append(r"(?P<numero>(?<![\w])#(?=\d))")
+    parts += lang.patterns
     # An amount with cents before a currency's name ("12,50 euro", "12.50 dollars") is money, not a decimal.
     names = "|".join(re.escape(n) for n in sorted(_currency_names(lang), key=len, reverse=True)) or "(?!)"
     cents = r"[\d.\u00a0\u202f ]*,\d{2}" if lang.decimal_comma else r"[\d,]*\.\d{2}"
     parts += [
         rf"(?P<currency>(?<![\w$€£¥₹])(?P<cur_pre>{symbols})\s*(?P<amount_pre>{number})(?![.,]\d)(?:\s+(?P<scale_pre>{scales})|(?P<scale_pre2>k|K|M|B|bn|mn))?(?![\w])"
-        rf"|{_START}(?P<amount_post>{number})(?![.,]\d)(?:\s*(?P<scale_post>{scales}))?\s*(?P<cur_post>{symbols})(?![\w$€£¥₹])"
-        rf"|{_START}(?=\d{cents}\s)(?P<amount_word>{number})(?![.,]\d)\s+(?P<cur_word>{names})(?![\w]))",
-        rf"(?P<percent>(?:(?P<sign_p>{_SIGN})|{_START})(?P<amount_p>{number})(?![.,]\d)\s*%)",
-        rf"(?P<unit>(?:(?P<sign_u>{_SIGN})|{_START})(?P<amount_u>{number})(?![.,]\d)\s*(?P<unit_name>{units})(?![\w/]))",
+        rf"|{START}(?P<amount_post>{number})(?![.,]\d)(?:\s*(?P<scale_post>{scales}))?\s*(?P<cur_post>{symbols})(?![\w$€£¥₹])"
+        rf"|{START}(?=\d{cents}\s)(?P<amount_word>{number})(?![.,]\d)\s+(?P<cur_word>{names})(?![\w]))",
+        rf"(?P<percent>(?:(?P<sign_p>{_SIGN})|{START})(?P<amount_p>{number})(?![.,]\d)\s*%)",
+        rf"(?P<unit>(?:(?P<sign_u>{_SIGN})|{START})(?P<amount_u>{number})(?![.,]\d)\s*(?P<unit_name>{units})(?![\w/]))",
         r"(?P<operator>(?<=\d)\s*(?P<op>[×÷=+*–—])\s*(?=[-−]?\d))",
         r"(?P<approx>(?<![\w])[~≈]\s*(?=\d))",
         rf"(?P<number>(?:(?P<sign>{_SIGN})|(?<![\w.,]))(?P<amount>{number}){_END})",
@@ -729,9 +213,9 @@ class _Reader:
 
     def __init__(self, code: str) -> None:
         self.code = code
-        self.lang = _LANGUAGES.get(code, _GENERIC)
+        self.lang = LANGUAGES.get(code, _GENERIC)
         self.pattern = _compiled(code)
-        self.spaced = code not in ("j", "z")  # the script separates words with spaces
+        self.spaced = code not in CJK_LANGUAGES  # the script separates words with spaces
 
     # numbers
 
@@ -784,7 +268,7 @@ class _Reader:
         if fraction is None:
             return words
         point = self.lang.point.get(separator) or self.lang.point.get(".", ".")
-        if self.lang.num2words is None or self.code in ("a", "b"):
+        if self.lang.num2words is None or self.lang.decimal_digits:
             return f"{words} {point} {self.digits(fraction)}"
         zeros = len(fraction) - len(fraction.lstrip("0"))
         rest = fraction[zeros:]
@@ -800,14 +284,9 @@ class _Reader:
     def before_noun(self, words: str, feminine: bool) -> str:
         """Agreement of a cardinal with the noun after it (un, una, une, uma, duas ...)."""
         head, _, last = words.rpartition(" ")
-        forms = {
-            "e": {"uno": "una" if feminine else "un", "un": "una" if feminine else "un",
-                  "veintiuno": "veintiuna" if feminine else "veintiún"},
-            "i": {"uno": "una" if feminine else "un"},
-            "f": {"un": "une" if feminine else "un"},
-            "p": {"um": "uma" if feminine else "um", "dois": "duas" if feminine else "dois"},
-        }.get(self.code, {})  # fmt: skip
-        last = forms.get(last, last)
+        forms = self.lang.agreement.get(last)
+        if forms is not None:
+            last = forms[feminine]
         return f"{head} {last}" if head else last
 
     # tokens
@@ -818,7 +297,7 @@ class _Reader:
         words = self.lang.words
         if kind == "emoji":
             return ""
-        if self.code in _CJK_WORDS and kind not in ("url", "email", "domain", "abbr", "symbol"):
+        if self.code in CJK_LANGUAGES and kind not in ("url", "email", "domain", "abbr", "symbol"):
             return self.read_cjk(match)
         if kind in ("url", "email", "domain"):
             return self.address(group(kind), kind)
@@ -834,7 +313,7 @@ class _Reader:
             return self.date(group("id"), group("im"), group("iy")) or group(kind)
         if kind == "date_slash":
             first, second, year = group("d1"), group("d2"), group("d3")
-            if self.code == "a" and group("ds") == "/":
+            if self.lang.month_first and group("ds") == "/":
                 day, month = (first, second) if int(first) > 12 else (second, first)
             else:
                 day, month = (second, first) if int(second) > 12 else (first, second)
@@ -904,7 +383,7 @@ class _Reader:
     def read_cjk(self, match: re.Match[str]) -> str:
         """Japanese and Chinese: digits stay digits (the G2P reads them); what is around them becomes
         words (年月日, 時分 / 点分, currency names, パーセント, マイナス, 点 between a number's parts)."""
-        kind, group, words = match.lastgroup, match.group, _CJK_WORDS[self.code]
+        kind, group, words = match.lastgroup, match.group, CJK_LANGUAGES[self.code].words
         if kind == "grouped":
             return group("grouped").replace(",", "")
         if kind == "date_iso":
@@ -923,9 +402,10 @@ class _Reader:
 
     def cjk_number(self, text: str) -> str:
         whole, _, fraction = text.replace(",", "").partition(".")
-        if not fraction or self.code == "z":
-            return whole + ("." + fraction if fraction else "")  # cn2an reads "3.14" itself
-        return f"{whole}{_CJK_WORDS['j']['point']}{' '.join(fraction)}"
+        point = CJK_LANGUAGES[self.code].words.get("point")
+        if not fraction or point is None:
+            return whole + ("." + fraction if fraction else "")  # Chinese: cn2an reads "3.14" itself
+        return f"{whole}{point}{' '.join(fraction)}"
 
     def currency(self, match: re.Match[str]) -> str:
         group = match.group
@@ -936,11 +416,11 @@ class _Reader:
         whole, fraction, _ = self.parse(amount)
         if scale_written:
             scale = self.lang.scales.get(scale_written, scale_written)
-            of = self.lang.scale_of
-            if of == "de" and self.code == "f" and money.many[:1] in "aeiouéè":
-                of = "d'"
-            joiner = f" {of}" if of and of != "d'" else ""
-            noun = f"{joiner} {money.many}" if of != "d'" else f" d'{money.many}"
+            of, elided = self.lang.scale_of, self.lang.scale_of_elided
+            if elided and money.many[:1] in "aeiouéè":
+                noun = f" {elided}{money.many}"  # "deux millions d'euros"
+            else:
+                noun = f" {of} {money.many}" if of else f" {money.many}"
             return f"{self.number(amount)} {scale}{noun}".replace(" d' ", " d'")
         if fraction is not None and len(fraction) == 2 and money.cent_many:
             cents = int(fraction)
@@ -971,66 +451,29 @@ class _Reader:
         return re.sub(r"(?<!\w)\d+(?!\w)", lambda number: self.cardinal(number.group()), text)
 
     def year(self, digits: str) -> str:
-        if self.code in ("a", "b"):
-            return num2words(int(digits), lang="en", to="year").replace(",", "")
+        if self.lang.reads_years:
+            return num2words(int(digits), lang=self.lang.num2words, to="year").replace(",", "")
         return self.cardinal(digits)
 
     def month_name(self, written: str) -> str:
-        return self.lang.months[_EN_MONTHS[written.lower()[:3]] - 1]
+        return self.lang.months[en.MONTH_NUMBERS[written.lower()[:3]] - 1]
 
     def english_date(self, day: str, month: str, year: str | None, *, day_first: bool) -> str:
         if not 1 <= int(day) <= 31:
             return f"{month} {day}" if not day_first else f"{day} {month}"
         name = self.month_name(month)
         nth = self.ordinal(day)
-        said = f"the {nth} of {name}" if day_first or self.code == "b" else f"{name} {nth}"
+        said = f"the {nth} of {name}" if day_first or not self.lang.month_first else f"{name} {nth}"
         return f"{said}, {self.year(year)}" if year else said
 
     def date(self, day: str, month: str, year: str) -> str | None:
         d, m = int(day), int(month)
         if not (1 <= m <= 12 and 1 <= d <= 31):
             return None
-        name = self.lang.months[m - 1]
-        y = self.year(year)
-        if self.code == "a":
-            return f"{name} {self.ordinal(day)}, {y}"
-        if self.code == "b":
-            return f"the {self.ordinal(day)} of {name}, {y}"
-        if self.code == "h":
-            return f"{d} {name} {int(year)}"
-        first = d == 1 and self.code in ("e", "f", "i", "p")
-        day_words = self.ordinal("1") if first else self.cardinal(str(d))
-        if self.code in ("e", "p"):
-            return f"{day_words} de {name} de {y}"
-        return f"{day_words} {name} {y}"
+        return self.lang.date(self, day, self.lang.months[m - 1], year)
 
     def time(self, hours: str, minutes: str, ampm: str | None) -> str:
-        h, m = int(hours), int(minutes)
-        code = self.code
-        if code in ("a", "b"):
-            said = self.cardinal(str(h))
-            if ampm:
-                marker = "a m" if ampm.lower().startswith("a") else "p m"
-                if m:
-                    said += " oh " + self.cardinal(str(m)) if m < 10 else " " + self.cardinal(str(m))
-                return f"{said} {marker}"
-            if not m:
-                return f"{said} o'clock" if h <= 12 else f"{said} hundred"
-            return f"{said} oh {self.cardinal(str(m))}" if m < 10 else f"{said} {self.cardinal(str(m))}"
-        if code == "h":
-            return f"{h} बजे" if not m else f"{h} बजकर {m} मिनट"
-        hour = self.cardinal(str(h))
-        if code == "f":
-            hour = ("une" if h == 1 else hour) + (" heure" if h <= 1 else " heures")
-            return hour if not m else f"{hour} {self.cardinal(str(m))}"
-        if code == "e":
-            hour = "una" if h == 1 else hour
-            return f"{hour} en punto" if not m else f"{hour} y {self.cardinal(str(m))}"
-        if code == "p":
-            hour = "uma" if h == 1 else "duas" if h == 2 else hour
-            return f"{hour} {'hora' if h == 1 else 'horas'}" if not m else f"{hour} e {self.cardinal(str(m))}"
-        hour = "una" if h == 1 else hour
-        return hour if not m else f"{hour} e {self.cardinal(str(m))}"
+        return self.lang.clock(self, int(hours), int(minutes), ampm)
 
 
 def _plural_decade(words: str) -> str:
