@@ -109,8 +109,8 @@ def first_sentence(text: str, language: str = "a") -> str:
     """The first segment the agent's bidi chunker releases of ``text`` written piece by piece (the scripted
     model's pieces, :func:`reference_agent.scripted.tokenize`), or the whole text when it releases none
     before the end."""
-    from protocol.chunker import IncrementalSentenceChunker
     from reference_agent.scripted import tokenize
+    from speech.chunker import IncrementalSentenceChunker
 
     chunker = IncrementalSentenceChunker(language=language)
     for piece in tokenize(text):
@@ -123,7 +123,7 @@ def first_sentence(text: str, language: str = "a") -> str:
 def _written_ms(events: list[dict[str, Any]]) -> float | None:
     """``t_ms`` of the ``text_delta`` at which the bidi chunker releases the reply's first sentence (when the
     model had written it), or ``None``."""
-    from protocol.chunker import IncrementalSentenceChunker
+    from speech.chunker import IncrementalSentenceChunker
 
     chunker = IncrementalSentenceChunker(language="a")
     for event in events:

@@ -1,8 +1,8 @@
 """Benchmark 7: the sentence chunker's and the text front-end's cost, fed one character at a time.
 
 An LLM can stream a reply in pieces as small as one character, and the agent feeds every piece to
-:class:`protocol.chunker.IncrementalSentenceChunker`; the server puts a request's or an utterance's text
-through :class:`protocol.frontend.SpeechFrontend` (markdown removal, the chunker, normalization of
+:class:`speech.chunker.IncrementalSentenceChunker`; the server puts a request's or an utterance's text
+through :class:`speech.frontend.SpeechFrontend` (markdown removal, the chunker, normalization of
 figures and emoji, PROTOCOL.md §14.2). A long reply fed one character at a time is the worst case; the
 cost should grow linearly with the reply's length (the docstrings argue it, and the tests count the
 work), so twice the text should take about twice the time, not four times.
@@ -69,7 +69,7 @@ def text_of_length(characters: int, reply: str = REPLY) -> str:
 
 def feed_by_character(text: str) -> tuple[float, int]:
     """Feed ``text`` to a new chunker one character at a time, then flush: ``(milliseconds, chunks)``."""
-    from protocol.chunker import IncrementalSentenceChunker
+    from speech.chunker import IncrementalSentenceChunker
 
     chunker = IncrementalSentenceChunker()
     started = time.perf_counter()
@@ -81,9 +81,9 @@ def feed_by_character(text: str) -> tuple[float, int]:
 
 
 def feed_frontend_by_character(text: str, language: str = "a") -> tuple[float, int]:
-    """Feed ``text`` to a new :class:`~protocol.frontend.SpeechFrontend` one character at a time, then
+    """Feed ``text`` to a new :class:`~speech.frontend.SpeechFrontend` one character at a time, then
     flush: ``(milliseconds, pieces)``."""
-    from protocol.frontend import SpeechFrontend
+    from speech.frontend import SpeechFrontend
 
     frontend = SpeechFrontend(language)
     started = time.perf_counter()
@@ -178,7 +178,7 @@ def notes(result: dict[str, Any]) -> list[str]:
     return [
         "One new chunker per trial, one `feed()` call per character, then `flush()`; linear cost shows as a "
         "time ratio close to the size ratio.",
-        "The front-end (`protocol.frontend.SpeechFrontend`: markdown removal, the chunker, normalization of "
+        "The front-end (`speech.frontend.SpeechFrontend`: markdown removal, the chunker, normalization of "
         "figures and emoji) gets a markdown reply of the kind a language model writes, the same way; its "
         "per-character figure is what a server adds to a request's text before G2P.",
     ]

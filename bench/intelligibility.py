@@ -2,7 +2,7 @@
 
 Every sentence of :data:`SENTENCES` (ten a language, everyday text with numbers, dates, currency and
 abbreviations) goes through what the server does with a request's text: the text front-end
-(:func:`protocol.frontend.speech_pieces`, in the voice's language), then the ONNX backend in this process
+(:func:`speech.frontend.speech_pieces`, in the voice's language), then the ONNX backend in this process
 (the server's own backend on CPU, as the segmentation benchmark calls it). Each voice of :data:`VOICES`
 (two a language where Kokoro has two) speaks it; the audio, resampled to 16 kHz, is transcribed by the
 CTranslate2 build of multilingual Whisper-base (faster-whisper, int8 on CPU, beam 5, the language given,
@@ -14,7 +14,7 @@ computed, so a figure counts what was heard, not how Whisper chose to spell it.
 
 * Spaced scripts (English, Spanish, French, Italian, Portuguese, Hindi): the reference is what the server
   spoke (the front-end's output: ``$12.50`` is ``twelve dollars and fifty cents``); the transcript goes
-  through the same normalizer (:func:`protocol.normalization.normalize_text`), so Whisper's ``$12.50`` or
+  through the same normalizer (:func:`speech.normalization.normalize_text`), so Whisper's ``$12.50`` or
   ``12:30`` reads as the same words. Then both are NFKC, lower case, punctuation and symbols become
   spaces, whitespace collapsed. CER counts characters (spaces included), WER words.
 * Hindi: Whisper-base writes most Hindi speech in Urdu script (one spoken language, two scripts; Urdu
@@ -295,7 +295,7 @@ def canonical(text: str, language: str, *, transcript: bool = False) -> str:
         hanzi = "".join(ch for ch in _numerals(text) if "\u3400" <= ch <= "\u9fff")
         return " ".join(lazy_pinyin(hanzi, style=Style.TONE3, neutral_tone_with_five=True))
     if transcript:
-        from protocol.normalization import normalize_text
+        from speech.normalization import normalize_text
 
         if language in ("a", "b"):  # Whisper writes "9.30" for the time the server said as "nine thirty"
             text = _ENGLISH_DOTTED_TIME.sub(r"\1:\2", text)
@@ -329,13 +329,13 @@ def error_rates(reference: str, heard: str, language: str) -> dict[str, float | 
 def speak(backend: Any, text: str, voice: str) -> tuple[str, Any]:
     """``text`` as the server speaks it in ``voice``: (the front-end's spoken text, float32 audio at 24 kHz).
 
-    The text goes through :func:`protocol.frontend.speech_pieces` in the voice's language, each piece
+    The text goes through :func:`speech.frontend.speech_pieces` in the voice's language, each piece
     through ``backend.synthesize`` (a loaded :class:`reference_server.backends.base.Backend`), as a request's
     text does in the server (§14.2).
     """
     import numpy as np
 
-    from protocol.frontend import speech_pieces
+    from speech.frontend import speech_pieces
 
     spoken, audio = [], []
     for piece in speech_pieces(text, voice[:1]):
@@ -562,7 +562,7 @@ def notes(result: dict[str, Any]) -> list[str]:
         "Whisper-base's (74 M parameters): Japanese and Mandarin homophones in other characters (コーヒー "
         "heard as 工費, 会议 as 回憶), Whisper's own abbreviations (`3 kg` for `tre chili`, US spellings for "
         "`kilometres`) and word splits (`Mi assore la` for `Mia sorella`) count as errors.",
-        "Found and fixed by this benchmark (the front-end, protocol/normalization.py): an amount with cents "
+        "Found and fixed by this benchmark (the front-end, speech/normalization.py): an amount with cents "
         "before a currency's name was read as a decimal (`12,50 euro` spoken `dodici virgola cinquanta "
         "euro`, `12.50 dollars` `twelve point five zero dollars`), `Main St.` was spoken `main saint` "
         "(heard `main scent`), Italian `dott.` and Spanish `Sr.` were left to the G2P. Before the fix "

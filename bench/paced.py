@@ -6,7 +6,7 @@ bench §10, and a test double of tests/reference_server/test_scheduling.py).
 
 * every pass (every ``Segment``) starts with ``lead_s`` of silence and ends with ``tail_s`` of silence,
   as Kokoro's do (about 0.35 s and 0.45 s, measured on the int8 ONNX);
-* each word is a tone of ``s_per_unit`` seconds per spoken unit (:func:`protocol.segmenter.spoken_units`),
+* each word is a tone of ``s_per_unit`` seconds per spoken unit (:func:`speech.segmenter.spoken_units`),
   words separated by ``gap_s`` of silence; word timings are exact;
 * synthesis "takes" ``fixed_s + audio_s / xrt`` seconds: the backend advances a :class:`FakeClock` by
   that much instead of spending it, so a test runs a minute of simulated speech in milliseconds and
@@ -23,10 +23,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from protocol.chunker import IncrementalSentenceChunker
 from protocol.messages import Word
-from protocol.segmenter import spoken_units
 from reference_server.backends import Segment
+from speech.chunker import IncrementalSentenceChunker
+from speech.segmenter import spoken_units
 
 SAMPLE_RATE = 24_000
 VOICES = ("af_heart", "am_adam", "bf_emma", "ef_dora", "ff_siwis", "jf_alpha", "zf_xiaobei")

@@ -142,9 +142,9 @@ async def run(context: Any, config: Config = Config()) -> Result:
     """Speak every reply both ways (see the module docstring)."""
     import asyncio
 
-    from protocol.segmenter import spoken_units
     from reference_server.runtime import Runtime
     from reference_server.settings import Settings
+    from speech.segmenter import spoken_units
 
     backend = await asyncio.to_thread(_backend, config.backend)
     clock = _Clock()

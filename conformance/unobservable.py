@@ -65,7 +65,7 @@ UNOBSERVABLE: dict[str, str] = {
     # the wire; what a client can see of it (words, timings, order) is §5.3 and §6.2, with their cases.
     **{
         rid: "what a server does inside: its cuts and its order of synthesis are not on the wire "
-        "(tests/protocol/test_segmenter.py and tests/reference_server/test_scheduling.py cover the "
+        "(tests/speech/test_segmenter.py and tests/reference_server/test_scheduling.py cover the "
         "reference; bench/RESULTS.md measures what a listener hears)"
         for rid in ("R10.1-1", "R10.1-2", "R10.1-3", "R10.1-4", "R10.1-5", "R10.1-7", "R10.2-1", "R10.2-2")
     },

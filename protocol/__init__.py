@@ -12,7 +12,6 @@ are thin shells around them. One module per concept:
 - ``protocol.frames``: classifying server messages and cutting audio into safe frames (§3.3, §3.4).
 - ``protocol.pcm``: PCM16 conversion, resampling, sample alignment, WAV headers (§3.3, §11.2).
 - ``protocol.sse``: server-sent event encoding and decoding (§11.4).
-- ``protocol.chunker``: incremental sentence chunking of streamed text.
 - ``protocol.session``: the server and client session state machines (§4–§7).
 - ``protocol.heard``: what a listener heard of a request, from its word timings and the player's
   position (§5.3, barge-in).
@@ -20,6 +19,9 @@ are thin shells around them. One module per concept:
 Importing ``protocol`` or any of its modules never imports a web framework, a WebSocket or HTTP
 library, an AWS SDK or an inference runtime (checked by tests/protocol/test_import_light.py), so every
 shell can depend on it. This package imports none of its submodules: import the one you need.
+
+The text front-end (markdown, sentence chunks, segments, figures read as words, §10.1, §14.2) is the
+``speech`` package beside this one: ``speech`` may import ``protocol``, never the other way round.
 """
 
 __all__: list[str] = []

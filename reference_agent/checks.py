@@ -41,9 +41,9 @@ from enum import StrEnum
 from typing import Any
 
 from protocol import schemas
-from protocol.chunker import strip_markdown
 from protocol.sse import decode_base64_strict
 from reference_agent.events import EVENT_TYPES, TERMINAL_TYPES, schema_name
+from speech.chunker import strip_markdown
 
 __all__ = [
     "MAX_FINDINGS_PER_RULE",

@@ -17,8 +17,8 @@ The modes differ in who decides when synthesis starts:
 
 and, with a segmenter in the agent:
 
-* ``bidi`` uses :class:`protocol.chunker.IncrementalSentenceChunker` in the voice's language (the text
-  front-end's markdown and sentence stages, :mod:`protocol.frontend`): each sentence, or heading, list
+* ``bidi`` uses :class:`speech.chunker.IncrementalSentenceChunker` in the voice's language (the text
+  front-end's markdown and sentence stages, :mod:`speech.frontend`): each sentence, or heading, list
   item or table row, goes to the TTS as soon as it is complete, so the first sentence is heard while
   later ones are still being written. At the end of the reply the chunker is flushed, so the last words
   are spoken even without final punctuation. Figures, symbols and emoji are left for the TTS server to
@@ -46,7 +46,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from protocol.chunker import IncrementalSentenceChunker, strip_markdown
 from protocol.logs import log_event
 from protocol.voices import LANGUAGE_TAGS
 from reference_agent.conversation import Conversation, Turn
@@ -63,6 +62,7 @@ from reference_agent.tts import (
     TtsUnavailable,
     close_session,
 )
+from speech.chunker import IncrementalSentenceChunker, strip_markdown
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
@@ -109,7 +109,7 @@ class Segmenter(Protocol):
 class WholeReply:
     """The ``batch`` segmenter: releases the whole reply as one segment at the end, nothing before.
 
-    The text is cleaned as the bidi chunker cleans it (markdown removed, :mod:`protocol.markdown`), so
+    The text is cleaned as the bidi chunker cleans it (markdown removed, :mod:`speech.markdown`), so
     both modes send the same words; its lines stay lines, whitespace inside them collapsed, so the TTS
     still ends a segment at every heading, list item and line (PROTOCOL.md §14.2).
     """

@@ -65,7 +65,7 @@ def rhythm(reply: str, first_sentence_s: float, whole_reply_s: float) -> tuple[f
         ValueError: the reply has a single sentence, or its first sentence is too long to arrive that
             soon at a steady rate (the time to first token would be negative).
     """
-    from protocol.chunker import IncrementalSentenceChunker
+    from speech.chunker import IncrementalSentenceChunker
 
     pieces = tokenize(reply)
     chunker = IncrementalSentenceChunker()

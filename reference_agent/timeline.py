@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocol.chunker import IncrementalSentenceChunker
+from speech.chunker import IncrementalSentenceChunker
 
 __all__ = ["SpokenSegment", "played", "plot_timelines", "timeline", "written_curve"]
 

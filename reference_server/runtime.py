@@ -9,16 +9,16 @@ the one whose listener runs out of audio first going first (PROTOCOL.md §10.2).
 also aborts the model pass running for the request (:meth:`RequestAudio.close`, ``abort_on_cancel``).
 
 Text (PROTOCOL.md §14.2): the request's text first goes through the text front-end
-(:func:`protocol.frontend.speech_pieces`, in the voice's language): markdown is not read aloud, figures
+(:func:`speech.frontend.speech_pieces`, in the voice's language): markdown is not read aloud, figures
 and emoji are normalized, and the text comes out in pieces -- sentences, headings, list items, lines --
 made as they are asked for. An utterance (:class:`reference_server.utterance.UtteranceAudio`) hands out
 the same pieces of its text as they become ready.
 
 Segmentation (§10.1, ``settings.segmentation``):
 
-* ``deadline`` (default): each piece is cut into sentences (:mod:`protocol.chunker`; a piece is one
+* ``deadline`` (default): each piece is cut into sentences (:mod:`speech.chunker`; a piece is one
   sentence unless normalization revealed another), and each sentence into segments by
-  :class:`protocol.segmenter.Segmenter`, one segment per step, as long as the
+  :class:`speech.segmenter.Segmenter`, one segment per step, as long as the
   step's time budget allows: the audio already queued ahead of the session's listener
   (:class:`~reference_server.scheduling.Listener`), turned into a length by the model-speed estimate
   (:class:`~reference_server.scheduling.ModelSpeed`). A speech's first segment is short so sound
@@ -49,13 +49,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from protocol.chunker import IncrementalSentenceChunker
-from protocol.frontend import speech_pieces
 from protocol.lexicon import Lexicon, LexiconError, extract_inline, strip_marks
 from protocol.logs import log_event
 from protocol.messages import Capabilities, SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
-from protocol.segmenter import (
+from protocol.voices import LANGUAGE_TAGS, LANGUAGES
+from reference_server.assets import AssetError
+from reference_server.backends.base import AbortSignal, PassAborted, aborting
+from reference_server.scheduling import GUARD_S, DeadlineScheduler, Grant, Listener, ModelSpeed
+from reference_server.telemetry import Metrics
+from speech.chunker import IncrementalSentenceChunker
+from speech.frontend import speech_pieces
+from speech.segmenter import (
     DEFAULT_FIRST_UNITS,
     DEFAULT_MIN_UNITS,
     Boundary,
@@ -63,11 +68,6 @@ from protocol.segmenter import (
     language_code,
     spoken_units,
 )
-from protocol.voices import LANGUAGE_TAGS, LANGUAGES
-from reference_server.assets import AssetError
-from reference_server.backends.base import AbortSignal, PassAborted, aborting
-from reference_server.scheduling import GUARD_S, DeadlineScheduler, Grant, Listener, ModelSpeed
-from reference_server.telemetry import Metrics
 
 if TYPE_CHECKING:
     from reference_server.backends import Backend
@@ -112,7 +112,7 @@ class OpenText:
 
     Attributes:
         text: the words released (normalized, single-spaced).
-        boundary: the kind of cut after them (:meth:`protocol.segmenter.Segmenter.early_cut`): the
+        boundary: the kind of cut after them (:meth:`speech.segmenter.Segmenter.early_cut`): the
             segment that ends there keeps the pause of that boundary (:data:`PAUSE_S`), not a sentence's
             trailing silence, and the next piece continues the sentence (no lead-in of a new one).
     """
@@ -192,10 +192,10 @@ class SegmentRecord:
     """What one step synthesized, for the ``segment`` log line (DEBUG) and the benchmarks.
 
     Attributes:
-        units: spoken units of the segment (:func:`protocol.segmenter.spoken_units`).
+        units: spoken units of the segment (:func:`speech.segmenter.spoken_units`).
         chars: its characters.
         words: its whitespace-separated words.
-        boundary: where it ends (:class:`protocol.segmenter.Boundary` name; ``END`` at a sentence end).
+        boundary: where it ends (:class:`speech.segmenter.Boundary` name; ``END`` at a sentence end).
         first: the step's listener had nothing queued.
         budget_s: the step's time budget (``None`` in ``sentence`` segmentation).
         predicted_s: the model-speed estimate of its synthesis time.
@@ -234,7 +234,7 @@ class _SegmentWork:
 
 
 def _sentences(text: str, language: str) -> list[str]:
-    """The sentences of one front-end piece, as the backend's G2P would cut them (``protocol.chunker``)."""
+    """The sentences of one front-end piece, as the backend's G2P would cut them (``speech.chunker``)."""
     tag = LANGUAGE_TAGS.get(language, "en").split("-")[0]
     chunker = IncrementalSentenceChunker(tag, markdown=False)
     sentences = chunker.feed(text)

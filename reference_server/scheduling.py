@@ -18,7 +18,7 @@ with no wire change; this module is how the reference server meets them.
   or one that has run dry) before all others, and grants it a time budget: what its own listener has
   queued, less what the listeners behind it need to get a minimal segment of their own in time
   (:func:`choose`). The step turns the budget into a segment length with :class:`ModelSpeed` and
-  :class:`protocol.segmenter.Segmenter`.
+  :class:`speech.segmenter.Segmenter`.
 
 Time is injected (``clock``) everywhere, so tests decide orders and budgets with a fake clock and a fake
 backend of known speed, never by timing.
@@ -156,7 +156,7 @@ class _Line:
 
 @dataclass(frozen=True, slots=True)
 class SpeedSample:
-    """One observed synthesis: ``units`` spoken units (:func:`protocol.segmenter.spoken_units`) of
+    """One observed synthesis: ``units`` spoken units (:func:`speech.segmenter.spoken_units`) of
     ``language`` at ``speed`` became ``audio_s`` seconds of audio in ``compute_s`` seconds."""
 
     units: float

@@ -2,7 +2,7 @@
 
 The session (:class:`protocol.session.ServerSession`) delivers an utterance's text as whole code points;
 :class:`UtteranceAudio` cuts it into segments with the same streaming text front-end a whole request's
-text goes through (:class:`protocol.frontend.SpeechFrontend` in the voice's language, §14.2), so a text
+text goes through (:class:`speech.frontend.SpeechFrontend` in the voice's language, §14.2), so a text
 sent in one piece, per token or per character is cut into the same segments and spoken with the same
 words and the same audio as the request would be (§15.3). Each segment is synthesized as soon as
 it is certain, so speech starts with the first sentence while the rest is still being written; a
@@ -14,7 +14,7 @@ lasts. So with ``utterance_release`` ``deadline`` (the default, §15.3, §10.1),
 has nothing left to synthesize while its sentence is still being written, and its listener would run
 out of audio before even the words already written could be synthesized
 (:meth:`UtteranceAudio.release_early`), the start of that sentence is released now, cut at the best
-clause or word boundary of the complete words received (:meth:`protocol.segmenter.Segmenter.early_cut`,
+clause or word boundary of the complete words received (:meth:`speech.segmenter.Segmenter.early_cut`,
 sized to the audio queued), and the rest of the sentence follows as its continuation (no new lead-in,
 the boundary's pause, :class:`reference_server.runtime.OpenText`). With slack the text waits for its
 sentence end, as before, and keeps its prosody. A listener with nothing queued (the utterance's first
@@ -30,11 +30,11 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from protocol.frontend import SpeechFrontend
 from protocol.messages import SynthesisRequest
-from protocol.segmenter import spoken_units
 from reference_server.runtime import WAIT_FOR_TEXT, AudioPiece, OpenText, RequestAudio, Runtime
 from reference_server.scheduling import GUARD_S, Listener
+from speech.frontend import SpeechFrontend
+from speech.segmenter import spoken_units
 
 __all__ = ["UtteranceAudio", "segment_frontend"]
 
@@ -43,7 +43,7 @@ def segment_frontend(voice: str) -> SpeechFrontend:
     """The front-end that cuts an utterance's text into synthesis segments.
 
     It is configured as :class:`reference_server.runtime.RequestAudio` configures its own for a whole
-    request (:func:`protocol.frontend.speech_pieces`: the voice's language, markdown on, the default cap),
+    request (:func:`speech.frontend.speech_pieces`: the voice's language, markdown on, the default cap),
     so both paths cut a text at the same places; ``tests/reference_server/test_utterance.py`` holds them
     to it.
     """
@@ -108,7 +108,7 @@ class UtteranceAudio(RequestAudio):
         once the utterance has ended or was closed; or while the listener has audio queued for longer
         than the model is predicted to take over all the complete words held (waiting costs nothing
         yet, and more words make a better segment). A listener with nothing queued takes a first segment
-        (:meth:`protocol.segmenter.Segmenter.early_cut` with ``first``). Before the model's speed is
+        (:meth:`speech.segmenter.Segmenter.early_cut` with ``first``). Before the model's speed is
         measured only such a first segment is released.
 
         Returns:

@@ -32,11 +32,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from protocol.chunker import IncrementalSentenceChunker
 from protocol.encodings import DEFAULT_ENCODING, ENCODINGS, encode_pcm16
 from protocol.encodings import encoding as encoding_named
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.frontend import speech_text
 from protocol.lexicon import Lexicon, LexiconError, extract_inline, inline_index, strip_marks
 from protocol.limits import Limits
 from protocol.messages import (
@@ -63,6 +61,8 @@ from protocol.session import (
 from protocol.sse import encode_event
 from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, parse_voice
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
+from speech.chunker import IncrementalSentenceChunker
+from speech.frontend import speech_text
 
 __all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
 

@@ -34,8 +34,8 @@ from starlette.websockets import WebSocket
 
 from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
 from protocol.encodings import decode_to_pcm16
-from protocol.frontend import speech_text
 from protocol.voices import KOKORO_VOICES, is_blend, parse_voice
+from speech.frontend import speech_text
 
 __all__ = ["DEFECTS", "DROP", "RUN_LEVEL_DEFECTS", "Defect", "DefectServer", "DefectSession"]
 

@@ -25,7 +25,7 @@ English the string is exactly what the library produces for the whole piece (the
 its library); the words are aligned onto it.
 
 :class:`Phonemizer` cuts a request's text into segments: sentences first
-(:class:`protocol.chunker.IncrementalSentenceChunker`, with the language's rules), then a token guard:
+(:class:`speech.chunker.IncrementalSentenceChunker`, with the language's rules), then a token guard:
 a segment is at most :data:`MAX_TOKENS` phoneme tokens, Kokoro's single-pass limit. A sentence whose
 phonemes exceed it is re-split between words, at the last clause mark that fits, else at the last word
 boundary, else (one word longer than the limit) inside the word.
@@ -47,9 +47,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from protocol.chunker import DEFAULT_MAX_CHUNK_CHARS, IncrementalSentenceChunker
 from protocol.lexicon import Lexicon, LexiconEntry, inline_index, strip_marks
 from protocol.voices import LANGUAGES, Language, language_of
+from speech.chunker import DEFAULT_MAX_CHUNK_CHARS, IncrementalSentenceChunker
 
 __all__ = [
     "ESPEAK_LANGUAGES",

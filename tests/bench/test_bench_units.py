@@ -16,8 +16,8 @@ from bench.record import Result, load_results, save_result
 from bench.runner import BENCHMARKS, benchmark_module
 from bench.summary import change_pct, describe, percentile, ratio
 from bench.texts import CLIPS, REPLY, REPLY_SENTENCES
-from protocol.chunker import IncrementalSentenceChunker
-from protocol.frontend import speech_pieces
+from speech.chunker import IncrementalSentenceChunker
+from speech.frontend import speech_pieces
 
 
 def test_the_reply_has_the_seeds_shape() -> None:

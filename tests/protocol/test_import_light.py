@@ -1,6 +1,7 @@
-"""``protocol`` stays a light, sans-I/O core: importing it pulls in no server, client, SDK or model stack.
+"""``protocol`` and ``speech`` stay light and sans-I/O: importing them pulls in no server, client, SDK or
+model stack, and ``protocol`` (the wire rules) never imports ``speech`` (the text front-end built on it).
 
-Every module of the package is found with pkgutil, so modules added later are covered too. The check
+Every module of each package is found with pkgutil, so modules added later are covered too. Each check
 runs in a fresh interpreter so that what other tests imported does not hide a violation.
 """
 
@@ -33,13 +34,27 @@ FORBIDDEN = (
 
 PROBE = """
 import importlib, json, pkgutil, sys
-import protocol
-names = ["protocol"]
-for info in pkgutil.walk_packages(protocol.__path__, prefix="protocol."):
+package = importlib.import_module(sys.argv[1])
+names = [package.__name__]
+for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + "."):
     importlib.import_module(info.name)
     names.append(info.name)
 print(json.dumps({"modules": names, "loaded": sorted(sys.modules)}))
 """
+
+
+def probe(package: str) -> dict[str, list[str]]:
+    """Import every module of ``package`` in a fresh interpreter: ``{"modules": [...], "loaded": [...]}``."""
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, package],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
 
 
 def forbidden(module: str) -> bool:
@@ -53,13 +68,20 @@ def test_forbidden_matches_names_and_prefixes():
 
 
 def test_importing_protocol_loads_no_heavy_dependency():
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = probe("protocol")
     assert {"protocol.errors", "protocol.limits", "protocol.messages", "protocol.schemas"} <= set(
         report["modules"]
     )
     offenders = [name for name in report["loaded"] if forbidden(name)]
     assert not offenders, f"protocol imports {offenders}"
+    upward = [name for name in report["loaded"] if name.split(".")[0] == "speech"]
+    assert not upward, f"protocol imports the text front-end {upward}: speech builds on protocol, not back"
+
+
+def test_importing_speech_loads_no_heavy_dependency():
+    report = probe("speech")
+    assert {"speech.chunker", "speech.frontend", "speech.normalization", "speech.segmenter"} <= set(
+        report["modules"]
+    )
+    offenders = [name for name in report["loaded"] if forbidden(name)]
+    assert not offenders, f"speech imports {offenders}"

@@ -16,7 +16,6 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from protocol.chunker import IncrementalSentenceChunker
 from protocol.messages import Word
 from protocol.session import (
     RequestAccepted,
@@ -26,6 +25,7 @@ from protocol.session import (
     UtteranceFlushed,
 )
 from reference_agent.tts import TtsEndpoint, TtsUnavailable
+from speech.chunker import IncrementalSentenceChunker
 
 SAMPLES_PER_CHAR = 40
 """Audio length per character of text: a 60-character sentence gives 2,400 samples (0.1 s at 24 kHz)."""

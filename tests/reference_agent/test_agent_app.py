@@ -15,12 +15,12 @@ from starlette.testclient import TestClient
 from strands import Agent
 
 from protocol import schemas
-from protocol.chunker import IncrementalSentenceChunker
 from reference_agent.app import AgentSettings, create_app
 from reference_agent.checks import Rule, check_stream
 from reference_agent.events import AgentEventWriter
 from reference_agent.scripted import DEFAULT_REPLY, ScriptedModel
 from reference_agent.tts import TtsEndpoint
+from speech.chunker import IncrementalSentenceChunker
 
 # Fast but not instant: 4 ms between words keeps a test stream under half a second, and every word
 # still costs the model one timer, so the TTS leg (a few loop turns) always answers before the reply ends.
@@ -360,7 +360,7 @@ def test_ping_answers():
 
 
 def test_an_agent_that_never_flushes_the_chunker_is_caught(monkeypatch):
-    from protocol.chunker import IncrementalSentenceChunker
+    from speech.chunker import IncrementalSentenceChunker
 
     class NeverFlushes(IncrementalSentenceChunker):
         def flush(self):

@@ -133,7 +133,7 @@ def test_entry_command_is_the_tested_server_bound_for_sagemaker(image):
 def test_sources_the_server_imports_are_copied(image):
     _, final, _ = image
     copied = {value.split()[0].rstrip("/") for value in final.all("COPY") if not value.startswith("--from")}
-    assert {"protocol", "reference_server", "spec", "pyproject.toml"} <= copied
+    assert {"protocol", "speech", "reference_server", "spec", "pyproject.toml"} <= copied
     for source in copied:
         assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
 
@@ -168,7 +168,15 @@ def test_kit_image_installs_its_lock_and_runs_the_suite_as_a_user():
     copied = {value.split()[0].rstrip("/") for value in final.all("COPY")}
     for source in copied:
         assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
-    assert {"locks/kit.txt", "conformance", "simulator", "protocol", "spec", "pyproject.toml"} <= copied
+    assert {
+        "locks/kit.txt",
+        "conformance",
+        "simulator",
+        "protocol",
+        "speech",
+        "spec",
+        "pyproject.toml",
+    } <= copied
 
 
 KIT_OPTIONAL = {

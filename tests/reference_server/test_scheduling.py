@@ -20,7 +20,6 @@ import pytest
 from bench.paced import SAMPLE_RATE, FakeClock, PacedBackend
 from bench.playback import underrun
 from protocol.messages import SynthesisRequest
-from protocol.segmenter import DEFAULT_FIRST_UNITS, Boundary, spoken_units
 from reference_server.runtime import LEAD_S, PAUSE_S, RequestAudio, Runtime
 from reference_server.scheduling import (
     GUARD_S,
@@ -34,6 +33,7 @@ from reference_server.scheduling import (
     choose,
 )
 from reference_server.settings import Settings
+from speech.segmenter import DEFAULT_FIRST_UNITS, Boundary, spoken_units
 
 GUARD = 30.0
 """Seconds: only guards against hangs; nothing is timed."""

@@ -17,11 +17,11 @@ from tone_backend import SAMPLE_RATE, ToneBackend, expected_samples
 from ws_conversation import open_session
 
 from protocol.errors import ErrorCode
-from protocol.frontend import speech_pieces
 from protocol.limits import Limits
 from protocol.session import SynthesisCompleted, SynthesisStarted
 from reference_agent.scripted import tokenize
 from reference_server.utterance import segment_frontend
+from speech.frontend import speech_pieces
 
 PADDING_S = 0.8
 """One segment's padding: Kokoro puts about 0.8 s of silence around each synthesis pass."""

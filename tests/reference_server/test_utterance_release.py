@@ -16,15 +16,15 @@ import pytest
 from bench.paced import SAMPLE_RATE, FakeClock, PacedBackend
 from bench.playback import underrun
 from bench.texts import REPLY
-from protocol.chunker import IncrementalSentenceChunker
-from protocol.frontend import speech_text
 from protocol.messages import SynthesisRequest
-from protocol.segmenter import Boundary, Segmenter
 from reference_agent.scripted import tokenize
 from reference_server.runtime import RequestAudio, Runtime
 from reference_server.scheduling import Listener
 from reference_server.settings import Settings, SettingsError
 from reference_server.utterance import UtteranceAudio
+from speech.chunker import IncrementalSentenceChunker
+from speech.frontend import speech_text
+from speech.segmenter import Boundary, Segmenter
 
 TOKENS_PER_S = 10.0
 """The issue's LLM pace: about ten words a second (the agent benchmark's scripted model writes 10.2)."""

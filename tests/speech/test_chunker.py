@@ -1,4 +1,4 @@
-"""Tests for protocol.chunker: streaming sentence boundaries per language, line breaks, length cap, cost."""
+"""Tests for speech.chunker: streaming sentence boundaries per language, line breaks, length cap, cost."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sentencex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.chunker import (
+from speech.chunker import (
     DEFAULT_MAX_CHUNK_CHARS,
     Chunk,
     IncrementalSentenceChunker,
@@ -323,7 +323,7 @@ def test_arguments_are_checked():
         IncrementalSentenceChunker().feed(b"bytes")  # type: ignore[arg-type]
 
 
-# --- markdown (rules in tests/protocol/test_markdown.py) -------------------------------------------------
+# --- markdown (rules in tests/speech/test_markdown.py) -------------------------------------------------
 
 
 def test_markdown_headings_and_list_items_do_not_run_together():

@@ -1,4 +1,4 @@
-"""Tests for protocol.frontend: a battery of texts as language models write them, and its properties.
+"""Tests for speech.frontend: a battery of texts as language models write them, and its properties.
 
 The battery (``BATTERY``) holds markdown answers in the nine Kokoro languages with the exact pieces a
 listener should hear. Each is checked whole, one character at a time, in random fragments and in
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from protocol.chunker import DEFAULT_MAX_CHUNK_CHARS
-from protocol.frontend import Piece, SpeechFrontend, speech_text
-from protocol.markdown import strip_markdown
-from protocol.normalization import normalize_text
+from speech.chunker import DEFAULT_MAX_CHUNK_CHARS
+from speech.frontend import Piece, SpeechFrontend, speech_text
+from speech.markdown import strip_markdown
+from speech.normalization import normalize_text
 
 
 def pieces(fragments: list[str], language: str, **kwargs) -> list[Piece]:
@@ -614,7 +614,7 @@ def test_fragmentation_invariance(case, language, markdown):
 @PROPERTY_SETTINGS
 @given(random_texts, LANGUAGES, st.booleans())
 def test_nothing_spoken_is_lost(text, language, markdown):
-    """The spoken contract (module docstring of protocol.frontend), checked piece by piece.
+    """The spoken contract (module docstring of speech.frontend), checked piece by piece.
 
     The pieces' written texts cover the clean text in order, whitespace aside; each piece says
     normalize_text of its written text; only chunks with no letter or digit after normalization vanish.

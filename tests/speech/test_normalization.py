@@ -1,4 +1,4 @@
-"""Tests for protocol.normalization: figures, symbols, addresses and emoji read per language."""
+"""Tests for speech.normalization: figures, symbols, addresses and emoji read per language."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.normalization import normalize_spans, normalize_text, normalizer_language
+from speech.normalization import normalize_spans, normalize_text, normalizer_language
 
 CASES = {
     "a": [

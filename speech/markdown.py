@@ -2,7 +2,7 @@
 
 :class:`MarkdownStripper` takes text in fragments of any size and returns the text to speak: the words
 stay, the syntax goes, and block structure (headings, list items, table rows, paragraphs) survives as
-line breaks, which the sentence chunker treats as segment ends (:mod:`protocol.chunker`). It is a
+line breaks, which the sentence chunker treats as segment ends (:mod:`speech.chunker`). It is a
 character-at-a-time state machine, so its output for any fragmentation of a text is the output for the
 whole text, and each character costs O(1) amortized: the only characters held back are an undecided
 marker or construct, each bounded (see the ``MAX_*`` constants).

@@ -1,4 +1,4 @@
-"""Tests for protocol.markdown: the rules one by one, streaming, no-loss and fragmentation properties."""
+"""Tests for speech.markdown: the rules one by one, streaming, no-loss and fragmentation properties."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.markdown import MAX_LINK_TARGET_CHARS, MarkdownStripper, strip_markdown
+from speech.markdown import MAX_LINK_TARGET_CHARS, MarkdownStripper, strip_markdown
 
 
 def lines(text: str) -> list[str]:

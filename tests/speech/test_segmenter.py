@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.segmenter import (
+from speech.segmenter import (
     DEFAULT_FIRST_UNITS,
     DEFAULT_MIN_UNITS,
     Boundary,

@@ -2,11 +2,11 @@
 
 One streaming object, :class:`SpeechFrontend`, chains three stages, each of them sans-I/O and incremental:
 
-1. markdown removal (:mod:`protocol.markdown`): syntax dropped, block structure kept as line breaks;
-2. sentence chunking (:mod:`protocol.chunker`): a chunk goes out as soon as its end is certain, per the
+1. markdown removal (:mod:`speech.markdown`): syntax dropped, block structure kept as line breaks;
+2. sentence chunking (:mod:`speech.chunker`): a chunk goes out as soon as its end is certain, per the
    language's punctuation (``。！？`` in CJK, the danda in Hindi, ``¿ ¡`` and ``« »`` around sentences);
    every line break ends a chunk;
-3. normalization for speech (:mod:`protocol.normalization`): numbers, currency, dates, times, units,
+3. normalization for speech (:mod:`speech.normalization`): numbers, currency, dates, times, units,
    symbols, addresses and emoji of each chunk rewritten for the language's G2P.
 
 Text goes in as fragments of any size (an LLM's deltas, or a whole request at once); :class:`Piece`
@@ -15,7 +15,7 @@ the TTS, which normalizes); the reference server runs all three on a request's t
 
 What is spoken (the contract the tests check as properties): let ``clean`` be the markdown stage's output
 for the text (with ``markdown=False``, the text itself). The chunks cover ``clean`` exactly, whitespace
-collapsed (:mod:`protocol.chunker`); each piece's ``text`` is :func:`~protocol.normalization.normalize_text`
+collapsed (:mod:`speech.chunker`); each piece's ``text`` is :func:`~speech.normalization.normalize_text`
 of its chunk, and pieces whose text has no letter or digit left (an emoji alone, ``...``) are dropped. So
 every letter and digit of ``clean`` is spoken, as written or as part of a normalized figure, address or
 abbreviation; and the output does not depend on how the text was cut into fragments.
@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from protocol.chunker import DEFAULT_MAX_CHUNK_CHARS, Chunk, IncrementalSentenceChunker
-from protocol.normalization import normalize_text, normalizer_language
+from speech.chunker import DEFAULT_MAX_CHUNK_CHARS, Chunk, IncrementalSentenceChunker
+from speech.normalization import normalize_text, normalizer_language
 
 __all__ = ["SLICE_CHARS", "Piece", "SpeechFrontend", "speech_pieces", "speech_text"]
 
@@ -68,9 +68,9 @@ class SpeechFrontend:
             ``"p"``, ``"z"``: a voice's first letter), or a BCP 47 / ISO 639 tag (``"en-GB"``, ``"fr"``).
             Another language gets generic rules: markdown, sentence chunking by sentencex's generic rules,
             emoji and addresses.
-        markdown: remove markdown syntax (:mod:`protocol.markdown`). Off for plain text in which ``*``,
+        markdown: remove markdown syntax (:mod:`speech.markdown`). Off for plain text in which ``*``,
             ``_``, ``#`` or ``[`` are words.
-        normalize: rewrite figures, symbols and emoji for speech (:mod:`protocol.normalization`). Off
+        normalize: rewrite figures, symbols and emoji for speech (:mod:`speech.normalization`). Off
             when the synthesizer normalizes itself (the reference agent leaves it to the TTS server).
         max_chunk_chars: the chunker's cap on a chunk as written (:data:`DEFAULT_MAX_CHUNK_CHARS`); a
             normalized piece may be longer (figures expand into words).
@@ -96,7 +96,7 @@ class SpeechFrontend:
 
     @property
     def pending(self) -> int:
-        """Characters received and not yet returned in a piece (bounded: see :mod:`protocol.chunker`)."""
+        """Characters received and not yet returned in a piece (bounded: see :mod:`speech.chunker`)."""
         return self._chunker.pending
 
     def feed(self, fragment: str) -> list[Piece]:
@@ -115,7 +115,7 @@ class SpeechFrontend:
 
     def take(self, count: int) -> Piece | None:
         """The first ``count`` characters of :attr:`held` as a piece now, before its sentence ends
-        (:meth:`protocol.chunker.IncrementalSentenceChunker.take`); normalized like any piece, ``None``
+        (:meth:`speech.chunker.IncrementalSentenceChunker.take`); normalized like any piece, ``None``
         when nothing speakable is left.
 
         Raises:

@@ -171,7 +171,7 @@ _EN_PAIRS = frozenset(
 )
 """Word pairs that are one phrase ("as soon as", "rather than"): never cut between them."""
 
-# Numbers as the text front-end spells them out (protocol.frontend): never cut between two of their words.
+# Numbers as the text front-end spells them out (speech.frontend): never cut between two of their words.
 _EN_NUMBERS = _words(
     """
     zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen

@@ -4,9 +4,9 @@ The reference server cuts the text of a synthesis request (PROTOCOL.md §4.1) in
 them one after the other, so the first audio frame (§5.2) can leave before the whole text is phonemized; the
 agent does the same with the text deltas of a language model. Both feed text as it arrives to an
 :class:`IncrementalSentenceChunker` and synthesize every chunk it returns. The text front-end
-(:mod:`protocol.frontend`) puts markdown removal before it and normalization for speech after it.
+(:mod:`speech.frontend`) puts markdown removal before it and normalization for speech after it.
 
-Pipeline: markdown syntax is removed by a streaming :class:`~protocol.markdown.MarkdownStripper` (unless
+Pipeline: markdown syntax is removed by a streaming :class:`~speech.markdown.MarkdownStripper` (unless
 ``markdown=False``); whitespace runs are collapsed; the chunker then proposes candidate boundaries itself
 and asks sentencex (the best of six segmenters on our 21-case battery, REFERENCE §6) to judge the doubtful
 ones on a bounded window. The streaming policy -- when a boundary is certain -- is ours and is described
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import sentencex
 
-from protocol.markdown import MAX_LINK_TARGET_CHARS, NEWLINES, MarkdownStripper, strip_markdown
+from speech.markdown import MAX_LINK_TARGET_CHARS, NEWLINES, MarkdownStripper, strip_markdown
 
 __all__ = [
     "DEFAULT_MAX_CHUNK_CHARS",
@@ -74,7 +74,7 @@ The torch path (misaki G2P) was not measured here (its English G2P needs a spaCy
 """
 
 LINK_TARGET_MAX_CHARS = MAX_LINK_TARGET_CHARS
-"""Alias of :data:`protocol.markdown.MAX_LINK_TARGET_CHARS` (the name this module used to define)."""
+"""Alias of :data:`speech.markdown.MAX_LINK_TARGET_CHARS` (the name this module used to define)."""
 
 # Terminators that need whitespace and a following character before they can end a sentence, and those
 # written without a following space (CJK full stops and marks, the Devanagari dandas), which need only the
@@ -190,7 +190,7 @@ class IncrementalSentenceChunker:
             the Japanese quotative rule below; unknown codes get sentencex's generic rules.
         max_chunk_chars: no chunk is longer (in characters, after normalisation); see
             :data:`DEFAULT_MAX_CHUNK_CHARS` for the phoneme measurement behind the default.
-        markdown: remove markdown syntax first (:mod:`protocol.markdown`). Turn off for text that is
+        markdown: remove markdown syntax first (:mod:`speech.markdown`). Turn off for text that is
             already clean, or plain text in which ``*``, ``_``, ``[`` or a line-leading ``#`` are words.
 
     Raises:
