@@ -91,7 +91,15 @@ def _covered(modules: tuple[str, ...], report: Path) -> dict[str, list[int]]:
     record = report / "coverage.json"
     key = {
         "files": stamp(
-            ["protocol", "speech", "reference_server", "conformance", "simulator", "sagemaker_transport", "spec"]
+            [
+                "protocol",
+                "speech",
+                "reference_server",
+                "conformance",
+                "simulator",
+                "sagemaker_transport",
+                "spec",
+            ]
         ),
         "paths": modules,
     }
