@@ -122,7 +122,7 @@ def test_fatal_codes_and_close_codes():
 def test_protocol_error_frame_and_http_body():
     error = ProtocolError(ErrorCode.QUEUE_FULL, "32 requests are queued", request_id="a1")
     assert str(error) == "queue_full: 32 requests are queued"
-    frame = error.to_frame()
+    frame = ErrorFrame.from_error(error).to_dict()
     assert frame == {
         "type": "error",
         "code": "queue_full",
@@ -134,7 +134,7 @@ def test_protocol_error_frame_and_http_body():
     schemas.validate("http_error", error.http_body())
     assert error.http_body() == {"error": {"code": "queue_full", "message": "32 requests are queued"}}
     fatal = ProtocolError(ErrorCode.TOO_MANY_SESSIONS, "64 sessions")
-    assert fatal.fatal and fatal.to_frame()["fatal"] is True
+    assert fatal.fatal and ErrorFrame.from_error(fatal).to_dict()["fatal"] is True
     assert ProtocolError(ErrorCode.INTERNAL_ERROR, "boom", fatal=True).fatal
 
 
@@ -670,9 +670,8 @@ def test_server_frames_serialize_to_their_schemas():
     assert complete.words == (Word("Hello", 0.275, 0.6),)
     error = ErrorFrame(ErrorCode.TEXT_REQUIRED, "text is required", "a3")
     assert error.message == "text is required"  # the code is in `code`, not repeated (§9.3)
-    assert ProtocolError(ErrorCode.QUEUE_FULL, "32 requests are queued").to_frame()["message"] == (
-        "32 requests are queued"
-    )
+    queue_full = ProtocolError(ErrorCode.QUEUE_FULL, "32 requests are queued")
+    assert ErrorFrame.from_error(queue_full).to_dict()["message"] == "32 requests are queued"
     for name, frame in (("synthesis_start", start), ("synthesis_complete", complete), ("error", error)):
         schemas.validate(name, json.loads(frame.to_json()))
         assert parse_server_control(json.loads(frame.to_json())) == frame
@@ -684,7 +683,8 @@ def test_error_frame_from_protocol_error():
     error = ProtocolError(ErrorCode.INVALID_SPEED, "speed must be from 0.5 to 2.0, not 3", "b3")
     frame = ErrorFrame.from_error(error)
     assert frame.code is ErrorCode.INVALID_SPEED and frame.request_id == "b3" and not frame.fatal
-    assert json.loads(frame.to_json()) == error.to_frame()
+    assert json.loads(frame.to_json()) == frame.to_dict()
+    assert frame.message == error.message and frame.message_type is None
 
 
 @pytest.mark.parametrize(
