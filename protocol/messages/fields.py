@@ -77,8 +77,9 @@ EXPECTED = {
     "marks": "a boolean",
     "lexicon": "an object mapping words to pronunciations",
 }
+"""What ``invalid_field`` says a member must be, by member name."""
 
-# §9.2: members are checked in this order and the first failure is the answer.
+# §9.2: members are checked in these orders and the first failure is the answer.
 REQUEST_ORDER = (
     "request_id",
     "text",

@@ -1,7 +1,8 @@
 """``POST /invocations``: one synthesis over HTTP, its body parsed with the WebSocket's rules (§11.1).
 
 A body is a synthesis request plus ``format``, ``transport`` and ``stream``, or ``describe`` (§4.4). Its
-members are checked by :mod:`protocol.messages.fields` in the order of §9.2, as a WebSocket request's are.
+members are checked by :mod:`protocol.messages.fields` in the order of §9.2, as a WebSocket request's are
+(:func:`protocol.messages.client.parse_client_message`, named ``parse_client_message`` below).
 """
 
 from __future__ import annotations

@@ -130,8 +130,8 @@ def decode_json_object(
 ) -> dict[str, Any]:
     """Decode one client message to a JSON object under the strict rules of PROTOCOL.md §3.1.
 
-    Every escaped lone surrogate is refused here; :func:`parse_client_message` alone admits the split
-    surrogate pairs of utterance text (§15.2).
+    Every escaped lone surrogate is refused here; :func:`~protocol.messages.client.parse_client_message`
+    alone admits the split surrogate pairs of utterance text (§15.2).
 
     Args:
         data: the whole message: ``bytes`` (a BINARY frame or HTTP body) or ``str`` (a TEXT frame).

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,8 @@ from protocol.messages import (
     InvalidServerFrame,
     InvocationsRequest,
     LanguageInfo,
+    Marks,
+    ServerFrame,
     ServerInfo,
     SynthesisComplete,
     SynthesisRequest,
@@ -677,6 +681,39 @@ def test_server_frames_serialize_to_their_schemas():
         assert parse_server_control(json.loads(frame.to_json())) == frame
     assert "words" not in json.loads(SynthesisComplete("a", "cancelled", 0, 0.0, 0.1).to_json())
     assert json.loads(ErrorFrame("queue_full", "full").to_json())["request_id"] is None
+
+
+def test_every_server_frame_shares_one_base_and_reads_back_with_its_own_parse():
+    words = (Word("Hi", 0.0, 0.2),)
+    frames = (
+        SynthesisStart(request_id="a", sample_rate=24000, voice="af_heart", speed=1.0),
+        SynthesisComplete("a", "completed", 4800, 0.1, 0.3, list(words)),
+        Marks(request_id="a", segment=0, text="Hi", start_s=0.0, end_s=0.2, words=words),
+        ErrorFrame(ErrorCode.QUEUE_FULL, "full", "a", message_type="synthesize"),
+        Capabilities(
+            server=ServerInfo("s", "1"),
+            voices=(VoiceInfo.kokoro("af_heart"),),
+            languages=(LanguageInfo.kokoro("a", word_timings=True),),
+        ),
+    )
+    for frame in frames:
+        obj = frame.to_dict()
+        assert isinstance(frame, ServerFrame) and next(iter(obj)) == "type" and obj["type"] == frame.type
+        assert json.loads(frame.to_json()) == obj
+        assert type(frame).from_dict(json.loads(frame.to_json())) == frame == parse_server_control(obj)
+    with pytest.raises(ValueError, match="names no Kokoro language"):
+        VoiceInfo.kokoro("xf_custom")
+
+
+def test_the_error_registry_imports_nothing_of_the_message_layer():
+    """errors <-> messages was an import circle (ProtocolError.to_frame); the frame has one home now."""
+    probe = "import sys, protocol.errors; print('protocol.messages' in sys.modules)"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "False"
+    assert not hasattr(ProtocolError, "to_frame")
 
 
 def test_error_frame_from_protocol_error():
