@@ -29,10 +29,9 @@ from protocol.messages.fields import (
     ParseOptions,
     check_fields,
     check_lexicon,
-    show,
     timestamp,
 )
-from protocol.messages.jsontext import compact_json, decode_json_object, valid_id
+from protocol.messages.jsontext import compact_json, decode_json_object, show, valid_id
 
 __all__ = [
     "Append",

@@ -8,7 +8,6 @@ the first member that fails. :class:`ParseOptions` holds what the server accepts
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -30,7 +29,7 @@ from protocol.messages.constants import (
     SPEED_MIN,
     VOICE_PATTERN,
 )
-from protocol.messages.jsontext import is_number
+from protocol.messages.jsontext import is_number, show
 from protocol.voices import InvalidVoiceError, is_blend, parse_voice
 
 __all__ = ["rfc3339_to_epoch"]
@@ -105,12 +104,6 @@ INVOCATIONS_ORDER = (
     "request_timestamp",
     "lexicon",
 )
-
-
-def show(value: object) -> str:
-    """``value`` as JSON for an error message, cut to 40 characters."""
-    shown = json.dumps(value, ensure_ascii=True)
-    return shown if len(shown) <= 40 else shown[:39] + "…"
 
 
 def rfc3339_to_epoch(value: str) -> float | None:

@@ -15,8 +15,8 @@ from protocol.encodings import DEFAULT_ENCODING
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.limits import Limits
 from protocol.messages.client import Describe, SynthesisRequest
-from protocol.messages.fields import INVOCATIONS_ORDER, ParseOptions, check_fields, check_lexicon, show
-from protocol.messages.jsontext import decode_json_object
+from protocol.messages.fields import INVOCATIONS_ORDER, ParseOptions, check_fields, check_lexicon
+from protocol.messages.jsontext import decode_json_object, show
 
 __all__ = ["InvocationsRequest", "parse_invocations_body", "parse_invocations_request"]
 

@@ -45,6 +45,12 @@ def compact_json(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=escape, separators=(",", ":"), allow_nan=False)
 
 
+def show(value: object) -> str:
+    """``value`` as JSON for an error message, cut to 40 characters."""
+    shown = json.dumps(value, ensure_ascii=True)
+    return shown if len(shown) <= 40 else shown[:39] + "…"
+
+
 def valid_id(obj: dict[str, Any]) -> str | None:
     """``obj["request_id"]`` when it is a valid request id (1 to 128 characters), else ``None``."""
     request_id = obj.get("request_id")

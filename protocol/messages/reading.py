@@ -14,8 +14,7 @@ from typing import Any
 
 from protocol import schemas
 from protocol.messages.capabilities import Capabilities
-from protocol.messages.fields import show
-from protocol.messages.jsontext import is_number
+from protocol.messages.jsontext import is_number, show
 from protocol.messages.server import ErrorFrame, Marks, ServerFrame, SynthesisComplete, SynthesisStart
 
 __all__ = [
