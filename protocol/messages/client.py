@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from protocol.encodings import DEFAULT_ENCODING
 from protocol.errors import ErrorCode, ProtocolError
@@ -310,80 +310,70 @@ class Utterance:
         )
 
 
-def _fragment(obj: dict[str, Any], kind: str, options: ParseOptions) -> tuple[str, Any]:
-    """The ``request_id`` and ``text`` of an ``append``, ``flush`` or ``end`` message, checked in the order
-    of §15.6; ``text`` may be empty or whitespace and carry surrogate halves at its edges (§15.2)."""
-    check_fields(obj, schema=kind, order=FRAGMENT_ORDER, options=options, fragment=True)
-    return obj["request_id"], obj.get("text")
+class _Fragment:
+    """The shared form of ``append``, ``flush`` and ``end`` (§15.1): a fragment of an open utterance's text.
+
+    A subclass is a frozen dataclass with ``request_id`` and ``text`` that sets :attr:`type`. Its ``text``
+    may be empty or whitespace and carry the surrogate halves of §15.2 at its edges; the session pairs them.
+    """
+
+    __slots__ = ()
+
+    type: ClassVar[str]
+    """The message's ``type`` member, also the name of its schema."""
+    request_id: str
+    text: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type", "request_id"}`` plus ``text`` when set (always for ``append``)."""
+        obj: dict[str, Any] = {"type": self.type, "request_id": self.request_id}
+        if self.text is not None:
+            obj["text"] = self.text
+        return obj
+
+    def to_json(self) -> str:
+        """Compact JSON text of :meth:`to_dict` (surrogate halves escaped, §15.2)."""
+        return compact_json(self.to_dict())
+
+    @classmethod
+    def parse(cls, obj: dict[str, Any], options: ParseOptions) -> Self:
+        """Check a decoded message of this type in the order of §15.6 and build it.
+
+        Raises:
+            ProtocolError: the first member that fails (``request_id``, then ``text``).
+        """
+        check_fields(obj, schema=cls.type, order=FRAGMENT_ORDER, options=options, fragment=True)
+        return cls(obj["request_id"], obj.get("text"))  # type: ignore[call-arg]  # a dataclass's fields
 
 
 @dataclass(frozen=True, slots=True)
-class Append:
+class Append(_Fragment):
     """Append ``text`` to the open utterance ``request_id`` (§15.1). ``text`` may be ``""``."""
+
+    type: ClassVar[str] = "append"
 
     request_id: str
     text: str
 
-    def to_dict(self) -> dict[str, Any]:
-        """``{"type": "append", "request_id", "text"}``."""
-        return {"type": "append", "request_id": self.request_id, "text": self.text}
-
-    def to_json(self) -> str:
-        """Compact JSON text of :meth:`to_dict` (surrogate halves escaped, §15.2)."""
-        return compact_json(self.to_dict())
-
-    @classmethod
-    def parse(cls, obj: dict[str, Any], options: ParseOptions) -> Append:
-        """Check a decoded ``append`` message (§15.1, §15.6) and build it (``ProtocolError``: bad member)."""
-        return cls(*_fragment(obj, "append", options))
-
 
 @dataclass(frozen=True, slots=True)
-class Flush:
+class Flush(_Fragment):
     """Append ``text`` (if any), then speak everything the utterance holds now (§15.3)."""
 
+    type: ClassVar[str] = "flush"
+
     request_id: str
     text: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"type": "flush", "request_id"}`` plus ``text`` when set."""
-        obj: dict[str, Any] = {"type": "flush", "request_id": self.request_id}
-        if self.text is not None:
-            obj["text"] = self.text
-        return obj
-
-    def to_json(self) -> str:
-        """Compact JSON text of :meth:`to_dict` (surrogate halves escaped, §15.2)."""
-        return compact_json(self.to_dict())
-
-    @classmethod
-    def parse(cls, obj: dict[str, Any], options: ParseOptions) -> Flush:
-        """Check a decoded ``flush`` message (§15.3, §15.6) and build it (``ProtocolError``: bad member)."""
-        return cls(*_fragment(obj, "flush", options))
 
 
 @dataclass(frozen=True, slots=True)
-class End:
+class End(_Fragment):
     """Append ``text`` (if any), then close the utterance to new text: the rest is spoken (§15.4)."""
+
+    type: ClassVar[str] = "end"
 
     request_id: str
     text: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"type": "end", "request_id"}`` plus ``text`` when set."""
-        obj: dict[str, Any] = {"type": "end", "request_id": self.request_id}
-        if self.text is not None:
-            obj["text"] = self.text
-        return obj
-
-    def to_json(self) -> str:
-        """Compact JSON text of :meth:`to_dict` (surrogate halves escaped, §15.2)."""
-        return compact_json(self.to_dict())
-
-    @classmethod
-    def parse(cls, obj: dict[str, Any], options: ParseOptions) -> End:
-        """Check a decoded ``end`` message (§15.4, §15.6) and build it (``ProtocolError``: bad member)."""
-        return cls(*_fragment(obj, "end", options))
 
 
 UtteranceMessage = Utterance | Append | Flush | End
