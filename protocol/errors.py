@@ -190,7 +190,8 @@ class ProtocolError(Exception):
         message_type: the ``type`` of the refused message when it could be read (``"synthesize"`` for
             a request sent without one), else ``None``; the error frame carries it (§5.4, §15.6).
 
-    ``str(exc)`` is ``"<code>: <message>"``.
+    ``str(exc)`` is ``"<code>: <message>"``. The ``error`` frame that answers it is
+    :meth:`protocol.messages.ErrorFrame.from_error` (this module imports nothing of the message layer).
     """
 
     def __init__(
@@ -211,15 +212,6 @@ class ProtocolError(Exception):
 
     def __repr__(self) -> str:
         return f"ProtocolError({self.code.value!r}, {self.message!r}, request_id={self.request_id!r})"
-
-    def to_frame(self) -> dict[str, Any]:
-        """The ``error`` control frame of §5.4 as a JSON-ready dict (:class:`protocol.messages.ErrorFrame`).
-
-        ``message`` is :attr:`message`, without the code (§9.3): clients match ``code``.
-        """
-        from protocol.messages import ErrorFrame  # the frame's one home; messages imports this module
-
-        return ErrorFrame.from_error(self).to_dict()
 
     def http_body(self) -> dict[str, Any]:
         """The JSON body of an HTTP error answer (§11.6): ``{"error": {"code", "message"}}``."""

@@ -32,6 +32,7 @@ from protocol.logs import log_event
 from protocol.messages import (
     CHANNELS,
     Describe,
+    ErrorFrame,
     InvocationsRequest,
     SynthesisRequest,
     Word,
@@ -426,7 +427,7 @@ async def _sse_events(
             logger.exception("synthesis of request %r failed", request_id)  # %r: ids are client-chosen
             status = "failed"
             error = ProtocolError(ErrorCode.INTERNAL_ERROR, "synthesis failed", request_id)
-            frame = error.to_frame()
+            frame = ErrorFrame.from_error(error).to_dict()
             del frame["fatal"]  # an SSE error always ends the response
             yield encode_event(frame, event="error")
             return

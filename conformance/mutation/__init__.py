@@ -24,7 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 DEFAULT_MODULES: tuple[str, ...] = (
     "protocol/session.py",
-    "protocol/messages.py",
+    "protocol/messages/jsontext.py",
+    "protocol/messages/fields.py",
+    "protocol/messages/client.py",
+    "protocol/messages/invocations.py",
+    "protocol/messages/server.py",
+    "protocol/messages/capabilities.py",
+    "protocol/messages/reading.py",
     "protocol/frames.py",
     "reference_server/runtime.py",
     "reference_server/scheduling.py",

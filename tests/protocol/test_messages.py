@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,8 @@ from protocol.messages import (
     InvalidServerFrame,
     InvocationsRequest,
     LanguageInfo,
+    Marks,
+    ServerFrame,
     ServerInfo,
     SynthesisComplete,
     SynthesisRequest,
@@ -122,7 +126,7 @@ def test_fatal_codes_and_close_codes():
 def test_protocol_error_frame_and_http_body():
     error = ProtocolError(ErrorCode.QUEUE_FULL, "32 requests are queued", request_id="a1")
     assert str(error) == "queue_full: 32 requests are queued"
-    frame = error.to_frame()
+    frame = ErrorFrame.from_error(error).to_dict()
     assert frame == {
         "type": "error",
         "code": "queue_full",
@@ -134,7 +138,7 @@ def test_protocol_error_frame_and_http_body():
     schemas.validate("http_error", error.http_body())
     assert error.http_body() == {"error": {"code": "queue_full", "message": "32 requests are queued"}}
     fatal = ProtocolError(ErrorCode.TOO_MANY_SESSIONS, "64 sessions")
-    assert fatal.fatal and fatal.to_frame()["fatal"] is True
+    assert fatal.fatal and ErrorFrame.from_error(fatal).to_dict()["fatal"] is True
     assert ProtocolError(ErrorCode.INTERNAL_ERROR, "boom", fatal=True).fatal
 
 
@@ -670,9 +674,8 @@ def test_server_frames_serialize_to_their_schemas():
     assert complete.words == (Word("Hello", 0.275, 0.6),)
     error = ErrorFrame(ErrorCode.TEXT_REQUIRED, "text is required", "a3")
     assert error.message == "text is required"  # the code is in `code`, not repeated (§9.3)
-    assert ProtocolError(ErrorCode.QUEUE_FULL, "32 requests are queued").to_frame()["message"] == (
-        "32 requests are queued"
-    )
+    queue_full = ProtocolError(ErrorCode.QUEUE_FULL, "32 requests are queued")
+    assert ErrorFrame.from_error(queue_full).to_dict()["message"] == "32 requests are queued"
     for name, frame in (("synthesis_start", start), ("synthesis_complete", complete), ("error", error)):
         schemas.validate(name, json.loads(frame.to_json()))
         assert parse_server_control(json.loads(frame.to_json())) == frame
@@ -680,11 +683,45 @@ def test_server_frames_serialize_to_their_schemas():
     assert json.loads(ErrorFrame("queue_full", "full").to_json())["request_id"] is None
 
 
+def test_every_server_frame_shares_one_base_and_reads_back_with_its_own_parse():
+    words = (Word("Hi", 0.0, 0.2),)
+    frames = (
+        SynthesisStart(request_id="a", sample_rate=24000, voice="af_heart", speed=1.0),
+        SynthesisComplete("a", "completed", 4800, 0.1, 0.3, list(words)),
+        Marks(request_id="a", segment=0, text="Hi", start_s=0.0, end_s=0.2, words=words),
+        ErrorFrame(ErrorCode.QUEUE_FULL, "full", "a", message_type="synthesize"),
+        Capabilities(
+            server=ServerInfo("s", "1"),
+            voices=(VoiceInfo.kokoro("af_heart"),),
+            languages=(LanguageInfo.kokoro("a", word_timings=True),),
+        ),
+    )
+    for frame in frames:
+        obj = frame.to_dict()
+        assert isinstance(frame, ServerFrame) and next(iter(obj)) == "type" and obj["type"] == frame.type
+        assert json.loads(frame.to_json()) == obj
+        assert type(frame).from_dict(json.loads(frame.to_json())) == frame == parse_server_control(obj)
+    with pytest.raises(ValueError, match="names no Kokoro language"):
+        VoiceInfo.kokoro("xf_custom")
+
+
+def test_the_error_registry_imports_nothing_of_the_message_layer():
+    """errors <-> messages was an import circle (ProtocolError.to_frame); the frame has one home now."""
+    probe = "import sys, protocol.errors; print('protocol.messages' in sys.modules)"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=root, capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "False"
+    assert not hasattr(ProtocolError, "to_frame")
+
+
 def test_error_frame_from_protocol_error():
     error = ProtocolError(ErrorCode.INVALID_SPEED, "speed must be from 0.5 to 2.0, not 3", "b3")
     frame = ErrorFrame.from_error(error)
     assert frame.code is ErrorCode.INVALID_SPEED and frame.request_id == "b3" and not frame.fatal
-    assert json.loads(frame.to_json()) == error.to_frame()
+    assert json.loads(frame.to_json()) == frame.to_dict()
+    assert frame.message == error.message and frame.message_type is None
 
 
 @pytest.mark.parametrize(
