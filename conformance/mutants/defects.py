@@ -1,7 +1,7 @@
 """One-defect mutants as a table: the unbroken tone server with one flag set.
 
-Each :class:`Defect` names the requirement ids it breaks (:mod:`conformance.requirements`) and the cases that
-must report it ``FAILED``, and says what is broken with at most four small hooks:
+Each :class:`Defect` names the requirement ids it breaks (:mod:`conformance.engine.requirements`) and the
+cases that must report it ``FAILED``, and says what is broken with at most four small hooks:
 
 * ``incoming(session, obj)``: sees each client message parsed as JSON (a dict; other messages go straight
   on). It returns ``None`` to let the session handle the message, a dict to hand the session instead, or
@@ -952,8 +952,8 @@ RUN_LEVEL_DEFECTS: tuple[Defect, ...] = (
 )
 """One-defect mutants whose defect only a case that does not own its clause sees: no case fails, the run
 does (on the clause: ``conformance/clauses::<id>``). One per clause that a finding can be recorded on outside
-its own cases (:func:`conformance.clauses.recorded`); R6.1-2 is ``cancel-then-stream``
-(:mod:`conformance.mutants.synthesis`), and :data:`conformance.unobservable.NO_RUN_MUTANT` says why the
+its own cases (:func:`conformance.engine.clauses.recorded`); R6.1-2 is ``cancel-then-stream``
+(:mod:`conformance.mutants.synthesis`), and :data:`conformance.engine.unobservable.NO_RUN_MUTANT` says why the
 others have none."""
 
 

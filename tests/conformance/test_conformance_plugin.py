@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CASES = """
 import pytest
-from conformance.cases import Case, Level, Unimplemented, case, param
-from conformance.observer import Finding
+from conformance.engine.case import Case, Level, Unimplemented, case, param
+from conformance.engine.observer import Finding
 
 C = ("R1-901",)
 
@@ -94,8 +94,8 @@ def test_suite_error():
 
 NOTES = """
 import pytest
-from conformance.cases import case
-from conformance.observer import Finding
+from conformance.engine.case import case
+from conformance.engine.observer import Finding
 
 
 class Seen:
@@ -315,8 +315,8 @@ def test_the_command_line_help_is_the_suites() -> None:
 
 UNATTACHED = """
 import pytest
-from conformance.cases import case
-from conformance.observer import Finding
+from conformance.engine.case import case
+from conformance.engine.observer import Finding
 
 
 @pytest.fixture(scope="module")
