@@ -26,11 +26,9 @@ from typing import Any
 from xml.etree import ElementTree
 
 from conformance.engine.replay import replay_command, replayable
+from conformance.engine.shipped import MATRIX, load_matrix, section_titles
 
-__all__ = ["Defect", "defects", "load_matrix", "render_case", "render_index", "write", "write_junit"]
-
-MATRIX = Path(__file__).resolve().parents[1] / "matrix.json"
-"""The traceability matrix shipped with the suite: requirement id -> level, section, sentence."""
+__all__ = ["Defect", "defects", "render_case", "render_index", "write", "write_junit"]
 
 _VERDICT_ORDER = ("FAILED", "NON-STRICT", "INFORMATIONAL", "UNIMPLEMENTED", "SKIPPED", "OK")
 _WIRE_LINES = 14
@@ -65,15 +63,6 @@ class Defect:
     verdict: str = ""
     seen: dict[str, int] = field(default_factory=dict)
     owners: list[str] = field(default_factory=list)
-
-
-def load_matrix(path: Path = MATRIX) -> dict[str, dict[str, Any]]:
-    """Requirement id -> matrix row (``level``, ``section``, ``text``, ...); empty if the file is missing."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {row["id"]: row for row in data.get("requirements", [])}
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -357,7 +346,7 @@ def render_index(
     for case_id, entry in index.get("cases", {}).items():
         top = entry.get("section", "§?").split(".")[0]
         by_section.setdefault(top if top.startswith("§") else "agent", []).append((case_id, entry))
-    titles = _titles()
+    titles = section_titles()
     for section in sorted(by_section, key=_section_key):
         rows = by_section[section]
         tally: dict[str, int] = {}
@@ -379,13 +368,6 @@ def render_index(
 
 def _rank(verdict: str) -> int:
     return _VERDICT_ORDER.index(verdict) if verdict in _VERDICT_ORDER else len(_VERDICT_ORDER)
-
-
-def _titles() -> dict[str, str]:
-    try:
-        return json.loads(MATRIX.read_text(encoding="utf-8")).get("sections", {})
-    except (OSError, ValueError):
-        return {}
 
 
 def _case_row(case_id: str, entry: Mapping[str, Any], case: Mapping[str, Any]) -> str:

@@ -33,6 +33,7 @@ from conformance.engine.badge import badge_svg
 from conformance.engine.case import Case, Level, Verdict, verdict_for
 from conformance.engine.expectations import Expectations, Judgement, judge
 from conformance.engine.observer import Finding
+from conformance.engine.shipped import load_matrix
 from protocol.messages import PROTOCOL_VERSION
 
 CASE_FORMAT = "kokoro-conformance-case/1"
@@ -166,8 +167,6 @@ class Results:
           under where they were seen); ``message`` and ``excerpt``, the first finding's
           (``excerpt``: a short wire excerpt of the message concerned; ``where``: its session and index).
         """
-        from conformance.engine.htmlreport import load_matrix  # the shipped matrix: levels and sentences
-
         matrix = load_matrix()
         owners: dict[str, list[str]] = {}
         for r in self.ran:
