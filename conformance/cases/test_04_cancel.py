@@ -7,11 +7,11 @@ from typing import Any
 from conformance.engine import clauses, expect
 from conformance.engine.case import Level, Unimplemented, case
 from conformance.engine.probe import Probe, Recording
-from conformance.engine.session import Answer, Session
+from conformance.engine.stream import Answer, ObservedStream
 from conformance.engine.texts import FAST, LONG, SENTENCES, SHORT, TWO_SENTENCES
 
 
-def _streaming(session: Session, request_id: str) -> bool:
+def _streaming(session: ObservedStream, request_id: str) -> bool:
     answer = session.answers.get(request_id)
     return answer is not None and (bool(answer.frames) or answer.complete is not None)
 

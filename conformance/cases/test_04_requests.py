@@ -17,11 +17,11 @@ from conformance.engine.audio import check_speech
 from conformance.engine.case import Case, Level, case, param
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import VARIATIONS
-from conformance.engine.session import Answer, Session
+from conformance.engine.stream import Answer, ObservedStream
 from conformance.engine.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
 
 
-async def _only_answer(session: Session, request_id: str | None) -> Answer:
+async def _only_answer(session: ObservedStream, request_id: str | None) -> Answer:
     if request_id is not None:
         return await session.answer(request_id)
     return (await session.completions(1))[0]
@@ -385,7 +385,7 @@ def test_sample_rate_is_honoured(conf: Probe, variations: Recording) -> None:
         )
 
 
-async def _completions_or_error(s: Session, count: int) -> list[Answer]:
+async def _completions_or_error(s: ObservedStream, count: int) -> list[Answer]:
     """Read until ``count`` brackets closed; fail at once when an error frame arrives instead."""
     await s.wait(lambda: s.observer.completions() >= count or bool(s.observer.errors), f"{count} completions")
     refused = [(e.code, e.request_id, e.message) for e in s.observer.errors_since(0)]
@@ -406,7 +406,7 @@ async def _completions_or_error(s: Session, count: int) -> list[Answer]:
     "synthesis_start",
 )
 def test_server_assigned_ids_exactly(conf: Probe) -> None:
-    async def send_without_id(s: Session) -> None:
+    async def send_without_id(s: ObservedStream) -> None:
         body = {"text": SHORT, "speed": FAST}
         s.expect(None, body)
         await s.send(json.dumps(body).encode())

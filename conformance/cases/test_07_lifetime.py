@@ -15,7 +15,7 @@ from conformance.engine.case import Level, case
 from conformance.engine.describe import DEFAULT_LIMITS, ask
 from conformance.engine.probe import Probe
 from conformance.engine.recordings import CROWD_BATCH, CROWD_SETTINGS, MAX_CROWD
-from conformance.engine.session import Answer, SessionEnded, open_session
+from conformance.engine.stream import Answer, StreamEnded, open_stream
 from conformance.engine.texts import FAST, SENTENCES, SHORT, TWO_SENTENCES
 
 DISCONNECTS = 20
@@ -115,7 +115,7 @@ def test_close_while_audio_streams(conf: Probe) -> None:
 )
 def test_disconnect_mid_synthesis(conf: Probe) -> None:
     async def once(n: int) -> None:
-        async with open_session(conf.target, f"gone-{n}") as session:
+        async with open_stream(conf.target, f"gone-{n}") as session:
             conf.attach(session)
             request_id = await session.request(SENTENCES[1], speed=FAST)
             await session.wait(lambda: request_id in session.answers, "synthesis_start arrived")
@@ -228,7 +228,7 @@ def test_idle_sessions_give_their_slot_to_a_new_one(conf: Probe) -> None:
     with conf.configure(**CROWD_SETTINGS) if conf.simulated else contextlib.nullcontext():
         try:
             found = conf.run(scenario())
-        except SessionEnded as ended:
+        except StreamEnded as ended:
             raise AssertionError(
                 f"the session past max_sessions, opened after every other had been idle for idle_eviction_s, "
                 f"was not served: {ended}"

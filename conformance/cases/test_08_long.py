@@ -8,7 +8,7 @@ from conformance.engine import expect
 from conformance.engine.case import Level, case
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import KEEPALIVE_SETTINGS
-from conformance.engine.session import Answer
+from conformance.engine.stream import Answer
 from conformance.engine.texts import FAST, LONG, LONG_SECONDS_PER_CHAR_MIN
 
 PING_PROMPT_S = 2.0

@@ -30,7 +30,7 @@ from conformance.engine.loop import LoopThread
 from conformance.engine.observer import Answer, ErrorView, Finding
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import MARKER_TEXT, REFUSED
-from conformance.engine.session import Session, SessionEnded, open_session
+from conformance.engine.stream import ObservedStream, StreamEnded, open_stream
 from conformance.engine.target import Target
 from conformance.engine.texts import FAST, SHORT, TWO_SENTENCES
 from protocol.errors import ProtocolError
@@ -38,7 +38,7 @@ from protocol.limits import Limits
 from protocol.messages import Describe, parse_client_message
 
 
-class SharedSession:
+class SharedStream:
     """A session several cases use in turn; replaced by a fresh one after a case that failed on it.
 
     Each case adopts the findings of its part (:meth:`adopted`); the others (the ``describe`` asked before
@@ -48,7 +48,7 @@ class SharedSession:
     def __init__(self, target: Target, name: str) -> None:
         self.target = target
         self.name = name
-        self.session: Session | None = None
+        self.session: ObservedStream | None = None
         self._stack: contextlib.AsyncExitStack | None = None
         self._opened = 0
         self._adopted: set[int] = set()
@@ -58,14 +58,14 @@ class SharedSession:
         """``findings`` are judged by a case."""
         self._adopted |= {id(finding) for finding in findings}
 
-    async def open(self) -> Session:
+    async def open(self) -> ObservedStream:
         """The shared session, opened if there is none or it ended."""
         if self.session is None or self.session.ended:
             await self.discard()
             self._opened += 1
             self._stack = contextlib.AsyncExitStack()
             self.session = await self._stack.enter_async_context(
-                open_session(self.target, f"{self.name}-{self._opened}")
+                open_stream(self.target, f"{self.name}-{self._opened}")
             )
         return self.session
 
@@ -90,9 +90,9 @@ class SharedSession:
 
 
 @pytest.fixture(scope="module")
-def shared(target: Target, client_loop: LoopThread, unattached: Any) -> Iterator[SharedSession]:
+def shared(target: Target, client_loop: LoopThread, unattached: Any) -> Iterator[SharedStream]:
     """The session the bad-input rows share; what no row judged is judged by the run."""
-    shared = SharedSession(target, "bad-inputs")
+    shared = SharedStream(target, "bad-inputs")
     yield shared
     with contextlib.suppress(Exception):  # a server that never ends the session must not fail the teardown
         client_loop.run(shared.close(), 10.0)
@@ -138,7 +138,7 @@ class RowOutcome:
 class _Slice:
     """The part of a session's log, findings and error frames from the moment it was made to :meth:`end`."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: ObservedStream) -> None:
         self.session = session
         self.log, self.findings = len(session.log), len(session.observer.findings)
         self.first_error = len(session.observer.errors)
@@ -174,7 +174,7 @@ class BadInputRows:
     session, not on its neighbours. A server without ``describe`` gets every row alone.
     """
 
-    def __init__(self, shared: SharedSession, rows: list[BadInput]) -> None:
+    def __init__(self, shared: SharedStream, rows: list[BadInput]) -> None:
         self.shared = shared
         self.rows = rows
         self.outcomes: dict[str, RowOutcome] = {}
@@ -210,10 +210,10 @@ class BadInputRows:
             mark = _Slice(session)
             try:
                 errors = await self._delimited(session, member)
-            except (SessionEnded, TimeoutError) as exc:
+            except (StreamEnded, TimeoutError) as exc:
                 problem = (
                     str(exc)
-                    if isinstance(exc, SessionEnded)
+                    if isinstance(exc, StreamEnded)
                     else (f"nothing answered the describe sent behind the message within {ROW_WAIT_S:g} s")
                 )
                 self.outcomes[member.case.id] = mark.outcome(mark.errors(), problem=problem)
@@ -232,13 +232,13 @@ class BadInputRows:
                 for member, mark, errors in judged:
                     self.outcomes[member.case.id] = mark.outcome(errors, tail, answer=answer)
                 return
-            except (SessionEnded, TimeoutError, AssertionError):
+            except (StreamEnded, TimeoutError, AssertionError):
                 pass
             await self.shared.discard()
         for member, _, _ in judged:  # the group's request failed: each row alone says which broke it
             self.outcomes[member.case.id] = await self._alone(member)
 
-    async def _delimited(self, session: Session, row: BadInput) -> list[ErrorView]:
+    async def _delimited(self, session: ObservedStream, row: BadInput) -> list[ErrorView]:
         """Send the row's message, then ``describe``; the error frames that came before its answer."""
         first = len(session.observer.errors)
         await session.send(row.frame, data_type=row.data_type)
@@ -269,7 +269,7 @@ class BadInputRows:
             await session.send(row.frame, data_type=row.data_type)
             request = await session.request(SHORT, speed=FAST, request_id=f"after-{row.case.id}")
             answer = await asyncio.wait_for(session.answer(request), deadline.bound(REQUEST_WAIT_S))
-        except (SessionEnded, TimeoutError, AssertionError) as exc:
+        except (StreamEnded, TimeoutError, AssertionError) as exc:
             await self.shared.discard()
             problem = (
                 str(exc)
@@ -283,7 +283,7 @@ class BadInputRows:
 
 
 @pytest.fixture(scope="module")
-def bad_input_rows(request: pytest.FixtureRequest, shared: SharedSession) -> BadInputRows:
+def bad_input_rows(request: pytest.FixtureRequest, shared: SharedStream) -> BadInputRows:
     """The rows this run selected, in order, run in groups as their cases come."""
     selected = [
         item.callspec.params["row"]
@@ -376,8 +376,8 @@ PER_MESSAGE_S = 10.0
 def test_random_malformed_messages(conf: Probe) -> None:
     stack = contextlib.AsyncExitStack()
 
-    async def open_fuzz() -> Session:
-        session = await stack.enter_async_context(open_session(conf.target, "fuzz"))
+    async def open_fuzz() -> ObservedStream:
+        session = await stack.enter_async_context(open_stream(conf.target, "fuzz"))
         conf.attach(session)
         return session
 
@@ -401,7 +401,7 @@ def test_random_malformed_messages(conf: Probe) -> None:
                 return None
             try:
                 answers[key] = conf.run(ask(data, data_type), PER_MESSAGE_S)
-            except (SessionEnded, TimeoutError) as exc:
+            except (StreamEnded, TimeoutError) as exc:
                 stuck.append(f"after {data[:80]!r} ({data_type}): {exc}")
                 return None
         return answers[key]

@@ -6,7 +6,7 @@ import time
 
 from conformance.engine.case import Level, case
 from conformance.engine.probe import Probe
-from conformance.engine.session import Session
+from conformance.engine.stream import ObservedStream
 from conformance.engine.texts import FAST, LONG, STREAMED
 
 FIRST_SENTENCE = LONG.split(". ")[0] + "."
@@ -18,7 +18,7 @@ generous for a loaded machine and for a first segment cut differently, far below
 server takes to synthesize 1,000 characters before its first byte."""
 
 
-async def _first_audio_s(session: Session, text: str, request_id: str) -> float:
+async def _first_audio_s(session: ObservedStream, text: str, request_id: str) -> float:
     sent = time.monotonic()
     await session.request(text, request_id=request_id, speed=FAST)
 

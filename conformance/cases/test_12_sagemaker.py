@@ -17,7 +17,7 @@ from conformance.engine.bodies import decode_sse
 from conformance.engine.case import Case, Level, case, param
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import PIPELINED
-from conformance.engine.session import Answer
+from conformance.engine.stream import Answer
 from conformance.engine.texts import FAST, SENTENCES, SHORT
 from protocol.reader import AudioSeen, Closed, Opened, StreamReader
 from simulator import FaultPlan, SplitPolicy

@@ -13,7 +13,7 @@ from conformance.engine.audio import check_speech
 from conformance.engine.case import Level, Unimplemented, case
 from conformance.engine.describe import ask
 from conformance.engine.probe import Probe
-from conformance.engine.session import Answer, Session
+from conformance.engine.stream import Answer, ObservedStream
 from conformance.engine.texts import FAST, NATIVE, SHORT
 from protocol.messages import Capabilities
 
@@ -21,7 +21,7 @@ UNLISTED_VOICE = "zz_not_listed"
 """A voice name of the §4.1 shape that no server lists."""
 
 
-async def _describe(session: Session) -> Capabilities:
+async def _describe(session: ObservedStream) -> Capabilities:
     """Send ``describe`` on ``session`` and return the ``capabilities`` it answers (§4.4).
 
     Raises:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from conformance.engine.case import Level, Unimplemented, case
 from conformance.engine.describe import ask
 from conformance.engine.probe import Probe
-from conformance.engine.session import Answer, Session
+from conformance.engine.stream import Answer, ObservedStream
 
 LONG = "kˈOkəɹO" * 4
 """A pronunciation of "Kokoro" in Kokoro's phoneme alphabet, four times as long as the word's own."""
@@ -28,7 +28,7 @@ SAME_S = 0.15
 _PUNCTUATION = ".,;:!?\"'()"
 
 
-async def _offer(session: Session) -> str:
+async def _offer(session: ObservedStream) -> str:
     """``describe``; the English voice to speak in. UNIMPLEMENTED without describe, ``lexicon`` or English."""
     offer = await ask(session, "lex-caps")
     if offer is None:

@@ -16,7 +16,7 @@ from conformance.engine.case import Level, Unimplemented, case
 from conformance.engine.describe import ask
 from conformance.engine.observer import Answer, ErrorView
 from conformance.engine.probe import Probe
-from conformance.engine.session import Session
+from conformance.engine.stream import ObservedStream
 from conformance.engine.texts import FAST
 
 # Two sentences with a thumbs-up emoji (a surrogate pair in UTF-16) inside the first: split per UTF-16 code
@@ -62,11 +62,11 @@ def _tokens(text: str) -> list[str]:
     return [*pieces, word] if word else pieces
 
 
-def _errors_for(session: Session, request_id: str) -> list[ErrorView]:
+def _errors_for(session: ObservedStream, request_id: str) -> list[ErrorView]:
     return [e for e in session.observer.errors_since(0) if e.request_id == request_id]
 
 
-async def _open(session: Session, request_id: str, **fields: Any) -> None:
+async def _open(session: ObservedStream, request_id: str, **fields: Any) -> None:
     """Open an utterance and wait for its ``synthesis_start``; raise :class:`Unimplemented` when the
     server refuses the ``utterance`` message with ``unknown_type`` (a server without utterances, §15.1).
 
@@ -106,7 +106,7 @@ async def _within(seconds: float, waiting: Any, what: str) -> None:
         raise AssertionError(f"nothing within {seconds:g} s: {what}") from None
 
 
-async def _speak(session: Session, request_id: str, pieces: list[str], **fields: Any) -> Answer:
+async def _speak(session: ObservedStream, request_id: str, pieces: list[str], **fields: Any) -> Answer:
     """One utterance: opened, ``pieces`` appended one message each, ended; its answer."""
     await _open(session, request_id, **fields)
     for piece in pieces:
@@ -115,7 +115,7 @@ async def _speak(session: Session, request_id: str, pieces: list[str], **fields:
     return await session.answer(request_id)
 
 
-def _no_errors(session: Session) -> None:
+def _no_errors(session: ObservedStream) -> None:
     errors = session.observer.errors_since(0)
     assert not errors, f"unexpected error frames: {[(e.code, e.request_id, e.message) for e in errors]}"
 
@@ -133,7 +133,7 @@ def _no_errors(session: Session) -> None:
     "text; no error frame; the request after it is answered after it",
 )
 def test_one_bracket_per_utterance(conf: Probe) -> None:
-    async def scenario() -> tuple[Answer, Answer, Session]:
+    async def scenario() -> tuple[Answer, Answer, ObservedStream]:
         async with conf.session("utterance-bracket") as s:
             await _open(s, "u1", speed=FAST)
             await s.fragment("append", "u1", "Hello there, ")
@@ -170,7 +170,7 @@ def test_one_bracket_per_utterance(conf: Probe) -> None:
 def test_fragmentation_does_not_change_the_speech(conf: Probe) -> None:
     splits = {"whole": [REPLY], "token": _tokens(REPLY), "char": _utf16_units(REPLY)}
 
-    async def scenario() -> tuple[dict[str, Answer], Session]:
+    async def scenario() -> tuple[dict[str, Answer], ObservedStream]:
         async with conf.session("utterance-fragments") as s:
             answers = {how: await _speak(s, f"u-{how}", pieces, speed=FAST) for how, pieces in splits.items()}
             await s.close()
@@ -210,7 +210,7 @@ def test_fragmentation_does_not_change_the_speech(conf: Probe) -> None:
     "completes",
 )
 def test_speech_starts_before_end(conf: Probe) -> None:
-    async def scenario() -> tuple[Answer, int, Session]:
+    async def scenario() -> tuple[Answer, int, ObservedStream]:
         async with conf.session("utterance-early") as s:
             await _open(s, "u1", speed=FAST)
             for piece in _tokens("Good question, and a quick answer. The second sentence is"):
@@ -250,13 +250,13 @@ def test_speech_starts_before_end(conf: Probe) -> None:
 def test_flush_speaks_what_is_held(conf: Probe) -> None:
     held = "This half sentence has no end yet and"
 
-    def flushed(s: Session) -> bool:
+    def flushed(s: ObservedStream) -> bool:
         # All of the held text is spoken once the audio reaches the shortest plausible length of it.
         from conformance.engine.audio import duration_bounds
 
         return s.answers["u1"].duration_s >= duration_bounds(held, FAST)[0]
 
-    async def scenario() -> tuple[float, Answer, Session]:
+    async def scenario() -> tuple[float, Answer, ObservedStream]:
         async with conf.session("utterance-flush") as s:
             await _open(s, "u1", speed=FAST)
             for piece in _tokens(held):
@@ -354,7 +354,7 @@ def test_utterance_left_open_at_close(conf: Probe) -> None:
     text = "It is done. And this second one, much longer than the first, is only half"
     mark = conf.target.wire_mark()
 
-    async def scenario() -> tuple[Answer, Answer, Session]:
+    async def scenario() -> tuple[Answer, Answer, ObservedStream]:
         async with conf.session("utterance-close") as s:
             ended = await _speak(s, "u-ended", _tokens(text), speed=FAST)
             await _open(s, "u-open", speed=FAST)

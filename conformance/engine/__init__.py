@@ -7,7 +7,7 @@ is ``conformance/conftest.py``, the one-defect servers that prove they have teet
 Reading order: :mod:`~conformance.engine.case` (what a case is, the verdicts),
 :mod:`~conformance.engine.audio` and :mod:`~conformance.engine.badinputs` (the checks and the bad-input table,
 no I/O), :mod:`~conformance.engine.loop`, :mod:`~conformance.engine.target` and
-:mod:`~conformance.engine.session` (the shells: event loops, the server under test, streams through the
+:mod:`~conformance.engine.stream` (the shells: event loops, the server under test, streams through the
 official client), :mod:`~conformance.engine.observer` (the lenient reading of what a server sends),
 :mod:`~conformance.engine.probe` and :mod:`~conformance.engine.recordings` (sessions recorded once and judged
 by many cases), :mod:`~conformance.engine.report`, :mod:`~conformance.engine.htmlreport` and

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.engine.session import Session
+from conformance.engine.stream import ObservedStream
 from protocol.limits import Limits
 from protocol.messages import Capabilities, Describe, read_server_control
 
@@ -64,7 +64,7 @@ DEFAULT_LIMITS = Limits()
 """The protocol's default limits (§10): what a server without ``describe`` is assumed to use."""
 
 
-async def ask(session: Session, request_id: str = "caps") -> Offer | None:
+async def ask(session: ObservedStream, request_id: str = "caps") -> Offer | None:
     """Send ``describe`` with ``request_id`` on ``session`` and return its answer (§4.4).
 
     The answer is the first ``capabilities`` frame after the send naming ``request_id`` (or, from a server
@@ -72,7 +72,7 @@ async def ask(session: Session, request_id: str = "caps") -> Offer | None:
     ``unknown_type``: it does not offer it (§1.5).
 
     Raises:
-        conformance.engine.session.SessionEnded: the session ended first.
+        conformance.engine.stream.StreamEnded: the session ended first.
         AssertionError: ``describe`` was refused with another code.
     """
     sent = len(session.messages)

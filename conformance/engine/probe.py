@@ -27,7 +27,7 @@ from conformance.engine import deadline
 from conformance.engine.loop import LoopThread
 from conformance.engine.observer import Finding, Message, Observer
 from conformance.engine.report import CaseResult
-from conformance.engine.session import Session, open_session
+from conformance.engine.stream import ObservedStream, open_stream
 from conformance.engine.target import Target
 
 __all__ = ["Probe", "Recording", "record"]
@@ -62,7 +62,7 @@ class Recording:
     ended: bool = False
     faithful_data_types: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
-    others: list[Session] = field(default_factory=list)
+    others: list[ObservedStream] = field(default_factory=list)
 
     def replay(self) -> Observer:
         """The session's :class:`~conformance.engine.observer.Observer` (its answers, errors and findings)."""
@@ -90,7 +90,7 @@ def record(
     target: Target,
     loop: LoopThread,
     name: str,
-    scenario: Callable[[Session, Recording], Awaitable[None]],
+    scenario: Callable[[ObservedStream, Recording], Awaitable[None]],
     *,
     settings: dict[str, Any] | None = None,
     **bidi_options: Any,
@@ -106,10 +106,10 @@ def record(
     """
     recording = Recording(name, faithful_data_types=target.faithful_data_types)
     mark = target.wire_mark()
-    sessions: list[Session] = []
+    sessions: list[ObservedStream] = []
 
     async def main() -> None:
-        async with open_session(target, name, **bidi_options) as session:
+        async with open_stream(target, name, **bidi_options) as session:
             sessions.append(session)
             await scenario(session, recording)
 
@@ -147,7 +147,7 @@ class Probe:
         self.target = target
         self.loop = loop
         self.result = result
-        self._sessions: list[tuple[Session, int, int]] = []
+        self._sessions: list[tuple[ObservedStream, int, int]] = []
         self._recordings: list[Recording] = []
         self._adopted: list[tuple[str, list[dict[str, Any]], list[Finding]]] = []
         self._mark = target.wire_mark()
@@ -214,16 +214,16 @@ class Probe:
         check_frames: bool = True,
         stream_errors: str = "observe",
         **bidi_options: Any,
-    ) -> AsyncIterator[Session]:
-        """Open an observed :class:`Session` (:func:`~conformance.engine.session.open_session`) whose log and
-        findings go into the case's report."""
-        async with open_session(
+    ) -> AsyncIterator[ObservedStream]:
+        """Open an observed :class:`ObservedStream` (:func:`~conformance.engine.stream.open_session`) whose
+        log and findings go into the case's report."""
+        async with open_stream(
             self.target, name, check_frames=check_frames, stream_errors=stream_errors, **bidi_options
         ) as session:
             self.attach(session)
             yield session
 
-    def attach(self, session: Session) -> None:
+    def attach(self, session: ObservedStream) -> None:
         """Put ``session``'s log and findings from now on into this case (for sessions shared by cases)."""
         self._sessions.append((session, len(session.log), len(session.observer.findings)))
 

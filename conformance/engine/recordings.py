@@ -41,7 +41,7 @@ from conformance.engine import deadline
 from conformance.engine.describe import DEFAULT_LIMITS, ask
 from conformance.engine.loop import LoopThread
 from conformance.engine.probe import Recording, record
-from conformance.engine.session import Session, request_message
+from conformance.engine.stream import ObservedStream, request_message
 from conformance.engine.target import Target
 from conformance.engine.texts import (
     FAST,
@@ -126,7 +126,9 @@ server that blocks its event loop for 5 s while it synthesizes misses one."""
 PING_POLL_S = 0.25
 
 
-async def _send_all(session: Session, recording: Recording, requests: tuple[SynthesisRequest, ...]) -> None:
+async def _send_all(
+    session: ObservedStream, recording: Recording, requests: tuple[SynthesisRequest, ...]
+) -> None:
     for request in requests:
         recording.expect.append(request.request_id)
         session.expect(request.request_id, request.to_dict())
@@ -136,7 +138,7 @@ async def _send_all(session: Session, recording: Recording, requests: tuple[Synt
 def pipelined(target: Target, loop: LoopThread) -> Recording:
     """Three requests sent at once, then ``close``; the session is read to its end."""
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         await _send_all(session, recording, PIPELINED)
         await session.close()
         await session.drain_after_close(recording.expect)
@@ -147,7 +149,7 @@ def pipelined(target: Target, loop: LoopThread) -> Recording:
 def variations(target: Target, loop: LoopThread) -> Recording:
     """:data:`VARIATIONS` sent at once, then ``close``."""
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         await _send_all(session, recording, tuple(VARIATIONS.values()))
         await session.close()
         await session.drain_after_close(recording.expect)
@@ -175,7 +177,7 @@ encoding but PCM16, ignored as a version 1 server does)."""
 def encodings(target: Target, loop: LoopThread) -> Recording:
     """:data:`ENCODED` sent at once, then ``close``."""
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         await _send_all(session, recording, tuple(ENCODED.values()))
         await session.close()
         await session.drain_after_close(recording.expect)
@@ -223,7 +225,7 @@ def blends(target: Target, loop: LoopThread) -> Recording:
     cases are UNIMPLEMENTED.
     """
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         session.observer.reader.expect_describe("bl-describe")
         await session.send(Describe(request_id="bl-describe").to_json().encode())
         found: list[dict[str, Any]] = []
@@ -276,7 +278,7 @@ makes), the shouted one at speed 2 (as loud, in half the audio)."""
 def long_segment(target: Target, loop: LoopThread) -> Recording:
     """:data:`LONG_SEGMENT` sent at once, then ``close``."""
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         await _send_all(session, recording, LONG_SEGMENT)
         await session.close()
         await session.drain_after_close(recording.expect)
@@ -287,7 +289,7 @@ def long_segment(target: Target, loop: LoopThread) -> Recording:
 def refusals(target: Target, loop: LoopThread) -> Recording:
     """:data:`REFUSED` sent at once, then ``close``; the session is read to its end."""
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         for message, _ in REFUSED:
             await session.send(json.dumps(message).encode())
         await session.close()
@@ -316,7 +318,7 @@ async def _second_session(target: Target, recording: Recording) -> None:
     started = time.monotonic()
     try:
         async with target.bidi() as bidi:
-            session = Session(bidi, faithful_data_types=target.faithful_data_types, name="second")
+            session = ObservedStream(bidi, faithful_data_types=target.faithful_data_types, name="second")
             recording.others.append(session)  # its findings are the recording's (issue 30)
             await asyncio.wait_for(bidi.opened(), deadline.bound(60.0))
             extra["second_opened_s"] = round(time.monotonic() - started, 3)
@@ -336,7 +338,7 @@ def long_text(target: Target, loop: LoopThread) -> Recording:
     session."""
     request = SynthesisRequest(LONG, request_id="long-1", speed=FAST)
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         extra = recording.extra
         checks: list[tuple[float, Any]] = extra.setdefault("ping_checks", [])
         stop = asyncio.Event()
@@ -383,7 +385,7 @@ def described(target: Target, loop: LoopThread) -> Recording:
     ``close``. ``extra`` keeps the message index and time at which the describes went out and the requests
     not yet completed then."""
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         await _send_all(session, recording, DESCRIBED)
         await session.wait(lambda: "dr1" in session.answers, "dr1's synthesis_start")
         recording.extra["pending"] = [r for r in recording.expect if r not in session.completes_seen()]
@@ -422,7 +424,7 @@ def marked(target: Target, loop: LoopThread) -> Recording:
     ``extra["features"]`` is the list of features offered (``None``: describe is not offered).
     """
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         offer = await ask(session, "marks-features")
         recording.extra["features"] = None if offer is None else sorted(offer.features)
         if offer is not None and "marks" in offer.features:
@@ -455,7 +457,7 @@ def normalized(target: Target, loop: LoopThread) -> Recording:
         SynthesisRequest(text, request_id=f"n-{name}", speed=FAST) for name, text in NORMALIZED.items()
     )
 
-    async def scenario(session: Session, recording: Recording) -> None:
+    async def scenario(session: ObservedStream, recording: Recording) -> None:
         await _send_all(session, recording, requests)
         await session.close()
         await session.drain_after_close(recording.expect)
@@ -479,12 +481,12 @@ AFTER_DROP_GRACE = (10.0, 6.0)
 many times the held request's time to first audio (the server finishes the segment in flight, §7.4)."""
 
 
-async def _too_many(target: Target, recording: Recording) -> Session | None:
+async def _too_many(target: Target, recording: Recording) -> ObservedStream | None:
     """Open the session one past the limit and read what the server does with it (§2.3, §9.4)."""
     extra = recording.extra
     mark = target.wire_mark()
     async with target.bidi() as bidi:
-        session = Session(bidi, faithful_data_types=target.faithful_data_types, name="one-too-many")
+        session = ObservedStream(bidi, faithful_data_types=target.faithful_data_types, name="one-too-many")
         try:
             await bidi.opened()
         except Exception as exc:  # the service's 424: the container refused the handshake
@@ -564,12 +566,16 @@ async def _admit_one(target: Target, grace_s: float, recording: Recording) -> No
     while True:
         attempts += 1
         async with target.bidi() as bidi:
-            session = Session(bidi, faithful_data_types=target.faithful_data_types, name=f"after-{attempts}")
+            session = ObservedStream(
+                bidi, faithful_data_types=target.faithful_data_types, name=f"after-{attempts}"
+            )
             recording.others.append(session)
             await session.request(SHORT, request_id="crowd-after", speed=FAST)
             observer = session.observer
 
-            def answered(o: Any = observer, s: Session = session) -> bool:  # server_busy is an answer (§10.2)
+            def answered(
+                o: Any = observer, s: ObservedStream = session
+            ) -> bool:  # server_busy is an answer (§10.2)
                 return o.fatal or o.completed("crowd-after") or s.refusal("crowd-after") is not None
 
             try:
@@ -611,7 +617,7 @@ def crowded(target: Target, loop: LoopThread) -> Recording:
     async def main() -> None:
         async with contextlib.AsyncExitStack() as idle, contextlib.AsyncExitStack() as held:
             bidi = await held.enter_async_context(target.bidi())
-            holder = Session(bidi, faithful_data_types=target.faithful_data_types, name="holder")
+            holder = ObservedStream(bidi, faithful_data_types=target.faithful_data_types, name="holder")
             recording.others.append(holder)
             offer = await ask(holder, "limits")
             limit = DEFAULT_LIMITS.max_sessions if offer is None else offer.limit("max_sessions")
@@ -698,7 +704,7 @@ async def _busy_one(target: Target, recording: Recording, number: int, wait_s: f
     request_id = f"busy-{number}"
     outcome: dict[str, Any] = {"session": number}
     async with target.bidi() as bidi:
-        session = Session(bidi, faithful_data_types=target.faithful_data_types, name=request_id)
+        session = ObservedStream(bidi, faithful_data_types=target.faithful_data_types, name=request_id)
         recording.others.append(session)
         opened = time.monotonic()
         try:
@@ -765,7 +771,7 @@ def busy_burst(target: Target, loop: LoopThread) -> Recording:
 
     async def main() -> None:
         async with target.bidi() as bidi:
-            warm = Session(bidi, faithful_data_types=target.faithful_data_types, name="warm-up")
+            warm = ObservedStream(bidi, faithful_data_types=target.faithful_data_types, name="warm-up")
             recording.others.append(warm)
             offer = await ask(warm, "limits")
             budget = None if offer is None else offer.limit("first_audio_budget_s")

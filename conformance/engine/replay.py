@@ -63,7 +63,7 @@ class Frame:
 
 
 def frame_of(entry: dict[str, Any]) -> Frame:
-    """The comparable view of a client-log ``recv`` entry (written by ``Session._log_message``)."""
+    """The comparable view of a client-log ``recv`` entry (written by ``ObservedStream._log_message``)."""
     if entry.get("kind") == "control" and isinstance(entry.get("json"), dict):
         body = entry["json"]
         members = ", ".join(f"{k}={body[k]!r}" for k in IDENTIFYING if k in body and k != "type")
@@ -129,12 +129,12 @@ def compare(recorded: list[Frame], received: list[Frame]) -> list[str]:
 
 
 async def _replay_session(target: Any, session: dict[str, Any]) -> list[Frame]:
-    from conformance.engine.session import open_session
+    from conformance.engine.stream import open_stream
 
     entries = session["entries"]
     recorded = frames(entries)
     last_answer_t = max((e["t"] for e in entries if e.get("dir") == "recv"), default=0.0)
-    async with open_session(target, session["session"]) as s:
+    async with open_stream(target, session["session"]) as s:
         started = time.monotonic()
         reader = asyncio.create_task(_read(s, len(recorded)))
         seen = 0

@@ -3,7 +3,7 @@
 :class:`ToneServer` serves the three routes of PROTOCOL.md §2 with Starlette and uvicorn. Its sessions run
 the team's sans-I/O :class:`protocol.session.ServerSession` (parsing, error codes, brackets, safe audio
 cutting, cancel, draining on close), so the server is correct by construction; each mutant
-(:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneSession` or :class:`ToneServer` to
+(:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneConnection` or :class:`ToneServer` to
 break one rule. Speech is a deterministic tone (:class:`ToneSynthesizer`) whose length follows the text, so
 every case that checks plausibility passes on the unbroken server: it is the control of the teeth test.
 A voice blend's tone lies at the weighted mean of its voices' pitches (§4.1), and ``POST /invocations``
@@ -64,7 +64,7 @@ from protocol.sse import encode_event
 from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, parse_voice
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 
-__all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
+__all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
@@ -201,9 +201,9 @@ class ToneUtterance:
         self.take([rest] if rest else [])
 
 
-class ToneSession:
-    """One WebSocket session: a reader, a synthesis worker, a writer and an utterance idle watch around a
-    :class:`ServerSession`.
+class ToneConnection:
+    """One accepted WebSocket connection driven by a :class:`ServerSession` (the protocol's server session,
+    ``self.session``): a reader, a synthesis worker, a writer and an utterance idle watch around it.
 
     The hooks a mutant may override are :meth:`receive`, :meth:`on_accepted`, :meth:`on_refused`,
     :meth:`on_close_requested`, :meth:`on_text`, :meth:`on_flush`, :meth:`on_utterance_end`, :meth:`work`,
@@ -515,10 +515,10 @@ EVICTION_S = 2.0
 
 
 class ToneServer:
-    """The unbroken server. ``session_class`` is the hook most mutants replace."""
+    """The unbroken server. ``connection_class`` is the hook most mutants replace."""
 
     name = "base"
-    session_class: type[ToneSession] = ToneSession
+    connection_class: type[ToneConnection] = ToneConnection
     utterances = True
     """Offer the utterances of §15 (a mutant turns them off to be a version 1 server)."""
     voice_blends = True
@@ -539,7 +539,7 @@ class ToneServer:
         self.synth = ToneSynthesizer()
         self.sessions = 0
         """Sessions open now; ``limits.max_sessions`` at most (§2.3, §9.4)."""
-        self.live: set[ToneSession] = set()
+        self.live: set[ToneConnection] = set()
         self._ids = 0
 
     @property
@@ -613,7 +613,7 @@ class ToneServer:
             await self.refuse_session(websocket)
             return
         self.sessions += 1
-        session = self.session_class(self, websocket)
+        session = self.connection_class(self, websocket)
         self.live.add(session)
         try:
             await session.run()

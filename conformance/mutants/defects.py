@@ -5,7 +5,7 @@ cases that must report it ``FAILED``, and says what is broken with at most four 
 
 * ``incoming(session, obj)``: sees each client message parsed as JSON (a dict; other messages go straight
   on). It returns ``None`` to let the session handle the message, a dict to hand the session instead, or
-  :data:`DROP` to swallow the message; it may queue frames of its own with :meth:`DefectSession.send`.
+  :data:`DROP` to swallow the message; it may queue frames of its own with :meth:`DefectConnection.send`.
 * ``outgoing(session, frames)``: rewrites the frames about to be sent (``str``: TEXT, ``bytes``: BINARY).
 * ``http(server, request, response)``: rewrites a ``POST /invocations`` answer (status, headers, body).
 * ``server``: attributes of :class:`DefectServer` to change (``ping_delay_busy_s``, ``accept_delay_s``,
@@ -32,19 +32,19 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
-from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from conformance.mutants.base import ToneConnection, ToneServer, ToneSynthesizer
 from protocol.encodings import decode_to_pcm16
 from protocol.frontend import speech_text
 from protocol.voices import KOKORO_VOICES, is_blend, parse_voice
 
-__all__ = ["DEFECTS", "DROP", "RUN_LEVEL_DEFECTS", "Defect", "DefectServer", "DefectSession"]
+__all__ = ["DEFECTS", "DROP", "RUN_LEVEL_DEFECTS", "Defect", "DefectConnection", "DefectServer"]
 
 DROP = object()
 """Returned by an ``incoming`` hook: the message is swallowed (no answer at all)."""
 
 Frame = bytes | str
-Incoming = Callable[["DefectSession", dict[str, Any]], Any]
-Outgoing = Callable[["DefectSession", list[Frame]], list[Frame]]
+Incoming = Callable[["DefectConnection", dict[str, Any]], Any]
+Outgoing = Callable[["DefectConnection", list[Frame]], list[Frame]]
 Http = Callable[["DefectServer", dict[str, Any], Response], Response]
 
 
@@ -99,7 +99,7 @@ def _error(code: str, request_id: Any) -> str:
 def _map_controls(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Outgoing:
     """An ``outgoing`` hook that rewrites each control frame with ``change`` (``None`` drops the frame)."""
 
-    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    def hook(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
         out: list[Frame] = []
         for frame in frames:
             obj = _json(frame)
@@ -130,7 +130,7 @@ class _LanguageBlindSynthesizer(ToneSynthesizer):
 def _refuse(code: str, when: Callable[[dict[str, Any]], bool]) -> Incoming:
     """An ``incoming`` hook that refuses matching messages with ``code`` instead of handling them."""
 
-    def hook(session: DefectSession, obj: dict[str, Any]) -> Any:
+    def hook(session: DefectConnection, obj: dict[str, Any]) -> Any:
         if not when(obj):
             return None
         session.send(_error(code, obj.get("request_id")))
@@ -148,7 +148,7 @@ def _stall_after(code: str) -> Outgoing:
     no bracket), as when the refusal killed the server's synthesis worker; error frames and ``capabilities``
     still go out (the reader lives on)."""
 
-    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    def hook(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
         out: list[Frame] = []
         for frame in frames:
             obj = _json(frame)
@@ -178,7 +178,7 @@ _KNOWN = {"type", "text", "voice", "speed", "sample_rate", "request_id", "reques
 # -- hooks that need a little state ----------------------------------------------------------------------
 
 
-def _extra_text_audio(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+def _extra_text_audio(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
     # After each synthesis_start, 8 bytes of silence in a TEXT frame (valid UTF-8, not JSON): audio that
     # is not a BINARY message (§3.3.1). audio_bytes counts it, so nothing else is wrong.
     out: list[Frame] = []
@@ -195,7 +195,7 @@ def _extra_text_audio(session: DefectSession, frames: list[Frame]) -> list[Frame
     return out
 
 
-def _audio_after_complete(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+def _audio_after_complete(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
     out: list[Frame] = []
     for frame in frames:
         out.append(frame)
@@ -205,7 +205,7 @@ def _audio_after_complete(session: DefectSession, frames: list[Frame]) -> list[F
     return out
 
 
-def _drop_cancelled_start(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+def _drop_cancelled_start(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
     # The bracket of a request cancelled while queued loses its synthesis_start (§4.2).
     out: list[Frame] = []
     for i, frame in enumerate(frames):
@@ -222,7 +222,7 @@ def _drop_cancelled_start(session: DefectSession, frames: list[Frame]) -> list[F
     return out
 
 
-def _renamed_ids(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+def _renamed_ids(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
     # Server-assigned ids become "req-<N>" instead of r<N> (§4.1).
     def change(obj: dict[str, Any]) -> dict[str, Any]:
         rid = obj.get("request_id")
@@ -233,54 +233,54 @@ def _renamed_ids(session: DefectSession, frames: list[Frame]) -> list[Frame]:
     return _map_controls(change)(session, frames)
 
 
-def _remember_ids(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _remember_ids(session: DefectConnection, obj: dict[str, Any]) -> Any:
     if isinstance(obj.get("request_id"), str):
         session.client_ids.add(obj["request_id"])
     return None
 
 
-def _queue_never_full(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _queue_never_full(session: DefectConnection, obj: dict[str, Any]) -> Any:
     # A request beyond max_queue is swallowed instead of refused with queue_full (§4.1).
     if _is_request(obj) and len(session.session.pending_ids) >= session.server.limits.max_queue:
         return DROP
     return None
 
 
-def _duplicate_swallowed(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _duplicate_swallowed(session: DefectConnection, obj: dict[str, Any]) -> Any:
     if _is_request(obj) and obj.get("request_id") in session.session.pending_ids:
         return DROP  # neither refused with duplicate_request_id nor answered (§4.1)
     return None
 
 
-def _ignores_queued_cancel(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _ignores_queued_cancel(session: DefectConnection, obj: dict[str, Any]) -> Any:
     pending = session.session.pending_ids
     if _is_cancel(obj) and obj.get("request_id") in pending[1:]:
         return DROP  # a queued request's cancel is ignored: it is synthesized in full (§4.2)
     return None
 
 
-def _ignores_active_cancel(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _ignores_active_cancel(session: DefectConnection, obj: dict[str, Any]) -> Any:
     pending = session.session.pending_ids
     if _is_cancel(obj) and pending and obj.get("request_id") == pending[0]:
         return DROP  # the active request's cancel is ignored: it is spoken to the end, status completed
     return None
 
 
-def _unknown_cancel_swallowed(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _unknown_cancel_swallowed(session: DefectConnection, obj: dict[str, Any]) -> Any:
     rid = obj.get("request_id")
     if _is_cancel(obj) and (rid is None or rid not in session.session.pending_ids):
         return DROP  # no unknown_request (§4.2)
     return None
 
 
-def _idle_cancel_refused(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _idle_cancel_refused(session: DefectConnection, obj: dict[str, Any]) -> Any:
     if _is_cancel(obj) and obj.get("request_id") is None and not session.session.pending_ids:
         session.send(_error("unknown_request", None))
         return DROP
     return None
 
 
-def _cancel_sticks(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _cancel_sticks(session: DefectConnection, obj: dict[str, Any]) -> Any:
     # A cancel-all on an idle session also cancels the next request (§4.2: later requests are unaffected).
     if _is_cancel(obj) and obj.get("request_id") is None and not session.session.pending_ids:
         session.sticky_cancel = True
@@ -291,7 +291,7 @@ def _cancel_sticks(session: DefectSession, obj: dict[str, Any]) -> Any:
     return None
 
 
-def _answers_after_close(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _answers_after_close(session: DefectConnection, obj: dict[str, Any]) -> Any:
     if session.close_seen:
         session.send(_error("invalid_json", obj.get("request_id")))
         return DROP
@@ -300,7 +300,7 @@ def _answers_after_close(session: DefectSession, obj: dict[str, Any]) -> Any:
     return None
 
 
-def _text_checked_first(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _text_checked_first(session: DefectConnection, obj: dict[str, Any]) -> Any:
     # text is checked before request_id (§9.2 checks request_id first): a message with a bad id and an empty
     # text gets text_required instead of invalid_field.
     text, rid = obj.get("text"), obj.get("request_id")
@@ -431,7 +431,7 @@ def _error_body_string(request: dict[str, Any], response: Response, body: bytes)
 # -- describe, marks (§4.4, §5.5) -------------------------------------------------------------------------
 
 
-def _describe_held(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _describe_held(session: DefectConnection, obj: dict[str, Any]) -> Any:
     # A describe that arrives while requests are queued or active waits for them, like a request (§4.4).
     if obj.get("type") == "describe" and session.session.pending_ids:
         session.held.append(obj)
@@ -439,7 +439,7 @@ def _describe_held(session: DefectSession, obj: dict[str, Any]) -> Any:
     return None
 
 
-def _describe_released(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+def _describe_released(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
     if session.held and not session.session.pending_ids:
         answers = [session.server.capabilities.answering(_request_id(o)).to_json() for o in session.held]
         session.held = []
@@ -452,7 +452,7 @@ def _request_id(obj: dict[str, Any]) -> str | None:
     return rid if isinstance(rid, str) and 0 < len(rid) <= 128 else None
 
 
-def _capabilities_unasked(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+def _capabilities_unasked(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
     # The server announces itself with its first frame, unasked (§4.4).
     if frames and not session.announced:
         session.announced = True
@@ -468,13 +468,13 @@ def _later_segment(obj: dict[str, Any]) -> bool:
     return _is_marks(obj) and isinstance(obj.get("segment"), int) and obj["segment"] > 0
 
 
-def _remember_marked(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _remember_marked(session: DefectConnection, obj: dict[str, Any]) -> Any:
     if obj.get("marks") is True and isinstance(obj.get("request_id"), str):
         session.marked.add(obj["request_id"])
     return None
 
 
-def _words_dropped_when_marked(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+def _words_dropped_when_marked(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
     # Asked for marks, the request's word timings go only into its marks: synthesis_complete loses them.
     def change(obj: dict[str, Any]) -> dict[str, Any]:
         if obj.get("type") == "synthesis_complete" and obj.get("request_id") in session.marked:
@@ -484,7 +484,7 @@ def _words_dropped_when_marked(session: DefectSession, frames: list[Frame]) -> l
     return _map_controls(change)(session, frames)
 
 
-def _bad_marks_ignored(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _bad_marks_ignored(session: DefectConnection, obj: dict[str, Any]) -> Any:
     # A marks member that is not a boolean is ignored like an unknown member instead of refused (§5.5).
     marks = obj.get("marks")
     if "marks" in obj and marks is not None and not isinstance(marks, bool):
@@ -545,12 +545,12 @@ _R = ("R6.3-2", "R6.3-3")
 # -- encodings (§3.3.1, §4.1) -----------------------------------------------------------------------------
 
 
-def _g711_brackets(change: Callable[[DefectSession, str, bytes, bool], list[Frame]]) -> Outgoing:
+def _g711_brackets(change: Callable[[DefectConnection, str, bytes, bool], list[Frame]]) -> Outgoing:
     """An ``outgoing`` hook that hands each audio frame of a G.711 bracket to ``change`` (with the
     bracket's encoding and whether it is the bracket's first frame) and adds what the change adds to the
     bracket's ``audio_bytes``, so only what ``change`` breaks is wrong."""
 
-    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    def hook(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
         out: list[Frame] = []
         for frame in frames:
             obj = _json(frame)
@@ -573,7 +573,7 @@ def _g711_brackets(change: Callable[[DefectSession, str, bytes, bool], list[Fram
     return hook
 
 
-def _mulaw_as_alaw(session: DefectSession, encoding: str, frame: bytes, first: bool) -> list[Frame]:
+def _mulaw_as_alaw(session: DefectConnection, encoding: str, frame: bytes, first: bool) -> list[Frame]:
     from protocol.encodings import decode_to_pcm16, encode_pcm16
 
     if encoding != "pcm_mulaw":
@@ -581,12 +581,14 @@ def _mulaw_as_alaw(session: DefectSession, encoding: str, frame: bytes, first: b
     return [encode_pcm16(decode_to_pcm16(frame, "pcm_mulaw"), "pcm_alaw")]
 
 
-def _g711_json_first_frame(session: DefectSession, encoding: str, frame: bytes, first: bool) -> list[Frame]:
+def _g711_json_first_frame(
+    session: DefectConnection, encoding: str, frame: bytes, first: bool
+) -> list[Frame]:
     # The G.711 samples 7B 7D: the text {}, a JSON object, as a frame of its own.
     return [b"{}", frame] if first else [frame]
 
 
-def _drop_unknown_encoding(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _drop_unknown_encoding(session: DefectConnection, obj: dict[str, Any]) -> Any:
     from protocol.encodings import ENCODINGS
 
     encoding = obj.get("encoding")
@@ -628,36 +630,36 @@ class _DriftingBlendSynthesizer(ToneSynthesizer):
         return super().pitch(voice) * (1 + 0.15 * times)
 
 
-def _remember_blends(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _remember_blends(session: DefectConnection, obj: dict[str, Any]) -> Any:
     voice = obj.get("voice")
     if _is_request(obj) and isinstance(voice, str) and is_blend(voice):
         session.blends[obj.get("request_id")] = voice
     return None
 
 
-def _echo_blend_as_sent(obj: dict[str, Any], session: DefectSession) -> dict[str, Any]:
+def _echo_blend_as_sent(obj: dict[str, Any], session: DefectConnection) -> dict[str, Any]:
     if obj.get("type") == "synthesis_start" and obj.get("request_id") in session.blends:
         obj["voice"] = session.blends[obj["request_id"]]  # as the client wrote it, not canonical
     return obj
 
 
-def _blend_refusal_unnamed(obj: dict[str, Any], session: DefectSession) -> dict[str, Any]:
+def _blend_refusal_unnamed(obj: dict[str, Any], session: DefectConnection) -> dict[str, Any]:
     refused = obj.get("type") == "error" and obj.get("code") == "invalid_voice"
     if refused and obj.get("request_id") in session.blends:
         obj["message"] = "this voice is not valid"
     return obj
 
 
-def _with_session(change: Callable[[dict[str, Any], DefectSession], dict[str, Any]]) -> Outgoing:
+def _with_session(change: Callable[[dict[str, Any], DefectConnection], dict[str, Any]]) -> Outgoing:
     """An ``outgoing`` hook rewriting each control frame with ``change(obj, session)``."""
 
-    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    def hook(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
         return _map_controls(lambda obj: change(obj, session))(session, frames)
 
     return hook
 
 
-def _blend_across_languages(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _blend_across_languages(session: DefectConnection, obj: dict[str, Any]) -> Any:
     voice = obj.get("voice")
     if _is_request(obj) and isinstance(voice, str) and is_blend(voice):
         names = [re.sub(r"\(.*\)$", "", part) for part in voice.split("+")]
@@ -728,21 +730,21 @@ def _fragment_text(obj: dict[str, Any]) -> str | None:
     return text if obj.get("type") in _UTTERANCE_TYPES and isinstance(text, str) else None
 
 
-def _refuse_fragment(session: DefectSession, obj: dict[str, Any], code: str) -> Any:
+def _refuse_fragment(session: DefectConnection, obj: dict[str, Any], code: str) -> Any:
     """Refuse an utterance message with ``code``, naming it as the session would (§5.4, §15.6)."""
     refusal = json.loads(_error(code, obj.get("request_id")))
     session.send(_dump({**refusal, "message_type": obj.get("type")}))
     return DROP
 
 
-def _high_half_refused(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _high_half_refused(session: DefectConnection, obj: dict[str, Any]) -> Any:
     text = _fragment_text(obj)
     if obj.get("type") != "end" and text and "\ud800" <= text[-1] <= "\udbff":
         return _refuse_fragment(session, obj, "invalid_json")
     return None
 
 
-def _halves_not_joined(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _halves_not_joined(session: DefectConnection, obj: dict[str, Any]) -> Any:
     """The low half completing a held high half: each half becomes "?" (UTF-8 with errors="replace")."""
     text = _fragment_text(obj)
     # The defect reaches into the session: it holds the half, so the refusals of §15.2 stay as they are.
@@ -753,7 +755,7 @@ def _halves_not_joined(session: DefectSession, obj: dict[str, Any]) -> Any:
     return None
 
 
-def _lone_low_half_dropped(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _lone_low_half_dropped(session: DefectConnection, obj: dict[str, Any]) -> Any:
     """A low half beginning a text while no half is held: dropped instead of refused."""
     text = _fragment_text(obj)
     pending = session.session._pending.get(obj.get("request_id"))
@@ -763,7 +765,7 @@ def _lone_low_half_dropped(session: DefectSession, obj: dict[str, Any]) -> Any:
     return None
 
 
-def _blank_fragment_refused(session: DefectSession, obj: dict[str, Any]) -> Any:
+def _blank_fragment_refused(session: DefectConnection, obj: dict[str, Any]) -> Any:
     text = _fragment_text(obj)
     if obj.get("type") != "utterance" and text and text.isspace():
         return _refuse_fragment(session, obj, "text_required")
@@ -777,11 +779,11 @@ CANCEL_PATH = ("4.2.1",)
 clauses of §4.2 only, and none of the clauses they break, whose own cases never cancel."""
 
 
-def _on_cancelled(change: Callable[[DefectSession, dict[str, Any]], list[Frame]]) -> Outgoing:
+def _on_cancelled(change: Callable[[DefectConnection, dict[str, Any]], list[Frame]]) -> Outgoing:
     """An ``outgoing`` hook: each ``synthesis_complete`` with status ``cancelled`` (the cancel path, §4.2) is
     replaced by the frames ``change(session, complete)`` returns; every other frame goes out unchanged."""
 
-    def hook(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+    def hook(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
         out: list[Frame] = []
         for frame in frames:
             obj = _json(frame)
@@ -800,19 +802,19 @@ def _on_cancelled(change: Callable[[DefectSession, dict[str, Any]], list[Frame]]
     return hook
 
 
-def _counting(session: DefectSession, complete: dict[str, Any], added: int) -> str:
+def _counting(session: DefectConnection, complete: dict[str, Any], added: int) -> str:
     """``complete`` counting ``added`` more audio bytes (audio_bytes and total_duration_s still agree)."""
     audio_bytes = complete["audio_bytes"] + added
     rate = session.rates.get(complete["request_id"], 24000)
     return _dump({**complete, "audio_bytes": audio_bytes, "total_duration_s": audio_bytes / 2 / rate})
 
 
-def _audio_before(data: Frame) -> Callable[[DefectSession, dict[str, Any]], list[Frame]]:
+def _audio_before(data: Frame) -> Callable[[DefectConnection, dict[str, Any]], list[Frame]]:
     """The last audio frame of a request cancelled while it spoke is ``data``, counted in its
     ``audio_bytes`` (a request cancelled while queued keeps its empty bracket, which its cases judge)."""
     size = len(data.encode()) if isinstance(data, str) else len(data)
 
-    def change(session: DefectSession, complete: dict[str, Any]) -> list[Frame]:
+    def change(session: DefectConnection, complete: dict[str, Any]) -> list[Frame]:
         if not complete["audio_bytes"]:
             return [_dump(complete)]
         return [data, _counting(session, complete, size)]
@@ -820,19 +822,19 @@ def _audio_before(data: Frame) -> Callable[[DefectSession, dict[str, Any]], list
     return change
 
 
-def _unasked_capabilities(session: DefectSession, complete: dict[str, Any]) -> list[Frame]:
+def _unasked_capabilities(session: DefectConnection, complete: dict[str, Any]) -> list[Frame]:
     capabilities = session.session.capabilities
     assert capabilities is not None
     return [_dump(complete), capabilities.answering(None).to_json()]
 
 
-def _unasked_marks(session: DefectSession, complete: dict[str, Any]) -> list[Frame]:
+def _unasked_marks(session: DefectConnection, complete: dict[str, Any]) -> list[Frame]:
     rid = complete["request_id"]
     marks = {"type": "marks", "request_id": rid, "segment": 0, "text": "x", "start_s": 0.0, "end_s": 0.0}
     return [_dump(marks), _dump(complete)]
 
 
-def _queue_full_unnamed(session: DefectSession, frames: list[Frame]) -> list[Frame]:
+def _queue_full_unnamed(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
     def change(obj: dict[str, Any]) -> dict[str, Any]:
         if obj.get("type") == "error" and obj.get("code") == "queue_full":
             return {**obj, "request_id": None}
@@ -1624,8 +1626,8 @@ DEFECTS: tuple[Defect, ...] = (
 """Every one-defect mutant of the table, in spec order, then :data:`RUN_LEVEL_DEFECTS`."""
 
 
-class DefectSession(ToneSession):
-    """A :class:`ToneSession` that applies its server's :class:`Defect`."""
+class DefectConnection(ToneConnection):
+    """A :class:`ToneConnection` that applies its server's :class:`Defect`."""
 
     def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
         super().__init__(server, websocket)
@@ -1730,7 +1732,7 @@ class DefectSession(ToneSession):
 class DefectServer(ToneServer):
     """:class:`ToneServer` with one :class:`Defect` (see the module docstring)."""
 
-    session_class = DefectSession
+    connection_class = DefectConnection
     ping_delay_busy_s = 0.0
     accept_delay_s = 0.0
     close_code_override: int | None = None
@@ -1788,7 +1790,7 @@ class DefectServer(ToneServer):
             await websocket.send_text(_dump(_fatal_too_many(self.limits.max_sessions)))
             self.sessions += 1
             try:
-                await self.session_class(self, websocket).run()
+                await self.connection_class(self, websocket).run()
             finally:
                 self.sessions -= 1
             return

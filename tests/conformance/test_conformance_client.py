@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from conformance.engine import clauses
 from conformance.engine.observer import Message, Observer, observe
-from conformance.engine.session import HANDSHAKE_ATTEMPTS, Session, open_session
+from conformance.engine.stream import HANDSHAKE_ATTEMPTS, ObservedStream, open_stream
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisComplete, SynthesisStart
 from protocol.session import AudioReceived, ClientSession
@@ -256,8 +256,8 @@ class _Target:
             bidi.exited = True
 
 
-async def _open(target: _Target) -> tuple[Session, bool]:
-    async with open_session(target, "s") as session:  # type: ignore[arg-type]
+async def _open(target: _Target) -> tuple[ObservedStream, bool]:
+    async with open_stream(target, "s") as session:  # type: ignore[arg-type]
         return session, session.bidi.exited
 
 

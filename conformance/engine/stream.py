@@ -1,6 +1,6 @@
-"""Sessions through the official client: reassembled messages, observed leniently, a client-side log.
+"""Streams through the official client: reassembled messages, observed leniently, a client-side log.
 
-A :class:`Session` wraps one ``InvokeEndpointWithBidirectionalStream`` stream opened with
+An :class:`ObservedStream` wraps one ``InvokeEndpointWithBidirectionalStream`` stream opened with
 :func:`simulator.client.open_bidi_session`. It sends client messages as PayloadParts (``DataType`` BINARY,
 UTF8 or absent; whole or in PARTIAL parts) and reads the output as whole server messages, joining
 PayloadParts up to ``CompletionState=COMPLETE`` (PROTOCOL.md §3.4 step 1, §12.3).
@@ -11,7 +11,7 @@ How the session ended is observed too: a server that ends it before ``close`` (�
 1000 after it (§7.1), is a finding, and the stream's end is not an exception for the case (unless the case
 asks for it, ``stream_errors="raise"``).
 
-Every send and every received message is appended to :attr:`Session.log`, which the report keeps
+Every send and every received message is appended to :attr:`ObservedStream.log`, which the report keeps
 beside the verdict.
 """
 
@@ -39,12 +39,12 @@ __all__ = [
     "LOG_LIMIT",
     "Answer",
     "Message",
+    "ObservedStream",
     "Observer",
-    "Session",
-    "SessionEnded",
+    "StreamEnded",
     "describe_frame",
     "observe",
-    "open_session",
+    "open_stream",
     "request_message",
 ]
 
@@ -60,8 +60,8 @@ CLOSE_GRACE_S = 10.0
 default ``close_timeout_s`` (§10), which is how long the server itself waits for the client's Close frame."""
 
 DRAIN_GRACE_S = 3.0
-"""The same wait in every other case (:meth:`Session.drain`): the end is due at once (§7.1), and a server
-that keeps sessions open must not add ten seconds to every case that closes one."""
+"""The same wait in every other case (:meth:`ObservedStream.drain`): the end is due at once (§7.1), and a
+server that keeps sessions open must not add ten seconds to every case that closes one."""
 
 MAX_PARTS = 250_000
 """PayloadParts a session reads at most. Far beyond any case (a byte-split short request is about 15,000);
@@ -79,7 +79,7 @@ def request_message(request: SynthesisRequest) -> bytes:
     return json.dumps({"type": "synthesize", **request.to_dict()}).encode()
 
 
-class SessionEnded(AssertionError):
+class StreamEnded(AssertionError):
     """The output stream ended before what the case waited for arrived."""
 
 
@@ -90,20 +90,20 @@ def _refused_opening(error: BaseException | None) -> bool:
 
 
 HANDSHAKE_ATTEMPTS = 2
-"""Tries :func:`open_session` gives a session whose opening the endpoint refused (``ModelError``: the
+"""Tries :func:`open_stream` gives a session whose opening the endpoint refused (``ModelError``: the
 container did not complete the WebSocket handshake, within 250 ms on SageMaker, REFERENCE.md §1)."""
 
 
 @contextlib.asynccontextmanager
-async def open_session(
+async def open_stream(
     target: Target,
     name: str = "session",
     *,
     check_frames: bool = True,
     stream_errors: str = "observe",
     **bidi_options: Any,
-) -> AsyncIterator[Session]:
-    """An observed :class:`Session` on ``target.bidi(**bidi_options)``, tried again when its opening is
+) -> AsyncIterator[ObservedStream]:
+    """An observed :class:`ObservedStream` on ``target.bidi(**bidi_options)``, tried again when its opening is
     refused.
 
     A refused opening is a defect of §2.3 (R2.3-1), judged by the cases that own it, which open their
@@ -125,7 +125,7 @@ async def open_session(
                     if _refused_opening(exc):
                         refused.append(f"ModelError: {str(exc)[:200]}")
                         continue
-            session = Session(
+            session = ObservedStream(
                 bidi,
                 faithful_data_types=target.faithful_data_types,
                 check_frames=check_frames,
@@ -141,7 +141,7 @@ async def open_session(
             return
 
 
-class Session:
+class ObservedStream:
     """One open bidirectional session, observed message by message.
 
     Args:
@@ -321,7 +321,7 @@ class Session:
             if self._part_count > MAX_PARTS:
                 self.ended = True
                 self.note(dir="end", note=f"stopped reading after {MAX_PARTS} PayloadParts")
-                raise SessionEnded(
+                raise StreamEnded(
                     f"the server sent more than {MAX_PARTS} PayloadParts in one session; the suite stopped "
                     "reading"
                 )
@@ -386,14 +386,14 @@ class Session:
         """Read messages until ``done()`` is true.
 
         Raises:
-            SessionEnded: the stream ended first (``what`` says what was awaited).
+            StreamEnded: the stream ended first (``what`` says what was awaited).
         """
         self.waiting_for = what
         try:
             while not done():
                 if await self.receive() is None:
                     ended = f" ({type(self.end_error).__name__}: {self.end_error})" if self.end_error else ""
-                    raise SessionEnded(f"the server ended the session before {what}{ended}")
+                    raise StreamEnded(f"the server ended the session before {what}{ended}")
         finally:
             self.waiting_for = None
 
@@ -414,7 +414,7 @@ class Session:
         """Read until the request's ``synthesis_complete``; return its :class:`Answer`.
 
         Raises:
-            SessionEnded: the stream ended first.
+            StreamEnded: the stream ended first.
             AssertionError: an error frame refused the request (it will get no bracket), or its
                 ``synthesis_complete`` came without its ``synthesis_start`` (no bracket to close, §6.1).
         """
@@ -454,7 +454,7 @@ class Session:
             request_id = await self.request(text, **fields)
             try:
                 return await self.answer(request_id)
-            except SessionEnded:
+            except StreamEnded:
                 raise
             except AssertionError:
                 refused = self.refusal(request_id)
@@ -470,7 +470,7 @@ class Session:
         request, arriving while this waits, is taken as the refusal of the request awaited (§6.3).
 
         Raises:
-            SessionEnded: the stream ended first.
+            StreamEnded: the stream ended first.
             AssertionError: such a refusal arrived first (the request will get no bracket).
         """
         seen = len(self.observer.errors)
@@ -529,7 +529,7 @@ class Session:
         nothing. Returns whether the stream ended.
 
         Raises:
-            SessionEnded: the stream ended before every request completed.
+            StreamEnded: the stream ended before every request completed.
         """
         wanted = list(request_ids)
         named = {i for i in wanted if i is not None}
