@@ -215,7 +215,7 @@ class Probe:
         stream_errors: str = "observe",
         **bidi_options: Any,
     ) -> AsyncIterator[ObservedStream]:
-        """Open an observed :class:`ObservedStream` (:func:`~conformance.engine.stream.open_session`) whose
+        """Open an observed :class:`ObservedStream` (:func:`~conformance.engine.stream.open_stream`) whose
         log and findings go into the case's report."""
         async with open_stream(
             self.target, name, check_frames=check_frames, stream_errors=stream_errors, **bidi_options
