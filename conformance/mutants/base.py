@@ -61,10 +61,10 @@ from protocol.session import (
     UtteranceFlushed,
 )
 from protocol.sse import encode_event
-from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, parse_voice
+from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, language_of, parse_voice
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 
-__all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer"]
+__all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer", "language_code"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
@@ -74,6 +74,16 @@ _EDGE_PUNCTUATION = "\"'()[]{}«»“”‘’.,;:!?¡¿…—-"
 WORD_TIMINGS = frozenset({"a", "b"})
 """Languages whose requests the tone server gives word timings (§5.3, §14.1): English, as Kokoro's G2P
 does everywhere; the others are listed with ``word_timings: false``."""
+
+
+def language_code(voice: str) -> str | None:
+    """The Kokoro code of the language ``voice`` speaks (:func:`protocol.voices.language_of`: its first
+    letter), ``None`` when that letter names no language. Such a voice never reaches synthesis: the session
+    refuses it with ``invalid_voice`` (§4.1)."""
+    try:
+        return language_of(voice).code
+    except KeyError:
+        return None
 
 
 class ToneSynthesizer:
@@ -108,7 +118,7 @@ class ToneSynthesizer:
         """What the segment says, as the reference front-end would have it spoken (§14.2: markdown not read
         aloud, figures as words, in the voice's language)."""
         try:
-            return speech_text(segment, voice[:1] or "a")
+            return speech_text(segment, language_code(voice) or "a")
         except (TypeError, ValueError):
             return segment
 
@@ -159,7 +169,7 @@ class ToneSynthesizer:
         """Word timings of a segment spanning ``[start_s, end_s]`` of its request's audio (§5.3): its spoken
         tokens, each as long as its letters (:meth:`pronounce`), between the padding at either end;
         ``None`` for a language without word timings (:data:`WORD_TIMINGS`)."""
-        if voice[:1] not in WORD_TIMINGS:
+        if language_code(voice) not in WORD_TIMINGS:
             return None
         tokens = [self.pronounce(t, lexicon) for t in _TOKEN.findall(self.spoken(segment, voice))]
         if not tokens:
@@ -446,7 +456,7 @@ class ToneConnection:
         if (
             words is None
             and self.session.is_cancelled(request_id)
-            and request.voice[:1] in self.server.word_timings
+            and language_code(request.voice) in self.server.word_timings
         ):
             return []
         return words
@@ -552,7 +562,7 @@ class ToneServer:
             languages=tuple(
                 LanguageInfo.kokoro(code, word_timings=code in self.word_timings)
                 for code in LANGUAGES
-                if any(voice[0] == code for voice in self.voices)
+                if any(language_code(voice) == code for voice in self.voices)
             ),
             encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
             formats=self.formats,
