@@ -54,6 +54,7 @@ import pytest
 
 from conformance.engine import deadline, expectations, htmlreport, recordings
 from conformance.engine.case import MARKER, Case, Unimplemented, Verdict, verdict_for
+from conformance.engine.ids import label
 from conformance.engine.loop import LoopThread
 from conformance.engine.observer import Finding
 from conformance.engine.probe import Probe, Recording
@@ -386,7 +387,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
 
 def _clause_text(row: dict[str, Any]) -> str:
     """A clause row for people: its sentence, where it was seen, the first finding and its wire excerpt."""
-    seen = ", ".join(f"{case_id} ({n})" for case_id, n in row["per_case"].items())
+    seen = ", ".join(f"{label(case_id)} ({n})" for case_id, n in row["per_case"].items())
     lines = [
         f"{row['clause']} ({row['level']}): {row['sentence'] or '(sentence unknown)'}",
         f"observed in {seen}: {row['findings']} finding(s)",

@@ -36,6 +36,8 @@ from typing import Any
 
 import pytest
 
+from conformance.engine.ids import REQUIREMENT_ID, CaseId, RequirementId
+
 __all__ = [
     "MARKER",
     "REPO_ROOT",
@@ -85,17 +87,14 @@ class Unimplemented(Exception):
     """
 
 
-_CASE_ID = re.compile(r"^(?:\d+(?:\.\d+)*(?:\.F\d+)?|AGENT-\d+)$")
-_REQUIREMENT_ID = re.compile(r"R(?:\d+(?:\.\d+)*|[A-Z])-\d+")
-
-
 @dataclass(frozen=True)
 class Case:
     """One conformance case.
 
     Attributes:
-        id: stable id: the spec section's numbers then a running number (``"3.3.4"``), ``.F<n>`` for
-            property-based (fuzz) cases, or ``AGENT-<n>`` for the agent cases.
+        id: stable id (:class:`~conformance.engine.ids.CaseId`): the spec section's numbers then a running
+            number (``"3.3.4"``), ``.F<n>`` for property-based (fuzz) cases, or ``AGENT-<n>`` for the agent
+            cases; a plain ``str`` given is checked and converted.
         section: the section it certifies, e.g. ``"§3.3"``.
         level: MUST, SHOULD or MAY.
         requirement: the requirement, quoted verbatim from ``source`` (whitespace, ``**`` and backticks
@@ -103,7 +102,8 @@ class Case:
         description: what the case does.
         expectation: what must be seen for the verdict ``OK``.
         source: the file the requirement is quoted from, relative to the repository root.
-        requirements: the ids of the spec's normative sentences this case tests (``"R3.3.1-2"``, see
+        requirements: the ids of the spec's normative sentences this case tests
+            (:class:`~conformance.engine.ids.RequirementId`, ``"R3.3.1-2"``, see
             :mod:`conformance.engine.requirements`); the traceability matrix (``python -m
             conformance.matrix``) maps each id to the cases that declare it. They are the case's clauses:
             findings on them fail
@@ -113,27 +113,26 @@ class Case:
         ValueError: a malformed id, an empty requirement or a malformed requirement id.
     """
 
-    id: str
+    id: CaseId
     section: str
     level: Level
     requirement: str
     description: str
     expectation: str
     source: str = "spec/PROTOCOL.md"
-    requirements: tuple[str, ...] = ()
+    requirements: tuple[RequirementId, ...] = ()
 
     def __post_init__(self) -> None:
-        if not _CASE_ID.match(self.id):
-            raise ValueError(f"malformed case id {self.id!r}")
+        object.__setattr__(self, "id", CaseId(self.id))
         if not self.requirement.strip():
             raise ValueError(f"case {self.id} quotes no requirement")
-        object.__setattr__(self, "requirements", tuple(self.requirements))
-        bad = [r for r in self.requirements if not _REQUIREMENT_ID.fullmatch(r)]
+        bad = [r for r in self.requirements if not REQUIREMENT_ID.fullmatch(r)]
         if bad:
             raise ValueError(f"case {self.id}: malformed requirement ids {bad} (expected e.g. 'R3.3.1-2')")
+        object.__setattr__(self, "requirements", tuple(RequirementId(r) for r in self.requirements))
 
     @property
-    def clauses(self) -> tuple[str, ...]:
+    def clauses(self) -> tuple[RequirementId, ...]:
         """The requirement ids whose findings decide this case's verdict (its ``requirements``)."""
         return self.requirements
 
@@ -162,9 +161,25 @@ def case(
     source: str = "spec/PROTOCOL.md",
     requirements: tuple[str, ...] = (),
 ) -> Any:
-    """Decorator: make a test function the conformance case described by the arguments (see :class:`Case`)."""
+    """Decorator: make a test function the conformance case described by the arguments (see :class:`Case`).
+
+    ``id`` becomes a :class:`~conformance.engine.ids.CaseId` and each of ``requirements`` a
+    :class:`~conformance.engine.ids.RequirementId`.
+
+    Raises:
+        ValueError: a malformed id, an empty requirement or a malformed requirement id.
+    """
     return getattr(pytest.mark, MARKER)(
-        Case(id, section, Level(level), requirement, description, expectation, source, tuple(requirements))
+        Case(
+            CaseId(id),
+            section,
+            Level(level),
+            requirement,
+            description,
+            expectation,
+            source,
+            tuple(requirements),
+        )
     )
 
 

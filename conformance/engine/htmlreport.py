@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from conformance.engine.ids import label
 from conformance.engine.replay import replay_command, replayable
 from conformance.engine.shipped import MATRIX, load_matrix, section_titles
 
@@ -463,7 +464,7 @@ def render_case(case: Mapping[str, Any], matrix: Mapping[str, Mapping[str, Any]]
     observations = json.dumps(case.get("observations", {}), indent=1, ensure_ascii=False)
     body = (
         f'<p class="meta"><a href="../index.html">← report</a></p>'
-        f"<h1>{_e(case_id)} {_pill(case.get('verdict') or '?')}</h1>"
+        f"<h1>{_e(label(case_id))} {_pill(case.get('verdict') or '?')}</h1>"
         f'<p class="meta">{_e(case.get("section", ""))} · {_e(case.get("level", ""))} · '
         f"{float(case.get('duration_s', 0)):.2f} s · {_e(case.get('nodeid', ''))}</p><dl>"
         f"<dt>Requirement</dt><dd>{_e(case.get('requirement', ''))}</dd>"
@@ -562,7 +563,9 @@ def junit(index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> b
             failure = ElementTree.SubElement(
                 element, "failure", message=f"unexpected pass: listed as failing ({reason})"[:500]
             )
-            failure.text = f"{case_id} passed but {expectations.get('file')} lists it as failing: {reason}"
+            failure.text = (
+                f"{label(case_id)} passed but {expectations.get('file')} lists it as failing: {reason}"
+            )
         elif verdict == "FAILED":
             first = message.splitlines()[0][:500] if message.strip() else "FAILED"
             failure = ElementTree.SubElement(element, "failure", message=first)
@@ -585,7 +588,7 @@ def junit(index: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> b
         for name, value in (("level", row.get("level", "")), ("verdict", verdict), ("requirement", clause)):
             ElementTree.SubElement(properties, "property", name=name, value=str(value))
         per_case = row.get("per_case") or dict.fromkeys(row.get("cases", []), 1)
-        seen = ", ".join(f"{c} ({n})" for c, n in per_case.items())
+        seen = ", ".join(f"{label(c)} ({n})" for c, n in per_case.items())
         first = f"{clause} ({row.get('level')}) observed in {seen}: {row.get('message', '')}"[:500]
         if row.get("known") == "expected failure":
             ElementTree.SubElement(element, "skipped", message=f"expected failure: {first}"[:500])

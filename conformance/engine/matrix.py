@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.engine.case import REPO_ROOT, Case
+from conformance.engine.ids import CaseId, RequirementId
 from conformance.engine.requirements import Requirement, parse, section_titles, tag
 
 __all__ = ["COMMAND", "MATRIX_JSON", "MATRIX_MD", "SPEC", "Generated", "build", "generate", "main"]
@@ -92,7 +93,7 @@ def build(
     ids = {r.id for r in requirements}
     cases = list(cases)
     mutants = list(mutants)
-    by_requirement: dict[str, list[str]] = {r.id: [] for r in requirements}
+    by_requirement: dict[RequirementId, list[CaseId]] = {r.id: [] for r in requirements}
     problems: list[str] = []
     for case in cases:
         for rid in case.requirements:
@@ -100,7 +101,7 @@ def build(
                 by_requirement[rid].append(case.id)
             else:
                 problems.append(f"case {case.id} declares {rid}, which the spec does not have")
-    breakers: dict[str, list[str]] = {r.id: [] for r in requirements}
+    breakers: dict[RequirementId, list[str]] = {r.id: [] for r in requirements}
     run_level: dict[str, list[str]] = {}
     for mutant in mutants:
         for rid in mutant.requirements:

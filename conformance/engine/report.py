@@ -32,6 +32,7 @@ from conformance.engine import clauses
 from conformance.engine.badge import badge_svg
 from conformance.engine.case import Case, Level, Verdict, verdict_for
 from conformance.engine.expectations import Expectations, Judgement, judge
+from conformance.engine.ids import label
 from conformance.engine.observer import Finding
 from conformance.engine.shipped import load_matrix
 from protocol.messages import PROTOCOL_VERSION
@@ -343,7 +344,7 @@ class Results:
             "(findings seen in other cases: each is a defect of the server all the same)"
         ]
         for d in rows[:limit]:
-            seen = ", ".join(f"{c} ({n})" for c, n in list(d["per_case"].items())[:8])
+            seen = ", ".join(f"{label(c)} ({n})" for c, n in list(d["per_case"].items())[:8])
             more = " ..." if len(d["per_case"]) > 8 else ""
             owners = ", ".join(d["owners"][:6]) or "none in this run"
             lines += [

@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from conformance.engine.ids import RequirementId
+
 __all__ = [
     "KEYWORD_LEVEL",
     "TAG",
@@ -107,7 +109,7 @@ class Requirement:
     """A tagged normative sentence: what the matrix lists.
 
     Attributes:
-        id: ``"R3.3.1-2"``.
+        id: ``"R3.3.1-2"`` (:class:`~conformance.engine.ids.RequirementId`).
         section: ``"3.3.1"``.
         level: the strongest level its key words state: ``"MUST"``, ``"SHOULD"`` or ``"MAY"``.
         keywords: its key words, in order.
@@ -115,7 +117,7 @@ class Requirement:
         line: the 1-based line of the spec it starts on.
     """
 
-    id: str
+    id: RequirementId
     section: str
     level: str
     keywords: tuple[str, ...]
@@ -299,7 +301,9 @@ def parse(spec: str) -> list[Requirement]:
             problems.append(f"line {s.line}: [{s.id}] is also used on line {seen[s.id]}")
             continue
         seen[s.id] = s.line
-        found.append(Requirement(s.id, s.section, level_of(s.keywords), s.keywords, s.text, s.line))
+        found.append(
+            Requirement(RequirementId(s.id), s.section, level_of(s.keywords), s.keywords, s.text, s.line)
+        )
     if problems:
         raise ValueError("\n".join(problems))
     return found

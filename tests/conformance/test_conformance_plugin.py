@@ -253,7 +253,7 @@ def test_a_must_finding_seen_only_as_a_note_fails_the_run(tmp_path: Path) -> Non
     }
     assert (should["level"], should["verdict"]) == ("SHOULD", "NON-STRICT")
     assert "conformance/clauses::R6.1-2" in output and "1 failed, 4 passed" in output
-    assert "the run FAILED on 1 clause(s)" in output and "observed in 4.2.1 (1)" in output
+    assert "the run FAILED on 1 clause(s)" in output and "observed in case 4.2.1 (1)" in output
     assert "wire: <4 bytes>" in output
     pytest_xml = (tmp_path / "pytest.xml").read_text()
     assert pytest_xml.count("<failure") == 1 and 'name="R6.1-2"' in pytest_xml
