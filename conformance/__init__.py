@@ -8,10 +8,11 @@ Modelled on Autobahn|Testsuite: every case has a stable, section-based id (``6.2
 from the spec, a level (MUST, SHOULD, MAY) and a verdict computed against an expectation, with the wire log
 kept beside it.
 
-Reading order: :mod:`conformance.cases` (what a case is, the verdicts), :mod:`conformance.audio` and
-:mod:`conformance.badinputs` (the checks and the bad-input table, no I/O), :mod:`conformance.loop`,
-:mod:`conformance.target` and :mod:`conformance.session` (the shells: event loops, the server under test,
-sessions through the official client), :mod:`conformance.report` (verdicts and reports), ``conftest.py``
-(the pytest plugin), then the ``test_*.py`` case modules. :mod:`conformance.mutants` holds deliberately
-broken servers that prove the cases have teeth.
+Layout: :mod:`conformance.engine` is the engine (what a case is, the shells that drive a server, the
+observer, the reports, the traceability matrix); :mod:`conformance.cases` holds the cases, one ``test_*.py``
+module per part of the spec; ``conftest.py`` here is the pytest plugin that runs them (kept at the package's
+top so that ``pytest conformance`` and ``kokoro-conformance`` load it); :mod:`conformance.mutants` holds
+deliberately broken servers that prove the cases have teeth, :mod:`conformance.mutation` the mutation testing
+of the shipped server. The commands are ``python -m conformance`` (``kokoro-conformance``),
+``python -m conformance.matrix`` and ``python -m conformance.screenshot``.
 """

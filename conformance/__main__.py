@@ -75,7 +75,7 @@ def help_text() -> str:
 def _expectations_problem(args: list[str]) -> str | None:
     """What is wrong with the ``--expect`` file in ``args`` (one line), or ``None``: checked before pytest
     starts, so that a missing file or an unknown case id is one line and exit status 2."""
-    from conformance.expectations import ExpectationsError, load
+    from conformance.engine.expectations import ExpectationsError, load
 
     for i, arg in enumerate(args):
         if arg == "--expect" or arg.startswith("--expect="):
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["replay"]:
-        from conformance.replay import main as replay
+        from conformance.engine.replay import main as replay
 
         return replay(args[1:])
     problem = _expectations_problem(args)

@@ -14,17 +14,18 @@ Options (``pytest conformance --help`` lists them under "conformance"):
 ``--cases PATTERN[,PATTERN...]``
     run only the cases whose id matches a pattern (``fnmatch``: ``9.1.*``, ``3.3.?``).
 ``--report DIR``
-    write ``DIR/index.json`` and ``DIR/cases/<id>.json`` (:mod:`conformance.report`), ``DIR/index.html``
-    with a page per case and ``DIR/junit.xml`` (:mod:`conformance.htmlreport`).
+    write ``DIR/index.json`` and ``DIR/cases/<id>.json`` (:mod:`conformance.engine.report`),
+    ``DIR/index.html`` with a page per case and ``DIR/junit.xml`` (:mod:`conformance.engine.htmlreport`).
 ``--case-timeout SECONDS``
     the longest a case may run, its shared recordings included (default
-    :data:`conformance.deadline.DEFAULT_CASE_TIMEOUT_S`); a case that runs out gets a verdict saying what it
-    was waiting for (:mod:`conformance.deadline`).
+    :data:`conformance.engine.deadline.DEFAULT_CASE_TIMEOUT_S`); a case that runs out gets a verdict saying
+    what it was waiting for (:mod:`conformance.engine.deadline`).
 
-The verdict of each case is computed here from its outcome, its level (:func:`conformance.cases.verdict_for`)
-and the findings on its own clauses (a finding on a clause of the case fails it, findings on other clauses
-are notes on it), and printed as a table at the end of the run, followed by the distinct defects (findings
-grouped by clause: the *clause rows*, :meth:`conformance.report.Results.defects`).
+The verdict of each case is computed here from its outcome, its level
+(:func:`conformance.engine.case.verdict_for`) and the findings on its own clauses (a finding on a clause of
+the case fails it, findings on other clauses are notes on it), and printed as a table at the end of the run,
+followed by the distinct defects (findings grouped by clause: the *clause rows*,
+:meth:`conformance.engine.report.Results.defects`).
 
 The run is judged on every finding, wherever it was seen: a clause row with a finding that breaks a MUST is
 ``FAILED`` (a SHOULD: ``NON-STRICT``, ``FAILED`` under ``--strict``), and fails the run even when no case of
@@ -51,13 +52,14 @@ from typing import Any
 
 import pytest
 
-from conformance import deadline, expectations, htmlreport, recordings
-from conformance.cases import MARKER, Case, Unimplemented, Verdict, verdict_for
-from conformance.loop import LoopThread
-from conformance.observer import Finding
-from conformance.probe import Probe, Recording
-from conformance.report import Results
-from conformance.target import (
+from conformance.engine import deadline, expectations, htmlreport, recordings
+from conformance.engine.case import MARKER, Case, Unimplemented, Verdict, verdict_for
+from conformance.engine.ids import label
+from conformance.engine.loop import LoopThread
+from conformance.engine.observer import Finding
+from conformance.engine.probe import Probe, Recording
+from conformance.engine.report import Results
+from conformance.engine.target import (
     ContainerProcess,
     ContainerStartError,
     LiveTarget,
@@ -133,7 +135,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}(case): a conformance case (conformance.cases.Case)")
+    config.addinivalue_line("markers", f"{MARKER}(case): a conformance case (conformance.engine.case.Case)")
     # Third-party deprecations raised while the agent app runs; nothing the suite or the server can act on.
     config.addinivalue_line("filterwarnings", "ignore:Support for class-based `config` is deprecated")
     config.addinivalue_line("filterwarnings", "ignore:datetime.datetime.utcnow:DeprecationWarning")
@@ -214,7 +216,7 @@ turns it into an assertion with a readable message, never into one of these."""
 
 
 class ClauseFindings(AssertionError):
-    """The case saw deviations on its own clauses (each is a :class:`conformance.observer.Finding`)."""
+    """The case saw deviations on its own clauses (each is a :class:`conformance.engine.observer.Finding`)."""
 
 
 def _describe(findings: list[Any], limit: int = 6) -> str:
@@ -385,7 +387,7 @@ def pytest_runtestloop(session: pytest.Session) -> Any:
 
 def _clause_text(row: dict[str, Any]) -> str:
     """A clause row for people: its sentence, where it was seen, the first finding and its wire excerpt."""
-    seen = ", ".join(f"{case_id} ({n})" for case_id, n in row["per_case"].items())
+    seen = ", ".join(f"{label(case_id)} ({n})" for case_id, n in row["per_case"].items())
     lines = [
         f"{row['clause']} ({row['level']}): {row['sentence'] or '(sentence unknown)'}",
         f"observed in {seen}: {row['findings']} finding(s)",
@@ -576,7 +578,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 @pytest.fixture
 def conf(request: pytest.FixtureRequest, target: Target, client_loop: LoopThread) -> Iterator[Probe]:
-    """The case's :class:`conformance.probe.Probe`; its logs go into the case's report entry."""
+    """The case's :class:`conformance.engine.probe.Probe`; its logs go into the case's report entry."""
     probe = Probe(target, client_loop, request.config.stash[_RESULTS].get(request.node.nodeid))
     yield probe
     probe.finish()
@@ -586,7 +588,7 @@ def conf(request: pytest.FixtureRequest, target: Target, client_loop: LoopThread
 def unattached(request: pytest.FixtureRequest) -> Any:
     """``unattached(where, findings)``: findings that no case judged, seen ``where`` (a session shared by
     cases, after the last of them), which the run judges all the same
-    (:meth:`conformance.report.Results.add_unattached`)."""
+    (:meth:`conformance.engine.report.Results.add_unattached`)."""
     return request.config.stash[_RESULTS].add_unattached
 
 
@@ -598,71 +600,71 @@ def agent_runtime_arn(request: pytest.FixtureRequest) -> str | None:
 
 @pytest.fixture(scope="session")
 def pipelined(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.pipelined`, recorded once per run."""
+    """:func:`conformance.engine.recordings.pipelined`, recorded once per run."""
     return recordings.pipelined(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def encodings(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.encodings`, recorded once per run."""
+    """:func:`conformance.engine.recordings.encodings`, recorded once per run."""
     return recordings.encodings(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def blends(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.blends`, recorded once per run."""
+    """:func:`conformance.engine.recordings.blends`, recorded once per run."""
     return recordings.blends(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def variations(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.variations`, recorded once per run."""
+    """:func:`conformance.engine.recordings.variations`, recorded once per run."""
     return recordings.variations(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def long_segment(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.long_segment`, recorded once per run."""
+    """:func:`conformance.engine.recordings.long_segment`, recorded once per run."""
     return recordings.long_segment(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def refusals(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.refusals`, recorded once per run."""
+    """:func:`conformance.engine.recordings.refusals`, recorded once per run."""
     return recordings.refusals(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def long_text(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.long_text`, recorded once per run."""
+    """:func:`conformance.engine.recordings.long_text`, recorded once per run."""
     return recordings.long_text(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def described(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.described`, recorded once per run."""
+    """:func:`conformance.engine.recordings.described`, recorded once per run."""
     return recordings.described(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def marked(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.marked`, recorded once per run."""
+    """:func:`conformance.engine.recordings.marked`, recorded once per run."""
     return recordings.marked(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def normalized(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.normalized`, recorded once per run."""
+    """:func:`conformance.engine.recordings.normalized`, recorded once per run."""
     return recordings.normalized(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def crowded(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.crowded`, recorded once per run."""
+    """:func:`conformance.engine.recordings.crowded`, recorded once per run."""
     return recordings.crowded(target, client_loop)
 
 
 @pytest.fixture(scope="session")
 def busy(target: Target, client_loop: LoopThread) -> Recording:
-    """:func:`conformance.recordings.busy_burst`, recorded once per run."""
+    """:func:`conformance.engine.recordings.busy_burst`, recorded once per run."""
     return recordings.busy_burst(target, client_loop)

@@ -144,7 +144,7 @@ class ProtocolViolation(Exception):
     Attributes:
         section: the PROTOCOL.md section of the broken rule, e.g. ``"§6.2"``.
         rule: the name of the broken :class:`protocol.reader.Rule` (``"AUDIO_IN_BRACKET"``; '' when unknown),
-            which names the requirement it checks (``conformance.clauses.RULES``).
+            which names the requirement it checks (``conformance.engine.clauses.RULES``).
     """
 
     def __init__(self, message: str, section: str, rule: str = "") -> None:

@@ -2,8 +2,8 @@
 
 Feed the raw response body (in any pieces: the framing is checked however the transport split it) to
 :func:`check_stream`, or already decoded events to :func:`check_events`, and get back a list of
-:class:`Finding` — one per broken rule, empty for a conforming stream. The conformance suite's
-``AGENT-*`` cases and the demo are built on these; each :class:`Rule` value is the id of one check.
+:class:`AgentFinding` — one per broken rule, empty for a conforming stream. The conformance suite's
+``AGENT-*`` cases and the demo are built on these; each :class:`AgentRule` value is the id of one check.
 
 Rules (``events.py`` and ``spec/schemas/agent_*.schema.json`` hold the contract):
 
@@ -47,9 +47,9 @@ from speech.chunker import strip_markdown
 
 __all__ = [
     "MAX_FINDINGS_PER_RULE",
+    "AgentFinding",
+    "AgentRule",
     "AgentSSEDecoder",
-    "Finding",
-    "Rule",
     "check_events",
     "check_stream",
     "decode_audio",
@@ -63,7 +63,7 @@ DURATION_TOLERANCE_S = 0.001
 """``duration_s`` may differ from ``audio_bytes / 2 / sample_rate`` by rounding, up to 1 ms."""
 
 
-class Rule(StrEnum):
+class AgentRule(StrEnum):
     """The checks; each value is a rule id (see the module docstring)."""
 
     SSE_FRAMING = "AGENT-SSE-FRAMING"
@@ -83,10 +83,10 @@ class Rule(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class AgentFinding:
     """One broken rule: its id, what was seen, and the ``seq`` (stream index) of the event if one."""
 
-    rule: Rule
+    rule: AgentRule
     message: str
     index: int | None = None
 
@@ -95,19 +95,19 @@ class Finding:
         return f"{self.rule}{where}: {self.message}"
 
 
-class _Findings:
+class _AgentFindings:
     def __init__(self) -> None:
-        self.items: list[Finding] = []
-        self._counts: Counter[Rule] = Counter()
+        self.items: list[AgentFinding] = []
+        self._counts: Counter[AgentRule] = Counter()
 
-    def add(self, rule: Rule, message: str, index: int | None = None) -> None:
+    def add(self, rule: AgentRule, message: str, index: int | None = None) -> None:
         self._counts[rule] += 1
         if self._counts[rule] <= MAX_FINDINGS_PER_RULE:
-            self.items.append(Finding(rule, message, index))
+            self.items.append(AgentFinding(rule, message, index))
 
-    def result(self) -> list[Finding]:
+    def result(self) -> list[AgentFinding]:
         extra = [
-            Finding(rule, f"{count - MAX_FINDINGS_PER_RULE} more finding(s) of this rule")
+            AgentFinding(rule, f"{count - MAX_FINDINGS_PER_RULE} more finding(s) of this rule")
             for rule, count in self._counts.items()
             if count > MAX_FINDINGS_PER_RULE
         ]
@@ -135,7 +135,7 @@ class AgentSSEDecoder:
         self._buffer = bytearray()
         self._blocks = 0
         self._closed = False
-        self.findings: list[Finding] = []
+        self.findings: list[AgentFinding] = []
         """Framing and JSON problems seen so far (``index`` is the block's position)."""
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
@@ -153,14 +153,14 @@ class AgentSSEDecoder:
                 events.append(event)
         return events
 
-    def close(self) -> list[Finding]:
+    def close(self) -> list[AgentFinding]:
         """The body ended: report bytes after the last complete event; return every finding."""
         if not self._closed:
             self._closed = True
             if self._buffer:
                 self.findings.append(
-                    Finding(
-                        Rule.SSE_FRAMING,
+                    AgentFinding(
+                        AgentRule.SSE_FRAMING,
                         f"the body ends inside an event: {len(self._buffer)} byte(s) after the last "
                         f"blank line ({bytes(self._buffer[:40])!r})",
                         self._blocks,
@@ -171,27 +171,35 @@ class AgentSSEDecoder:
     def _parse(self, block: bytes, index: int) -> dict[str, Any] | None:
         if not block.startswith(b"data: "):
             self.findings.append(
-                Finding(Rule.SSE_FRAMING, f"block does not start with 'data: ': {block[:40]!r}", index)
+                AgentFinding(
+                    AgentRule.SSE_FRAMING, f"block does not start with 'data: ': {block[:40]!r}", index
+                )
             )
             return None
         body = block[6:]
         if b"\n" in body or b"\r" in body:
             self.findings.append(
-                Finding(Rule.SSE_FRAMING, "an event must be one 'data:' line; this block has more", index)
+                AgentFinding(
+                    AgentRule.SSE_FRAMING, "an event must be one 'data:' line; this block has more", index
+                )
             )
             return None
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
-            self.findings.append(Finding(Rule.SSE_FRAMING, f"event is not UTF-8: {exc}", index))
+            self.findings.append(AgentFinding(AgentRule.SSE_FRAMING, f"event is not UTF-8: {exc}", index))
             return None
         try:
             value = json.loads(text, parse_constant=_reject_constant)
         except ValueError as exc:
-            self.findings.append(Finding(Rule.JSON, f"data is not JSON: {exc}: {text[:60]!r}", index))
+            self.findings.append(
+                AgentFinding(AgentRule.JSON, f"data is not JSON: {exc}: {text[:60]!r}", index)
+            )
             return None
         if not isinstance(value, dict):
-            self.findings.append(Finding(Rule.JSON, f"data is not a JSON object: {text[:60]!r}", index))
+            self.findings.append(
+                AgentFinding(AgentRule.JSON, f"data is not a JSON object: {text[:60]!r}", index)
+            )
             return None
         return value
 
@@ -248,7 +256,7 @@ def check_events(
     expect: str | None = None,
     tts_audio: bytes | None = None,
     tts_texts: Sequence[str] | None = None,
-) -> list[Finding]:
+) -> list[AgentFinding]:
     """Check decoded agent events against every rule but the framing.
 
     Args:
@@ -265,25 +273,25 @@ def check_events(
     """
     if expect not in (None, "success", "error"):
         raise ValueError(f"expect must be 'success', 'error' or None, not {expect!r}")
-    found = _Findings()
+    found = _AgentFindings()
     typed: list[tuple[int, str, dict[str, Any]]] = []
     for index, event in enumerate(events):
         if not isinstance(event, dict):
-            found.add(Rule.JSON, f"event is not a JSON object: {event!r:.60}", index)
+            found.add(AgentRule.JSON, f"event is not a JSON object: {event!r:.60}", index)
             continue
         type_ = event.get("type")
         if not isinstance(type_, str):
             hint = " (BedrockAgentCoreApp's fallback frame: the handler raised)" if "error" in event else ""
-            found.add(Rule.JSON, f"event has no string 'type'{hint}: {json.dumps(event)[:80]}", index)
+            found.add(AgentRule.JSON, f"event has no string 'type'{hint}: {json.dumps(event)[:80]}", index)
             continue
         if type_ not in EVENT_TYPES:
-            found.add(Rule.JSON, f"unknown event type {type_!r}", index)
+            found.add(AgentRule.JSON, f"unknown event type {type_!r}", index)
             continue
         typed.append((index, type_, event))
         _check_schema(found, index, type_, event)
         seq = event.get("seq")
         if seq != index:
-            found.add(Rule.SEQ, f"seq is {seq!r}, expected {index} (contiguous from 0)", index)
+            found.add(AgentRule.SEQ, f"seq is {seq!r}, expected {index} (contiguous from 0)", index)
     _check_times(found, events)
     terminal = _check_order(found, events, typed)
     _check_terminal(found, events, terminal, expect)
@@ -292,94 +300,98 @@ def check_events(
     succeeded = terminal is not None and terminal[1] == "agent_end"
     _check_spoken(found, typed, audio, succeeded, tts_texts)
     if tts_audio is not None and audio != tts_audio:
-        found.add(Rule.TTS_AUDIO, _describe_audio_difference(tts_audio, audio))
+        found.add(AgentRule.TTS_AUDIO, _describe_audio_difference(tts_audio, audio))
     _check_batch(found, typed)
     _check_stream(found, typed)
     return found.result()
 
 
-def _check_schema(found: _Findings, index: int, type_: str, event: dict[str, Any]) -> None:
+def _check_schema(found: _AgentFindings, index: int, type_: str, event: dict[str, Any]) -> None:
     from jsonschema.exceptions import best_match
 
     error = best_match(schemas.validator(schema_name(type_)).iter_errors(event))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or type_
-        found.add(Rule.SCHEMA, f"{type_} {where}: {error.message[:120]}", index)
+        found.add(AgentRule.SCHEMA, f"{type_} {where}: {error.message[:120]}", index)
 
 
-def _check_times(found: _Findings, events: Sequence[Any]) -> None:
+def _check_times(found: _AgentFindings, events: Sequence[Any]) -> None:
     previous: float | None = None
     for index, event in enumerate(events):
         if not isinstance(event, dict):
             continue
         t_ms = event.get("t_ms")
         if isinstance(t_ms, bool) or not isinstance(t_ms, int | float):
-            found.add(Rule.TIME, f"t_ms is {t_ms!r}, not a number", index)
+            found.add(AgentRule.TIME, f"t_ms is {t_ms!r}, not a number", index)
             continue
         if index == 0 and t_ms != 0:
-            found.add(Rule.TIME, f"agent_start has t_ms {t_ms}, expected 0", index)
+            found.add(AgentRule.TIME, f"agent_start has t_ms {t_ms}, expected 0", index)
         if previous is not None and t_ms < previous:
-            found.add(Rule.TIME, f"t_ms went back from {previous} to {t_ms}", index)
+            found.add(AgentRule.TIME, f"t_ms went back from {previous} to {t_ms}", index)
         previous = t_ms
 
 
 def _check_order(
-    found: _Findings, events: Sequence[Any], typed: list[tuple[int, str, dict[str, Any]]]
+    found: _AgentFindings, events: Sequence[Any], typed: list[tuple[int, str, dict[str, Any]]]
 ) -> tuple[int, str] | None:
     """Order rules; returns ``(index, type)`` of the first terminal event, if any."""
     if not events:
-        found.add(Rule.ORDER, "the stream has no events")
+        found.add(AgentRule.ORDER, "the stream has no events")
         return None
     first = events[0]
     if not (isinstance(first, dict) and first.get("type") == "agent_start"):
-        found.add(Rule.ORDER, "the first event is not agent_start", 0)
+        found.add(AgentRule.ORDER, "the first event is not agent_start", 0)
     terminal: tuple[int, str] | None = None
     stream_start: int | None = None
     stream_end: int | None = None
     for index, type_, _ in typed:
         if terminal is not None:
-            found.add(Rule.ORDER, f"{type_} after the terminal {terminal[1]} (event {terminal[0]})", index)
+            found.add(
+                AgentRule.ORDER, f"{type_} after the terminal {terminal[1]} (event {terminal[0]})", index
+            )
             continue
         if type_ == "agent_start" and index != 0:
-            found.add(Rule.ORDER, "agent_start again", index)
+            found.add(AgentRule.ORDER, "agent_start again", index)
         elif type_ == "audio_stream_start":
             if stream_start is not None:
-                found.add(Rule.ORDER, f"audio_stream_start again (first at event {stream_start})", index)
+                found.add(AgentRule.ORDER, f"audio_stream_start again (first at event {stream_start})", index)
             else:
                 stream_start = index
         elif type_ == "audio_chunk":
             if stream_start is None:
-                found.add(Rule.ORDER, "audio_chunk before audio_stream_start", index)
+                found.add(AgentRule.ORDER, "audio_chunk before audio_stream_start", index)
             if stream_end is not None:
-                found.add(Rule.ORDER, f"audio_chunk after audio_stream_end (event {stream_end})", index)
+                found.add(AgentRule.ORDER, f"audio_chunk after audio_stream_end (event {stream_end})", index)
         elif type_ == "audio_stream_end":
             if stream_start is None:
-                found.add(Rule.ORDER, "audio_stream_end before audio_stream_start", index)
+                found.add(AgentRule.ORDER, "audio_stream_end before audio_stream_start", index)
             if stream_end is not None:
-                found.add(Rule.ORDER, f"audio_stream_end again (first at event {stream_end})", index)
+                found.add(AgentRule.ORDER, f"audio_stream_end again (first at event {stream_end})", index)
             else:
                 stream_end = index
         elif type_ == "text_delta" and stream_end is not None:
             found.add(
-                Rule.ORDER, f"text_delta after audio_stream_end (event {stream_end}) is never spoken", index
+                AgentRule.ORDER,
+                f"text_delta after audio_stream_end (event {stream_end}) is never spoken",
+                index,
             )
         elif type_ == "agent_end" and stream_end is None:
-            found.add(Rule.ORDER, "agent_end before the audio stream ended (no audio_stream_end)", index)
+            found.add(AgentRule.ORDER, "agent_end before the audio stream ended (no audio_stream_end)", index)
         if type_ in TERMINAL_TYPES:
             terminal = (index, type_)
     # Events that are not typed (unparseable) after the terminal one also break the order.
     if terminal is not None:
         for index in range(terminal[0] + 1, len(events)):
             if not (isinstance(events[index], dict) and isinstance(events[index].get("type"), str)):
-                found.add(Rule.ORDER, f"an event follows the terminal {terminal[1]}", index)
+                found.add(AgentRule.ORDER, f"an event follows the terminal {terminal[1]}", index)
     return terminal
 
 
 def _check_terminal(
-    found: _Findings, events: Sequence[Any], terminal: tuple[int, str] | None, expect: str | None
+    found: _AgentFindings, events: Sequence[Any], terminal: tuple[int, str] | None, expect: str | None
 ) -> None:
     if terminal is None:
-        found.add(Rule.TERMINAL, "the stream stopped without agent_end or error (a silent stop)")
+        found.add(AgentRule.TERMINAL, "the stream stopped without agent_end or error (a silent stop)")
         return
     wanted = {"success": "agent_end", "error": "error"}.get(expect or "")
     if wanted is not None and terminal[1] != wanted:
@@ -388,28 +400,29 @@ def _check_terminal(
             last = events[terminal[0]]
             detail = f": {last.get('code')}: {str(last.get('message'))[:120]}"
         found.add(
-            Rule.TERMINAL, f"expected the stream to end with {wanted}, it ended with {terminal[1]}{detail}"
+            AgentRule.TERMINAL,
+            f"expected the stream to end with {wanted}, it ended with {terminal[1]}{detail}",
         )
 
 
-def _check_audio(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]]) -> bytes:
+def _check_audio(found: _AgentFindings, typed: list[tuple[int, str, dict[str, Any]]]) -> bytes:
     audio = bytearray()
     for index, type_, event in typed:
         if type_ != "audio_chunk":
             continue
         data = event.get("data")
         if not isinstance(data, str):
-            found.add(Rule.BASE64, f"data is {type(data).__name__}, not a base64 string", index)
+            found.add(AgentRule.BASE64, f"data is {type(data).__name__}, not a base64 string", index)
             continue
         try:
             pcm = decode_base64_strict(data)
         except ValueError as exc:
-            found.add(Rule.BASE64, f"{exc} (data starts {data[:24]!r})", index)
+            found.add(AgentRule.BASE64, f"{exc} (data starts {data[:24]!r})", index)
             continue
         if not pcm:
-            found.add(Rule.PCM, "audio_chunk carries no audio", index)
+            found.add(AgentRule.PCM, "audio_chunk carries no audio", index)
         elif len(pcm) % 2:
-            found.add(Rule.PCM, f"audio_chunk of {len(pcm)} bytes is not whole PCM16 samples", index)
+            found.add(AgentRule.PCM, f"audio_chunk of {len(pcm)} bytes is not whole PCM16 samples", index)
         audio += pcm
     return bytes(audio)
 
@@ -418,7 +431,7 @@ def _first(typed: list[tuple[int, str, dict[str, Any]]], type_: str) -> tuple[in
     return next(((index, event) for index, t, event in typed if t == type_), None)
 
 
-def _check_totals(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]], audio: bytes) -> None:
+def _check_totals(found: _AgentFindings, typed: list[tuple[int, str, dict[str, Any]]], audio: bytes) -> None:
     end = _first(typed, "audio_stream_end")
     if end is None:
         return
@@ -426,11 +439,13 @@ def _check_totals(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]]
     chunks = sum(1 for _, t, _ in typed if t == "audio_chunk")
     if event.get("total_chunks") != chunks:
         found.add(
-            Rule.AUDIO_TOTALS, f"total_chunks is {event.get('total_chunks')!r}, {chunks} chunks came", index
+            AgentRule.AUDIO_TOTALS,
+            f"total_chunks is {event.get('total_chunks')!r}, {chunks} chunks came",
+            index,
         )
     if "audio_bytes" in event and event["audio_bytes"] != len(audio):
         found.add(
-            Rule.AUDIO_TOTALS, f"audio_bytes is {event['audio_bytes']!r}, {len(audio)} bytes came", index
+            AgentRule.AUDIO_TOTALS, f"audio_bytes is {event['audio_bytes']!r}, {len(audio)} bytes came", index
         )
     start = _first(typed, "audio_stream_start")
     rate = start[1].get("sample_rate") if start else None
@@ -444,7 +459,7 @@ def _check_totals(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]]
         actual = len(audio) / 2 / rate
         if abs(duration - actual) > DURATION_TOLERANCE_S:
             found.add(
-                Rule.AUDIO_TOTALS,
+                AgentRule.AUDIO_TOTALS,
                 f"duration_s is {duration}, the chunks hold {actual:.6f} s at {rate} Hz",
                 index,
             )
@@ -453,14 +468,14 @@ def _check_totals(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]]
         declared = [s.get("audio_bytes") for s in segments]
         if all(isinstance(n, int) for n in declared) and sum(declared) != len(audio):  # type: ignore[arg-type]
             found.add(
-                Rule.AUDIO_TOTALS,
+                AgentRule.AUDIO_TOTALS,
                 f"the segments' audio_bytes sum to {sum(declared)}, {len(audio)} bytes came",  # type: ignore[arg-type]
                 index,
             )
 
 
 def _check_spoken(
-    found: _Findings,
+    found: _AgentFindings,
     typed: list[tuple[int, str, dict[str, Any]]],
     audio: bytes,
     succeeded: bool,
@@ -480,18 +495,22 @@ def _check_spoken(
             spoken = reply_words(" ".join(str(s.get("text", "")) for s in segments if isinstance(s, dict)))
             if spoken not in readings:
                 found.add(
-                    Rule.SPOKEN, "audio_stream_end.segments: " + _describe_difference(reply, spoken), end[0]
+                    AgentRule.SPOKEN,
+                    "audio_stream_end.segments: " + _describe_difference(reply, spoken),
+                    end[0],
                 )
         else:
             found.add(
-                Rule.SPOKEN, "audio_stream_end lists no segments: the spoken text cannot be checked", end[0]
+                AgentRule.SPOKEN,
+                "audio_stream_end lists no segments: the spoken text cannot be checked",
+                end[0],
             )
     if tts_texts is not None:
         spoken = reply_words(" ".join(tts_texts))
         if spoken not in readings:
-            found.add(Rule.SPOKEN, "text the TTS received: " + _describe_difference(reply, spoken))
+            found.add(AgentRule.SPOKEN, "text the TTS received: " + _describe_difference(reply, spoken))
     if reply and not audio:
-        found.add(Rule.SPOKEN, f"the reply has {len(reply)} word(s) but the stream carries no audio")
+        found.add(AgentRule.SPOKEN, f"the reply has {len(reply)} word(s) but the stream carries no audio")
 
 
 def _describe_audio_difference(expected: bytes, actual: bytes) -> str:
@@ -503,7 +522,7 @@ def _describe_audio_difference(expected: bytes, actual: bytes) -> str:
     )
 
 
-def _check_batch(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]]) -> None:
+def _check_batch(found: _AgentFindings, typed: list[tuple[int, str, dict[str, Any]]]) -> None:
     start = _first(typed, "agent_start")
     if start is None or start[1].get("mode") != "batch":
         return
@@ -511,15 +530,17 @@ def _check_batch(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]])
     first_audio = next((index for index, t, _ in typed if t == "audio_chunk"), None)
     if last_text is not None and first_audio is not None and first_audio < last_text:
         found.add(
-            Rule.BATCH, f"batch audio at event {first_audio} before the reply ended (event {last_text})"
+            AgentRule.BATCH, f"batch audio at event {first_audio} before the reply ended (event {last_text})"
         )
     end = _first(typed, "audio_stream_end")
     segments = end[1].get("segments") if end else None
     if isinstance(segments, list) and len(segments) > 1:
-        found.add(Rule.BATCH, f"batch mode made {len(segments)} synthesis requests, expected one", end[0])  # type: ignore[index]
+        found.add(
+            AgentRule.BATCH, f"batch mode made {len(segments)} synthesis requests, expected one", end[0]
+        )  # type: ignore[index]
 
 
-def _check_stream(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]]) -> None:
+def _check_stream(found: _AgentFindings, typed: list[tuple[int, str, dict[str, Any]]]) -> None:
     start = _first(typed, "agent_start")
     if start is None or start[1].get("mode") != "stream":
         return
@@ -527,7 +548,7 @@ def _check_stream(found: _Findings, typed: list[tuple[int, str, dict[str, Any]]]
     segments = end[1].get("segments") if end else None
     if isinstance(segments, list) and len(segments) > 1:
         found.add(
-            Rule.STREAM,
+            AgentRule.STREAM,
             f"stream mode made {len(segments)} synthesis requests, expected one utterance",
             end[0],  # type: ignore[index]
         )
@@ -539,7 +560,7 @@ def check_stream(
     expect: str | None = None,
     tts_audio: bytes | None = None,
     tts_texts: Sequence[str] | None = None,
-) -> tuple[list[dict[str, Any]], list[Finding]]:
+) -> tuple[list[dict[str, Any]], list[AgentFinding]]:
     """Decode and check a whole response body.
 
     Args:

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from reference_agent.checks import AgentSSEDecoder, Finding, check_events
+from reference_agent.checks import AgentFinding, AgentSSEDecoder, check_events
 
 __all__ = ["DEFAULT_PROMPT", "Trial", "build_parser", "compare", "main", "run_trials"]
 
@@ -73,7 +73,7 @@ class Trial:
     seen_ms: float | None = None
     reply_ms: float | None = None
     audio_s: float = 0.0
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[AgentFinding] = field(default_factory=list)
     error: str | None = None
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
 

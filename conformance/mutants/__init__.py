@@ -85,7 +85,7 @@ class Mutant:
         caught_by: case ids that must be ``FAILED`` (empty for the unbroken control, which must pass them,
             and for a mutant caught by the run only).
         requirements: the ids of the spec sentences it breaks (``"R3.3.1-1"``,
-            :mod:`conformance.requirements`).
+            :mod:`conformance.engine.requirements`).
         description: what it breaks, in words (default: the server class's docstring).
         observed_by: for a mutant that breaks its clauses only on a path their own cases do not take: cases
             that take it. Run against them, the suite must fail on each of ``requirements`` (a ``FAILED``

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from conformance.mutants.base import ToneServer, ToneSession
+from conformance.mutants.base import ToneConnection, ToneServer
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.messages import ErrorFrame, SynthesisRequest
 
@@ -41,7 +41,7 @@ def _is_request(obj: dict[str, Any]) -> bool:
     return obj.get("type") in (None, "synthesize")
 
 
-class _RewritingSession(ToneSession):
+class _RewritingConnection(ToneConnection):
     """Rewrites or refuses client messages before the (correct) session sees them."""
 
     def rewrite(self, obj: dict[str, Any]) -> dict[str, Any] | ProtocolError:
@@ -61,7 +61,7 @@ class _RewritingSession(ToneSession):
             return json.dumps(rewritten)
 
 
-class _NoSkipSession(_RewritingSession):
+class _NoSkipConnection(_RewritingConnection):
     assigned = 0
 
     def rewrite(self, obj: dict[str, Any]) -> dict[str, Any] | ProtocolError:
@@ -75,10 +75,10 @@ class AssignsWithoutSkipping(ToneServer):
     """Assigns r1, r2, ... to requests without an id but does not skip ids a client chose (§4.1)."""
 
     name = "ids-no-skip"
-    session_class = _NoSkipSession
+    connection_class = _NoSkipConnection
 
 
-class _NoReuseSession(_RewritingSession):
+class _NoReuseConnection(_RewritingConnection):
     def rewrite(self, obj: dict[str, Any]) -> dict[str, Any] | ProtocolError:
         used: set[str] = self.__dict__.setdefault("used", set())
         request_id = obj.get("request_id")
@@ -95,10 +95,10 @@ class NoIdReuse(ToneServer):
     """Refuses a request_id used earlier in the session, even once its synthesis_complete was sent (§4.1)."""
 
     name = "no-id-reuse"
-    session_class = _NoReuseSession
+    connection_class = _NoReuseConnection
 
 
-class _LenientTimestampSession(_RewritingSession):
+class _LenientTimestampConnection(_RewritingConnection):
     def rewrite(self, obj: dict[str, Any]) -> dict[str, Any] | ProtocolError:
         stamp = obj.get("request_timestamp")
         if not isinstance(stamp, str):
@@ -118,10 +118,10 @@ class LenientTimestamps(ToneServer):
     space, refuses a leap second (§4.1 asks for RFC 3339 with an offset, leap seconds included)."""
 
     name = "lenient-timestamps"
-    session_class = _LenientTimestampSession
+    connection_class = _LenientTimestampConnection
 
 
-class _RefusesSlowestSession(_RewritingSession):
+class _RefusesSlowestConnection(_RewritingConnection):
     def rewrite(self, obj: dict[str, Any]) -> dict[str, Any] | ProtocolError:
         if obj.get("speed") == 0.5:
             return ProtocolError(ErrorCode.INVALID_SPEED, "speed must be over 0.5", obj.get("request_id"))
@@ -132,13 +132,13 @@ class RefusesSlowest(ToneServer):
     """Takes the speed range as open at 0.5: refuses the slowest valid speed (§4.1: 0.5 ≤ speed ≤ 2.0)."""
 
     name = "refuses-slowest"
-    session_class = _RefusesSlowestSession
+    connection_class = _RefusesSlowestConnection
 
 
 # --- admission by latency (§10.2) ------------------------------------------------------------------------
 
 
-class _SharedModelSession(ToneSession):
+class _SharedModelConnection(ToneConnection):
     """Synthesizes on the server's one model: segments of every session take turns (§10.2), as one CPU or
     one GPU does; the server's ``speaking`` counts the segments being made."""
 
@@ -159,7 +159,7 @@ class _SharedModelSession(ToneSession):
 
 
 class _SharedModelServer(ToneServer):
-    session_class = _SharedModelSession
+    connection_class = _SharedModelConnection
 
     def __init__(self) -> None:
         super().__init__()
@@ -176,7 +176,7 @@ class QueuesSilently(_SharedModelServer):
     name = "queues-silently"
 
 
-class _CountingSession(ToneSession):
+class _CountingConnection(ToneConnection):
     """The unbroken session, counting in the server's ``speaking`` the segments being made."""
 
     server: UnhealthyWhenBusy
@@ -196,7 +196,7 @@ class UnhealthyWhenBusy(ToneServer):
     SageMaker would replace the instance exactly when capacity is short."""
 
     name = "unhealthy-when-busy"
-    session_class = _CountingSession
+    connection_class = _CountingConnection
 
     def __init__(self) -> None:
         super().__init__()

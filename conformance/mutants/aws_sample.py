@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.mutants.base import ToneServer, ToneSession
+from conformance.mutants.base import ToneConnection, ToneServer
 
 __all__ = ["AwsSampleServer", "AwsSampleTextOnly"]
 
@@ -44,7 +44,7 @@ def sample_shape(frame: str) -> str:
     return json.dumps({k: obj[k] for k in kept if k in obj}, separators=(",", ":"))
 
 
-class _AwsSampleSession(ToneSession):
+class _AwsSampleConnection(ToneConnection):
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
         return [sample_shape(f) if isinstance(f, str) else f for f in frames]
 
@@ -56,14 +56,14 @@ class AwsSampleServer(ToneServer):
     """Sends only the AWS sample's control-frame members and ends sessions without a Close frame."""
 
     name = "aws-sample"
-    session_class = _AwsSampleSession
+    connection_class = _AwsSampleConnection
     utterances = False  # a version 1 server: the sample has no utterances (§15.1)
     word_timings: frozenset[str] = frozenset()  # its synthesis_complete has no words: it lists none (§14.1)
     voice_blends = False  # a version 1 server: a blend names no voice (its blend cases are UNIMPLEMENTED)
     lexicon = False  # a version 1 server: no pronunciation lexicons (§14.3; their cases are UNIMPLEMENTED)
 
 
-class _AwsSampleTextOnlySession(_AwsSampleSession):
+class _AwsSampleTextOnlyConnection(_AwsSampleConnection):
     async def receive(self) -> bytes | str | None:
         # Starlette's receive_text() reads message["text"]: a BINARY frame raises KeyError('text').
         return await self.websocket.receive_text()
@@ -73,5 +73,5 @@ class AwsSampleTextOnly(ToneServer):
     """The AWS-sample server that also reads messages with ``receive_text()`` only (crashes on BINARY)."""
 
     name = "aws-sample-text-only"
-    session_class = _AwsSampleTextOnlySession
+    connection_class = _AwsSampleTextOnlyConnection
     voice_blends = False

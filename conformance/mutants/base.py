@@ -3,7 +3,7 @@
 :class:`ToneServer` serves the three routes of PROTOCOL.md §2 with Starlette and uvicorn. Its sessions run
 the team's sans-I/O :class:`protocol.session.ServerSession` (parsing, error codes, brackets, safe audio
 cutting, cancel, draining on close), so the server is correct by construction; each mutant
-(:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneSession` or :class:`ToneServer` to
+(:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneConnection` or :class:`ToneServer` to
 break one rule. Speech is a deterministic tone (:class:`ToneSynthesizer`) whose length follows the text, so
 every case that checks plausibility passes on the unbroken server: it is the control of the teeth test.
 A voice blend's tone lies at the weighted mean of its voices' pitches (§4.1), and ``POST /invocations``
@@ -59,12 +59,12 @@ from protocol.session import (
     UtteranceFlushed,
 )
 from protocol.sse import encode_event
-from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, parse_voice
+from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, language_of, parse_voice
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 from speech.chunker import IncrementalSentenceChunker
 from speech.frontend import speech_text
 
-__all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
+__all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer", "language_code"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
@@ -74,6 +74,16 @@ _EDGE_PUNCTUATION = "\"'()[]{}«»“”‘’.,;:!?¡¿…—-"
 WORD_TIMINGS = frozenset({"a", "b"})
 """Languages whose requests the tone server gives word timings (§5.3, §14.1): English, as Kokoro's G2P
 does everywhere; the others are listed with ``word_timings: false``."""
+
+
+def language_code(voice: str) -> str | None:
+    """The Kokoro code of the language ``voice`` speaks (:func:`protocol.voices.language_of`: its first
+    letter), ``None`` when that letter names no language. Such a voice never reaches synthesis: the session
+    refuses it with ``invalid_voice`` (§4.1)."""
+    try:
+        return language_of(voice).code
+    except KeyError:
+        return None
 
 
 class ToneSynthesizer:
@@ -108,7 +118,7 @@ class ToneSynthesizer:
         """What the segment says, as the reference front-end would have it spoken (§14.2: markdown not read
         aloud, figures as words, in the voice's language)."""
         try:
-            return speech_text(segment, voice[:1] or "a")
+            return speech_text(segment, language_code(voice) or "a")
         except (TypeError, ValueError):
             return segment
 
@@ -159,7 +169,7 @@ class ToneSynthesizer:
         """Word timings of a segment spanning ``[start_s, end_s]`` of its request's audio (§5.3): its spoken
         tokens, each as long as its letters (:meth:`pronounce`), between the padding at either end;
         ``None`` for a language without word timings (:data:`WORD_TIMINGS`)."""
-        if voice[:1] not in WORD_TIMINGS:
+        if language_code(voice) not in WORD_TIMINGS:
             return None
         tokens = [self.pronounce(t, lexicon) for t in _TOKEN.findall(self.spoken(segment, voice))]
         if not tokens:
@@ -201,9 +211,9 @@ class ToneUtterance:
         self.take([rest] if rest else [])
 
 
-class ToneSession:
-    """One WebSocket session: a reader, a synthesis worker, a writer and an utterance idle watch around a
-    :class:`ServerSession`.
+class ToneConnection:
+    """One accepted WebSocket connection driven by a :class:`ServerSession` (the protocol's server session,
+    ``self.session``): a reader, a synthesis worker, a writer and an utterance idle watch around it.
 
     The hooks a mutant may override are :meth:`receive`, :meth:`on_accepted`, :meth:`on_refused`,
     :meth:`on_close_requested`, :meth:`on_text`, :meth:`on_flush`, :meth:`on_utterance_end`, :meth:`work`,
@@ -446,7 +456,7 @@ class ToneSession:
         if (
             words is None
             and self.session.is_cancelled(request_id)
-            and request.voice[:1] in self.server.word_timings
+            and language_code(request.voice) in self.server.word_timings
         ):
             return []
         return words
@@ -515,10 +525,10 @@ EVICTION_S = 2.0
 
 
 class ToneServer:
-    """The unbroken server. ``session_class`` is the hook most mutants replace."""
+    """The unbroken server. ``connection_class`` is the hook most mutants replace."""
 
     name = "base"
-    session_class: type[ToneSession] = ToneSession
+    connection_class: type[ToneConnection] = ToneConnection
     utterances = True
     """Offer the utterances of §15 (a mutant turns them off to be a version 1 server)."""
     voice_blends = True
@@ -539,7 +549,7 @@ class ToneServer:
         self.synth = ToneSynthesizer()
         self.sessions = 0
         """Sessions open now; ``limits.max_sessions`` at most (§2.3, §9.4)."""
-        self.live: set[ToneSession] = set()
+        self.live: set[ToneConnection] = set()
         self._ids = 0
 
     @property
@@ -552,7 +562,7 @@ class ToneServer:
             languages=tuple(
                 LanguageInfo.kokoro(code, word_timings=code in self.word_timings)
                 for code in LANGUAGES
-                if any(voice[0] == code for voice in self.voices)
+                if any(language_code(voice) == code for voice in self.voices)
             ),
             encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
             formats=self.formats,
@@ -613,7 +623,7 @@ class ToneServer:
             await self.refuse_session(websocket)
             return
         self.sessions += 1
-        session = self.session_class(self, websocket)
+        session = self.connection_class(self, websocket)
         self.live.add(session)
         try:
             await session.run()

@@ -10,7 +10,7 @@ import asyncio
 import json
 from dataclasses import replace
 
-from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from conformance.mutants.base import ToneConnection, ToneServer, ToneSynthesizer
 from protocol.lexicon import INLINE_PATTERN, PHONEMES, Lexicon, strip_marks
 from protocol.messages import Marks, SynthesisRequest, Word
 
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-class _MarksForAllSession(ToneSession):
+class _MarksForAllConnection(ToneConnection):
     """Sends every segment's ``marks`` frame, whether its request asked for marks or not."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -56,10 +56,10 @@ class MarksForAll(ToneServer):
     """Sends ``marks`` to every request, also to those that did not ask for them (§5.5)."""
 
     name = "marks-for-all"
-    session_class = _MarksForAllSession
+    connection_class = _MarksForAllConnection
 
 
-class _FinishesAbandonedSession(ToneSession):
+class _FinishesAbandonedConnection(ToneConnection):
     """When the client goes away, synthesizes what was accepted to the end (into the void) before the session
     ends and gives its place back."""
 
@@ -91,13 +91,13 @@ class FinishesAbandoned(ToneServer):
     ``max_sessions`` meanwhile, instead of stopping within a segment (§7.4)."""
 
     name = "finishes-abandoned"
-    session_class = _FinishesAbandonedSession
+    connection_class = _FinishesAbandonedConnection
 
 
 # --- what a cancel leaves said (§5.3, cancel_words) -------------------------------------------------------
 
 
-class _CancelWordsNoneSession(ToneSession):
+class _CancelWordsNoneConnection(ToneConnection):
     def complete_words(self, request: SynthesisRequest) -> list[Word] | None:
         if self.session.is_cancelled(request.request_id or ""):
             return None  # as before version 1.1 added cancel_words, which it lists all the same
@@ -108,10 +108,10 @@ class CancelWordsNone(ToneServer):
     """Lists cancel_words but sends no words with a cancelled request (§5.3)."""
 
     name = "cancel-words-none"
-    session_class = _CancelWordsNoneSession
+    connection_class = _CancelWordsNoneConnection
 
 
-class _CancelWordsAllSession(ToneSession):
+class _CancelWordsAllConnection(ToneConnection):
     def complete_words(self, request: SynthesisRequest) -> list[Word] | None:
         if not self.session.is_cancelled(request.request_id or ""):
             return super().complete_words(request)
@@ -128,10 +128,10 @@ class CancelWordsAll(ToneServer):
     """With a cancelled request, sends the words of its whole text, also those it never spoke (§5.3)."""
 
     name = "cancel-words-all"
-    session_class = _CancelWordsAllSession
+    connection_class = _CancelWordsAllConnection
 
 
-class _CancelWordsUnsentSession(ToneSession):
+class _CancelWordsUnsentConnection(ToneConnection):
     def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
         super().mark(request, segment, pcm)
         self.sent(request.request_id or "")  # counted when synthesized, before its audio is queued
@@ -142,10 +142,10 @@ class CancelWordsUnsent(ToneServer):
     names the words of a segment it dropped (§5.3)."""
 
     name = "cancel-words-unsent"
-    session_class = _CancelWordsUnsentSession
+    connection_class = _CancelWordsUnsentConnection
 
 
-class _LexiconIgnoredSession(ToneSession):
+class _LexiconIgnoredConnection(ToneConnection):
     """Lists ``lexicon`` and checks every lexicon, then speaks every request as if it had none."""
 
     def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
@@ -156,7 +156,7 @@ class LexiconIgnored(ToneServer):
     """Lists the feature ``lexicon`` and refuses bad lexicons, but never speaks a pronunciation (§14.3)."""
 
     name = "lexicon-ignored"
-    session_class = _LexiconIgnoredSession
+    connection_class = _LexiconIgnoredConnection
 
 
 class _SubstringSynthesizer(ToneSynthesizer):
@@ -179,7 +179,7 @@ class LexiconInWords(ToneServer):
         self.synth = _SubstringSynthesizer()
 
 
-class _AnyPhonemeSession(ToneSession):
+class _AnyPhonemeConnection(ToneConnection):
     """Drops the symbols outside Kokoro's alphabet from every lexicon before the session reads it, so a bad
     pronunciation is spoken instead of refused."""
 
@@ -214,10 +214,10 @@ class LexiconAnyPhoneme(ToneServer):
     of refusing it with ``invalid_lexicon`` (§14.3, §9.1)."""
 
     name = "lexicon-any-phoneme"
-    session_class = _AnyPhonemeSession
+    connection_class = _AnyPhonemeConnection
 
 
-class _SessionLexiconIgnoredSession(ToneSession):
+class _SessionLexiconIgnoredConnection(ToneConnection):
     """Swallows the ``lexicon`` message: the session's lexicon is never set."""
 
     async def receive(self) -> bytes | str | None:
@@ -237,10 +237,10 @@ class SessionLexiconIgnored(ToneServer):
     """Reads a request's lexicon but ignores the session's ``lexicon`` message, without a refusal (§4.5)."""
 
     name = "session-lexicon-ignored"
-    session_class = _SessionLexiconIgnoredSession
+    connection_class = _SessionLexiconIgnoredConnection
 
 
-class _InlineAsLinkSession(ToneSession):
+class _InlineAsLinkConnection(ToneConnection):
     """Reads the inline form as a markdown link: its word is spoken as written, the phonemes dropped."""
 
     def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
@@ -254,7 +254,7 @@ class InlineAsLink(ToneServer):
     """Speaks misaki's inline form ``[word](/phonemes/)`` as a markdown link, without its phonemes (§14.3)."""
 
     name = "inline-as-link"
-    session_class = _InlineAsLinkSession
+    connection_class = _InlineAsLinkConnection
 
 
 class WithoutLexicon(ToneServer):
@@ -264,7 +264,7 @@ class WithoutLexicon(ToneServer):
     lexicon = False
 
 
-class _UnboundedLexiconSession(ToneSession):
+class _UnboundedLexiconConnection(ToneConnection):
     """Cuts every lexicon to the limits before the session reads it (the first ``max_lexicon_entries``
     words, each word to 64 characters), so a lexicon over a limit is spoken instead of refused."""
 
@@ -288,4 +288,4 @@ class LexiconUnbounded(ToneServer):
     limits, instead of refusing it with ``invalid_lexicon`` (§10)."""
 
     name = "lexicon-unbounded"
-    session_class = _UnboundedLexiconSession
+    connection_class = _UnboundedLexiconConnection

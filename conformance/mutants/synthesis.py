@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from conformance.mutants.base import ToneServer, ToneSession, ToneSynthesizer
+from conformance.mutants.base import ToneConnection, ToneServer, ToneSynthesizer
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisRequest
 from protocol.session import RequestCancelled, ServerEvent, SessionStateError
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-class _LateCancelSession(ToneSession):
+class _LateCancelConnection(ToneConnection):
     """Holds a cancel until the active request's audio is all queued, then lets the session see it."""
 
     held: list[bytes | str]
@@ -66,10 +66,10 @@ class LateCancel(ToneServer):
     and streams the whole request anyway (§4.2)."""
 
     name = "late-cancel"
-    session_class = _LateCancelSession
+    connection_class = _LateCancelConnection
 
 
-class _CancelThenStreamSession(ToneSession):
+class _CancelThenStreamConnection(ToneConnection):
     """Answers a cancel of the active request at once with its ``synthesis_complete`` (status cancelled,
     the audio sent so far), then goes on synthesizing that request and sends the rest of its audio anyway,
     in frames outside any bracket, before the next request's ``synthesis_start``."""
@@ -148,10 +148,10 @@ class CancelThenStream(ToneServer):
     request's audio outside any bracket (§4.2, §6.1)."""
 
     name = "cancel-then-stream"
-    session_class = _CancelThenStreamSession
+    connection_class = _CancelThenStreamConnection
 
 
-class _WholeTextFirstSession(ToneSession):
+class _WholeTextFirstConnection(ToneConnection):
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
         synth = self.server.synth
         texts = synth.segments(request.text)
@@ -167,10 +167,10 @@ class WholeTextFirst(ToneServer):
     """Synthesizes a request's whole text before sending its first audio frame (§10.1)."""
 
     name = "whole-text"
-    session_class = _WholeTextFirstSession
+    connection_class = _WholeTextFirstConnection
 
 
-class _SegmentFramesSession(ToneSession):
+class _SegmentFramesConnection(ToneConnection):
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
         out: list[bytes | str] = []
         for frame in frames:
@@ -186,7 +186,7 @@ class SegmentFrames(ToneServer):
     segment at speed 1 (§3.3.1), as the AWS sample does."""
 
     name = "segment-frames"
-    session_class = _SegmentFramesSession
+    connection_class = _SegmentFramesConnection
 
 
 class BigFrames(ToneServer):

@@ -269,7 +269,7 @@ def caught_verdict(level: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m conformance.mutants.teeth [--isolation] [--jobs N] [NAME ...]``; returns the exit code."""
-    from conformance.cases import catalogue
+    from conformance.engine.case import catalogue
     from conformance.mutants import MUTANTS
 
     parser = argparse.ArgumentParser(prog="python -m conformance.mutants.teeth", description=__doc__)

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 from starlette.websockets import WebSocket
 
-from conformance.mutants.base import ToneServer, ToneSession, ToneUtterance
+from conformance.mutants.base import ToneConnection, ToneServer, ToneUtterance
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisComplete, SynthesisRequest, SynthesisStart
 
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-class _TextOnlySession(ToneSession):
+class _TextOnlyConnection(ToneConnection):
     async def receive(self) -> bytes | str | None:
         # Starlette's receive_text() reads message["text"]: a BINARY frame raises KeyError('text').
         return await self.websocket.receive_text()
@@ -51,10 +51,10 @@ class TextOnlyReceive(ToneServer):
     """Reads client messages with ``receive_text()`` only: a BINARY frame kills the session (§3.1)."""
 
     name = "text-only"
-    session_class = _TextOnlySession
+    connection_class = _TextOnlyConnection
 
 
-class _CloseAfterFirstSession(ToneSession):
+class _CloseAfterFirstConnection(ToneConnection):
     def should_close(self) -> bool:
         return self.answered >= 1 or super().should_close()
 
@@ -63,10 +63,10 @@ class ClosesAfterFirstRequest(ToneServer):
     """Closes the WebSocket once the first request is answered, as one-shot handlers do (§7)."""
 
     name = "close-after-first"
-    session_class = _CloseAfterFirstSession
+    connection_class = _CloseAfterFirstConnection
 
 
-class _OddFramesSession(ToneSession):
+class _OddFramesConnection(ToneConnection):
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
         out: list[bytes | str] = []
         audio = b""
@@ -86,10 +86,10 @@ class OddAudioFrames(ToneServer):
     """Cuts audio into frames of odd length, splitting samples across frames (§3.3.1)."""
 
     name = "odd-frames"
-    session_class = _OddFramesSession
+    connection_class = _OddFramesConnection
 
 
-class _JsonFrameSession(ToneSession):
+class _JsonFrameConnection(ToneConnection):
     opened = False  # a synthesis_start went out and its first audio frame did not yet
 
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
@@ -110,10 +110,10 @@ class JsonObjectAudioFrame(ToneServer):
     """Sends an audio frame that is exactly ``{}`` (the sample 32123), a valid JSON object (§3.3.2)."""
 
     name = "json-frame"
-    session_class = _JsonFrameSession
+    connection_class = _JsonFrameConnection
 
 
-class _BlockingSession(ToneSession):
+class _BlockingConnection(ToneConnection):
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
         synth = self.server.synth
         texts = synth.segments(request.text)
@@ -129,10 +129,10 @@ class BlockingSynthesis(ToneServer):
     """Synthesizes on the event loop, so pings go unanswered while it works (§8, §2.2, §2.3)."""
 
     name = "blocking"
-    session_class = _BlockingSession
+    connection_class = _BlockingConnection
 
 
-class _IgnoresCloseSession(ToneSession):
+class _IgnoresCloseConnection(ToneConnection):
     def on_close_requested(self) -> None:
         self.closing = False  # answers what was queued, then keeps the session open
 
@@ -141,10 +141,10 @@ class IgnoresClose(ToneServer):
     """Never closes the session after ``close`` (§7.1): the client waits forever."""
 
     name = "ignores-close"
-    session_class = _IgnoresCloseSession
+    connection_class = _IgnoresCloseConnection
 
 
-class _NoDrainSession(ToneSession):
+class _NoDrainConnection(ToneConnection):
     dropped = False
 
     def on_close_requested(self) -> None:
@@ -158,10 +158,10 @@ class ClosesWithoutDraining(ToneServer):
     """Closes at once on ``close``, dropping the queued requests (§7.1)."""
 
     name = "no-drain"
-    session_class = _NoDrainSession
+    connection_class = _NoDrainConnection
 
 
-class _InterleaveSession(ToneSession):
+class _InterleaveConnection(ToneConnection):
     def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
         super().__init__(server, websocket)
         self._extra: list[bytes | str] = []
@@ -220,10 +220,10 @@ class InterleavesRequests(ToneServer):
     """Answers every request at once, so two requests' brackets and audio interleave (§6.2)."""
 
     name = "interleave"
-    session_class = _InterleaveSession
+    connection_class = _InterleaveConnection
 
 
-class _ClosesOnBadSession(ToneSession):
+class _ClosesOnBadConnection(ToneConnection):
     refused = False
 
     def on_refused(self) -> None:
@@ -243,10 +243,10 @@ class ClosesOnBadMessage(ToneServer):
     (§6.3)."""
 
     name = "close-on-bad"
-    session_class = _ClosesOnBadSession
+    connection_class = _ClosesOnBadConnection
 
 
-class _WrongRateSession(ToneSession):
+class _WrongRateConnection(ToneConnection):
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
         synth = self.server.synth
         for segment in synth.segments(request.text):
@@ -261,10 +261,10 @@ class WrongSampleRate(ToneServer):
     """Declares the requested sample_rate but always sends 24 kHz audio (§4.1, §5.1)."""
 
     name = "wrong-rate"
-    session_class = _WrongRateSession
+    connection_class = _WrongRateConnection
 
 
-class _NoCancelSession(ToneSession):
+class _NoCancelConnection(ToneConnection):
     async def receive(self) -> bytes | str | None:
         data = await super().receive()
         if data is not None and _is_cancel(data):
@@ -289,7 +289,7 @@ class WithoutCancel(ToneServer):
     """
 
     name = "no-cancel"
-    session_class = _NoCancelSession
+    connection_class = _NoCancelConnection
 
 
 # --- utterances (PROTOCOL.md §15) -------------------------------------------------------------------------
@@ -305,7 +305,7 @@ class WithoutUtterances(ToneServer):
     utterances = False
 
 
-class _FragmentSegmentsSession(ToneSession):
+class _FragmentSegmentsConnection(ToneConnection):
     def on_text(self, utterance: ToneUtterance, text: str) -> None:
         utterance.take([text])  # every fragment its own segment: the speech depends on the split
 
@@ -315,10 +315,10 @@ class FragmentSegments(ToneServer):
     (§15.3 fragmentation invariance)."""
 
     name = "fragment-segments"
-    session_class = _FragmentSegmentsSession
+    connection_class = _FragmentSegmentsConnection
 
 
-class _IgnoresFlushSession(ToneSession):
+class _IgnoresFlushConnection(ToneConnection):
     def on_flush(self, utterance: ToneUtterance) -> None:
         pass  # held text waits for a sentence end or `end`
 
@@ -327,10 +327,10 @@ class IgnoresFlush(ToneServer):
     """Ignores flush: an unfinished sentence is spoken only at end (§15.3)."""
 
     name = "ignores-flush"
-    session_class = _IgnoresFlushSession
+    connection_class = _IgnoresFlushConnection
 
 
-class _CancelIgnoresUtteranceSession(ToneSession):
+class _CancelIgnoresUtteranceConnection(ToneConnection):
     async def receive(self) -> bytes | str | None:
         while True:
             data = await super().receive()
@@ -351,10 +351,10 @@ class CancelIgnoresUtterance(ToneServer):
     """Drops a cancel that names an utterance: it is spoken to the end (§15.5, §4.2)."""
 
     name = "cancel-ignores-utterance"
-    session_class = _CancelIgnoresUtteranceSession
+    connection_class = _CancelIgnoresUtteranceConnection
 
 
-class _CloseDropsUtteranceSession(ToneSession):
+class _CloseDropsUtteranceConnection(ToneConnection):
     def on_utterance_end(self, utterance: ToneUtterance, reason: str) -> None:
         if reason == "close":
             utterance.ready.clear()  # what it held is dropped instead of spoken
@@ -368,10 +368,10 @@ class CloseDropsUtterance(ToneServer):
     """On close, drops the text an open utterance holds instead of speaking it (§15.5)."""
 
     name = "close-drops-open"
-    session_class = _CloseDropsUtteranceSession
+    connection_class = _CloseDropsUtteranceConnection
 
 
-class _NoMessageTypeSession(ToneSession):
+class _NoMessageTypeConnection(ToneConnection):
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
         out: list[bytes | str] = []
         for frame in frames:
@@ -388,10 +388,10 @@ class RefusalWithoutMessageType(ToneServer):
     utterance (§15.6, §5.4)."""
 
     name = "no-message-type"
-    session_class = _NoMessageTypeSession
+    connection_class = _NoMessageTypeConnection
 
 
-class _FlushEndsUtteranceSession(ToneSession):
+class _FlushEndsUtteranceConnection(ToneConnection):
     def on_flush(self, utterance: ToneUtterance) -> None:
         # Reads flush as the end of the utterance (as an empty text ends an ElevenLabs stream): the
         # utterance is closed in the session, so its later fragments are refused.
@@ -404,10 +404,10 @@ class FlushEndsUtterance(ToneServer):
     (§15.4, §15.3)."""
 
     name = "flush-ends-utterance"
-    session_class = _FlushEndsUtteranceSession
+    connection_class = _FlushEndsUtteranceConnection
 
 
-class _WaitsForEndSession(ToneSession):
+class _WaitsForEndConnection(ToneConnection):
     def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
         super().__init__(server, websocket)
         self._held: dict[int, str] = {}
@@ -432,10 +432,10 @@ class WaitsForEnd(ToneServer):
     written (§15.3)."""
 
     name = "waits-for-end"
-    session_class = _WaitsForEndSession
+    connection_class = _WaitsForEndConnection
 
 
-class _NoIdleTimeoutSession(ToneSession):
+class _NoIdleTimeoutConnection(ToneConnection):
     async def watch_idle(self) -> None:
         await asyncio.Event().wait()  # never ends an idle utterance
 
@@ -444,4 +444,4 @@ class NoIdleTimeout(ToneServer):
     """Never ends an idle utterance: an open utterance holds the session's queue forever (§15.5)."""
 
     name = "no-idle-timeout"
-    session_class = _NoIdleTimeoutSession
+    connection_class = _NoIdleTimeoutConnection

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.cases import MARKER
+from conformance.engine.case import MARKER
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}(case): a conformance case (conformance.cases.Case)")
+    config.addinivalue_line("markers", f"{MARKER}(case): a conformance case (conformance.engine.case.Case)")

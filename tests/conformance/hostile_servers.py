@@ -304,12 +304,12 @@ async def closer_invocations(request: Request) -> Response:
 
 def flaky_app() -> Starlette:
     """A correct tone server whose answers vary: error codes scrambled at random, sessions dropped."""
-    from conformance.mutants.base import ToneServer, ToneSession
+    from conformance.mutants.base import ToneConnection, ToneServer
     from protocol.errors import ErrorCode
 
     codes = [c.value for c in ErrorCode]
 
-    class FlakySession(ToneSession):
+    class FlakyConnection(ToneConnection):
         def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
             out: list[bytes | str] = []
             for frame in frames:
@@ -324,7 +324,7 @@ def flaky_app() -> Starlette:
             return RNG.random() < 0.02 or super().should_close()
 
     class FlakyServer(ToneServer):
-        session_class = FlakySession
+        connection_class = FlakyConnection
 
     return FlakyServer().app()
 

@@ -1,5 +1,5 @@
-"""The body decoders (conformance.bodies) and audio checks (conformance.audio): good bodies pass, bad ones
-are caught, whatever the split."""
+"""The body decoders (conformance.engine.bodies) and audio checks (conformance.engine.audio): good bodies
+pass, bad ones are caught, whatever the split."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.audio import check_speech, duration_bounds, roughness
-from conformance.bodies import decode_pcm, decode_sse, decode_wav
+from conformance.engine.audio import check_speech, duration_bounds, roughness
+from conformance.engine.bodies import decode_pcm, decode_sse, decode_wav
 from conformance.mutants.base import ToneSynthesizer
 from protocol.pcm import wav_header
 from protocol.sse import encode_event

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from conformance import clauses
-from conformance.badinputs import ROWS
-from conformance.cases import Case, Level, catalogue, normalize_quote, quote_found
+from conformance.engine import clauses
+from conformance.engine.badinputs import ROWS
+from conformance.engine.case import Case, Level, catalogue, normalize_quote, quote_found
 from conformance.mutants import MUTANTS
 
 CASES = catalogue()
@@ -73,7 +73,8 @@ def test_normalize_quote_ignores_emphasis_and_line_breaks() -> None:
 
 
 def test_every_rule_of_the_reader_has_a_requirement_some_case_tests() -> None:
-    """A finding of the observer always has a case that judges it (conformance.clauses maps rule to id)."""
+    """A finding of the observer always has a case that judges it (conformance.engine.clauses maps rule to
+    id)."""
     from protocol.reader import Rule
 
     tested = {r for case in CASES for r in case.requirements}

@@ -1,4 +1,5 @@
-"""The suite's client path: the lenient observer (conformance.observer) over the protocol's reader, fuzzed.
+"""The suite's client path: the lenient observer (conformance.engine.observer) over the protocol's reader,
+fuzzed.
 
 Verdicts are only as good as the classifier behind them: audio that spells JSON must stay audio, and a server
 that sends such a frame must be caught. PCM that starts with 0x7B ("{") or holds the sample 32123 (the bytes
@@ -19,9 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance import clauses
-from conformance.observer import Message, Observer, observe
-from conformance.session import HANDSHAKE_ATTEMPTS, Session, open_session
+from conformance.engine import clauses
+from conformance.engine.observer import Message, Observer, observe
+from conformance.engine.stream import HANDSHAKE_ATTEMPTS, ObservedStream, open_stream
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisComplete, SynthesisStart
 from protocol.session import AudioReceived, ClientSession
@@ -255,8 +256,8 @@ class _Target:
             bidi.exited = True
 
 
-async def _open(target: _Target) -> tuple[Session, bool]:
-    async with open_session(target, "s") as session:  # type: ignore[arg-type]
+async def _open(target: _Target) -> tuple[ObservedStream, bool]:
+    async with open_stream(target, "s") as session:  # type: ignore[arg-type]
         return session, session.bidi.exited
 
 
@@ -293,7 +294,7 @@ def test_the_agents_protocol_error_names_the_clause_it_breaks() -> None:
     """Issue 30: when the agent's strict TTS client refuses the container's frames, the agent case is SKIPPED
     and the broken rule's clause is a finding (a note on it), so a defect only the agent's traffic shows
     fails the run. The error the agent reports names the rule; the suite maps it to the clause."""
-    from conformance.test_agent import TTS_BROKE_PROTOCOL, broken_clause
+    from conformance.cases.test_agent import TTS_BROKE_PROTOCOL, broken_clause
     from protocol.session import ClientSession, ProtocolViolation
 
     client = ClientSession(check_frames=False)  # as the agent's TTS client (reference_agent.tts)
@@ -312,9 +313,9 @@ def test_a_recordings_other_sessions_findings_are_the_recordings() -> None:
     that judges the recording, with their logs; they were kept only as strings before, or dropped."""
     from types import SimpleNamespace
 
-    from conformance.cases import Case, Level
-    from conformance.probe import Probe, Recording
-    from conformance.report import CaseResult
+    from conformance.engine.case import Case, Level
+    from conformance.engine.probe import Probe, Recording
+    from conformance.engine.report import CaseResult
 
     own = observe([], faithful_data_types=True, name="long")
     second = Observer(faithful_data_types=True, name="second")
@@ -335,8 +336,8 @@ def test_a_recordings_other_sessions_findings_are_the_recordings() -> None:
 
 def test_a_recording_judged_by_several_cases_counts_its_findings_once() -> None:
     """The clause row counts distinct findings: a recording gives each case that judges it the same ones."""
-    from conformance.cases import Case, Level, Verdict
-    from conformance.report import Results
+    from conformance.engine.case import Case, Level, Verdict
+    from conformance.engine.report import Results
 
     seen = Observer(faithful_data_types=True, name="pipelined")
     seen.feed(Message(b"\x10\x00\x10\x00", "BINARY", 1, 0.0))  # audio outside any bracket

@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CASES = """
 import pytest
-from conformance.cases import Case, Level, Unimplemented, case, param
-from conformance.observer import Finding
+from conformance.engine.case import Case, Level, Unimplemented, case, param
+from conformance.engine.observer import Finding
 
 C = ("R1-901",)
 
@@ -94,8 +94,8 @@ def test_suite_error():
 
 NOTES = """
 import pytest
-from conformance.cases import case
-from conformance.observer import Finding
+from conformance.engine.case import case
+from conformance.engine.observer import Finding
 
 
 class Seen:
@@ -253,7 +253,7 @@ def test_a_must_finding_seen_only_as_a_note_fails_the_run(tmp_path: Path) -> Non
     }
     assert (should["level"], should["verdict"]) == ("SHOULD", "NON-STRICT")
     assert "conformance/clauses::R6.1-2" in output and "1 failed, 4 passed" in output
-    assert "the run FAILED on 1 clause(s)" in output and "observed in 4.2.1 (1)" in output
+    assert "the run FAILED on 1 clause(s)" in output and "observed in case 4.2.1 (1)" in output
     assert "wire: <4 bytes>" in output
     pytest_xml = (tmp_path / "pytest.xml").read_text()
     assert pytest_xml.count("<failure") == 1 and 'name="R6.1-2"' in pytest_xml
@@ -315,8 +315,8 @@ def test_the_command_line_help_is_the_suites() -> None:
 
 UNATTACHED = """
 import pytest
-from conformance.cases import case
-from conformance.observer import Finding
+from conformance.engine.case import case
+from conformance.engine.observer import Finding
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.expectations import ExpectationsError, judge, known_ids, load
+from conformance.engine.expectations import ExpectationsError, judge, known_ids, load
 
 KNOWN = ({"3.1.2", "4.2.1", "4.2.4"}, {"R6.1-2", "R7.1-3"})
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cases import catalogue
-from conformance.loop import WEDGED_LOOP_GRACE_S
+from conformance.engine.case import catalogue
+from conformance.engine.loop import WEDGED_LOOP_GRACE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ROOT / "tests" / "conformance" / "hostile_servers.py"
@@ -124,7 +124,7 @@ def test_hostile_server_starts(name: str) -> None:
     """The corpus itself: each server answers GET /ping (else the run above would test nothing)."""
     import httpx
 
-    from conformance.target import free_port
+    from conformance.engine.target import free_port
 
     port = free_port()
     process = subprocess.Popen(

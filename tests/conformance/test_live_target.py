@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conformance.target import ContainerProcess, SimulatorTarget
+from conformance.engine.target import ContainerProcess, SimulatorTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_CASES = ("3.1.1", "4.0.1", "4.1.2", "6.2.1", "9.1.31", "11.2.1", "11.6.1", "4.2.3")

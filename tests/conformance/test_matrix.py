@@ -1,4 +1,4 @@
-"""Requirement ids and the traceability matrix (conformance.requirements, conformance.matrix).
+"""Requirement ids and the traceability matrix (conformance.engine.requirements, conformance.engine.matrix).
 
 The spec's every MUST/SHOULD/MAY sentence carries a stable id and the checked-in matrix is current; the
 tagging rules (next free number, never reuse, mentions are not requirements) hold on small specs.
@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from conformance.matrix import COMMAND, MATRIX_JSON, MutantInfo, build, generate, stale
-from conformance.requirements import level_of, next_numbers, parse, sentences, tag
+from conformance.engine.matrix import COMMAND, MATRIX_JSON, MutantInfo, build, generate, stale
+from conformance.engine.requirements import level_of, next_numbers, parse, sentences, tag
 
 SPEC = """# Title
 
@@ -108,7 +108,7 @@ def test_sentences_split_at_sentence_ends_only() -> None:
 
 
 def test_matrix_counts_and_problems() -> None:
-    from conformance.cases import Case, Level
+    from conformance.engine.case import Case, Level
 
     requirements = parse(tag(SPEC)[0])
     case = Case("1.4.1", "§1.4", Level.MUST, "q", "d", "e", requirements=("R1.4-1", "R9-9"))
@@ -142,7 +142,7 @@ def test_matrix_references_only_existing_ids() -> None:
 
 
 def test_an_id_in_the_spec_is_never_listed_as_retired() -> None:
-    from conformance.cases import REPO_ROOT
+    from conformance.engine.case import REPO_ROOT
 
     data = json.loads((REPO_ROOT / MATRIX_JSON).read_text(encoding="utf-8"))
     live = {row["id"] for row in data["requirements"]}
@@ -150,7 +150,7 @@ def test_an_id_in_the_spec_is_never_listed_as_retired() -> None:
 
 
 def test_checked_in_matrix_is_valid_json_with_counts() -> None:
-    from conformance.cases import REPO_ROOT
+    from conformance.engine.case import REPO_ROOT
 
     data = json.loads((REPO_ROOT / MATRIX_JSON).read_text(encoding="utf-8"))
     assert data["counts"]["sentences"] == len(data["requirements"]) >= 60
@@ -160,8 +160,8 @@ def test_checked_in_matrix_is_valid_json_with_counts() -> None:
 def test_a_case_declares_the_tagged_sentence_it_quotes() -> None:
     """A case whose quoted requirement lies in (or contains) a tagged sentence declares that sentence's id
     (unless no client can observe that sentence: a case may quote a client's rule to explain itself)."""
-    from conformance.cases import REPO_ROOT, catalogue, normalize_quote
-    from conformance.unobservable import UNOBSERVABLE
+    from conformance.engine.case import REPO_ROOT, catalogue, normalize_quote
+    from conformance.engine.unobservable import UNOBSERVABLE
 
     requirements = parse((REPO_ROOT / "spec/PROTOCOL.md").read_text(encoding="utf-8"))
     sentences_by_id = {r.id: normalize_quote(r.text) for r in requirements}

@@ -103,8 +103,8 @@ def test_an_unreachable_server_is_bad_input(recorded: Path) -> None:
 
 
 def test_a_case_of_shared_recordings_is_not_replayable_and_its_page_says_nothing_of_replay() -> None:
-    from conformance.htmlreport import render_case
-    from conformance.replay import replayable
+    from conformance.engine.htmlreport import render_case
+    from conformance.engine.replay import replayable
 
     shared = {
         "format": "kokoro-conformance-case/1",
@@ -144,7 +144,7 @@ def test_a_container_command_whose_port_is_taken_is_refused(tmp_path: Path) -> N
     listens there, the suite refuses to start rather than certify that other server."""
     import socket
 
-    from conformance.target import ContainerProcess, ContainerStartError
+    from conformance.engine.target import ContainerProcess, ContainerStartError
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

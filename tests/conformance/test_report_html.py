@@ -1,5 +1,5 @@
-"""The HTML report (conformance.htmlreport): defects named once each, a page per case, JUnit XML, and the page
-rendered by a real headless Chromium from disk (conformance.screenshot)."""
+"""The HTML report (conformance.engine.htmlreport): defects named once each, a page per case, JUnit XML, and
+the page rendered by a real headless Chromium from disk (conformance.screenshot)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conformance import htmlreport
+from conformance.engine import htmlreport
 from conformance.screenshot import CHROMIUM, render
 
 MATRIX = {

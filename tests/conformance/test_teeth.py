@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conformance.cases import Level, catalogue
+from conformance.engine.case import Level, catalogue
 from conformance.mutants import AWS_SAMPLE_DEFECTS, MUTANTS
 from conformance.mutants.teeth import (
     CONTROL,
@@ -125,8 +125,8 @@ def test_mutant_on_a_path_its_cases_do_not_take_fails_the_run(
 def test_every_clause_seen_outside_its_cases_has_a_mutant_caught_by_the_run_or_a_reason() -> None:
     """Issue 30, point 3: each clause a finding can be recorded on in any case has a mutant that breaks it
     only on a path its own cases do not take (checked above), or a reason why none can."""
-    from conformance.clauses import recorded
-    from conformance.unobservable import NO_RUN_MUTANT
+    from conformance.engine.clauses import recorded
+    from conformance.engine.unobservable import NO_RUN_MUTANT
 
     shown = {rid for name in RUN_CAUGHT for rid in MUTANTS[name].requirements}
     missing = sorted(rid for rid in recorded() if rid not in shown and rid not in NO_RUN_MUTANT)

@@ -11,7 +11,7 @@ import pytest
 
 
 def _parsers() -> dict[str, Callable[[], argparse.ArgumentParser]]:
-    from conformance.replay import build_parser as replay
+    from conformance.engine.replay import build_parser as replay
     from infra.agent_cli import build_parser as agent_infra
     from infra.speech_cli import build_parser as speech_infra
     from protocol.asyncapi import build_parser as asyncapi

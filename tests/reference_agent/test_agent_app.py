@@ -16,7 +16,7 @@ from strands import Agent
 
 from protocol import schemas
 from reference_agent.app import AgentSettings, create_app
-from reference_agent.checks import Rule, check_stream
+from reference_agent.checks import AgentRule, check_stream
 from reference_agent.events import AgentEventWriter
 from reference_agent.scripted import DEFAULT_REPLY, ScriptedModel
 from reference_agent.tts import TtsEndpoint
@@ -372,10 +372,10 @@ def test_an_agent_that_never_flushes_the_chunker_is_caught(monkeypatch):
     app = create_app(settings(), tts_connect=factory)
     _, body = invoke(app, {"prompt": "p", "scripted": {"reply": UNPUNCTUATED}})
     _, findings = check_stream(body, expect="success")
-    assert {f.rule for f in findings} == {Rule.SPOKEN}
+    assert {f.rule for f in findings} == {AgentRule.SPOKEN}
     assert any("have no stop" in f.message for f in findings)
     _, findings = check_stream(body, expect="success", tts_texts=factory.sessions[0].texts)
-    assert sum(f.rule is Rule.SPOKEN for f in findings) == 2  # segments and the TTS's own record
+    assert sum(f.rule is AgentRule.SPOKEN for f in findings) == 2  # segments and the TTS's own record
 
 
 def test_an_agent_that_sends_raw_bytes_is_caught(monkeypatch):
@@ -391,7 +391,7 @@ def test_an_agent_that_sends_raw_bytes_is_caught(monkeypatch):
     app = create_app(settings(), tts_connect=StandInFactory())
     _, body = invoke(app, {"prompt": "p"})
     _, findings = check_stream(body, expect="success")
-    assert Rule.JSON in {f.rule for f in findings}
+    assert AgentRule.JSON in {f.rule for f in findings}
 
 
 def test_an_agent_that_sends_bytes_as_text_is_caught(monkeypatch):
@@ -406,4 +406,4 @@ def test_an_agent_that_sends_bytes_as_text_is_caught(monkeypatch):
     app = create_app(settings(), tts_connect=StandInFactory())
     _, body = invoke(app, {"prompt": "p"})
     _, findings = check_stream(body, expect="success")
-    assert Rule.BASE64 in {f.rule for f in findings}
+    assert AgentRule.BASE64 in {f.rule for f in findings}

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from protocol.sse import SSEDecoder
 from reference_agent.checks import (
+    AgentRule,
     AgentSSEDecoder,
-    Rule,
     check_events,
     check_stream,
     decode_audio,
@@ -68,7 +68,7 @@ def encode(events: list[dict]) -> bytes:
     return b"".join(f"data: {json.dumps(e, ensure_ascii=False)}\n\n".encode() for e in events)
 
 
-def rules(findings) -> set[Rule]:
+def rules(findings) -> set[AgentRule]:
     return {f.rule for f in findings}
 
 
@@ -141,7 +141,7 @@ def test_decoder_agrees_with_the_whatwg_decoder():
 )
 def test_framing_violations_are_found(body, why):
     _, findings = check_stream(body)
-    assert Rule.SSE_FRAMING in rules(findings), why
+    assert AgentRule.SSE_FRAMING in rules(findings), why
 
 
 @pytest.mark.parametrize(
@@ -150,7 +150,7 @@ def test_framing_violations_are_found(body, why):
 )
 def test_non_object_data_is_a_json_finding(data, why):
     _, findings = check_stream(b"data: " + data + b"\n\n")
-    assert Rule.JSON in rules(findings), why
+    assert AgentRule.JSON in rules(findings), why
 
 
 # --- event rules ------------------------------------------------------------------------------------------
@@ -161,36 +161,36 @@ def test_agentcore_fallback_error_frame_is_not_an_error_event():
     fallback = {"error": "boom", "error_type": "RuntimeError", "message": "An error occurred"}
     events = [*good_bidi()[:3], fallback]
     found = check_events(events, expect="error")
-    assert {Rule.JSON, Rule.TERMINAL} <= rules(found)
+    assert {AgentRule.JSON, AgentRule.TERMINAL} <= rules(found)
     assert any("fallback" in f.message for f in found)
 
 
 def test_unknown_type_and_schema_violation():
     events = good_bidi()
     events[2]["type"] = "text_chunk"
-    assert Rule.JSON in rules(check_events(events))
+    assert AgentRule.JSON in rules(check_events(events))
     events = good_bidi()
     events[1]["sample_rate"] = 44100
-    assert Rule.SCHEMA in rules(check_events(events))
+    assert AgentRule.SCHEMA in rules(check_events(events))
 
 
 def test_seq_must_be_contiguous_from_zero():
     events = good_bidi()
     del events[3]
     found = check_events(events)
-    assert Rule.SEQ in rules(found)
+    assert AgentRule.SEQ in rules(found)
     events = renumber(good_bidi())
     events[0]["seq"] = 1
-    assert Rule.SEQ in rules(check_events(events))
+    assert AgentRule.SEQ in rules(check_events(events))
 
 
 def test_t_ms_must_start_at_zero_and_never_decrease():
     events = good_bidi()
     events[4]["t_ms"] = events[3]["t_ms"] - 1
-    assert Rule.TIME in rules(check_events(events))
+    assert AgentRule.TIME in rules(check_events(events))
     events = good_bidi()
     events[0]["t_ms"] = 5
-    assert Rule.TIME in rules(check_events(events))
+    assert AgentRule.TIME in rules(check_events(events))
 
 
 @pytest.mark.parametrize(
@@ -209,19 +209,19 @@ def test_order_violations(edit, why):
     edit(events)
     for event in events:
         event.setdefault("t_ms", 0)
-    assert Rule.ORDER in rules(check_events(renumber(events))), why
+    assert AgentRule.ORDER in rules(check_events(renumber(events))), why
 
 
 def test_silent_stop_is_a_terminal_finding():
     events = good_bidi()[:-3]
     found = check_events(events)
-    assert Rule.TERMINAL in rules(found)
+    assert AgentRule.TERMINAL in rules(found)
     assert any("silent stop" in f.message for f in found)
 
 
 def test_expected_outcome_is_enforced():
-    assert Rule.TERMINAL in rules(check_events(good_bidi(), expect="error"))
-    assert Rule.TERMINAL in rules(check_events(good_error(), expect="success"))
+    assert AgentRule.TERMINAL in rules(check_events(good_bidi(), expect="error"))
+    assert AgentRule.TERMINAL in rules(check_events(good_error(), expect="success"))
     with pytest.raises(ValueError):
         check_events(good_bidi(), expect="maybe")
 
@@ -239,22 +239,22 @@ def test_bad_base64_is_found(data):
     events = good_bidi()
     events[3]["data"] = data
     found = check_events(events)
-    assert Rule.BASE64 in rules(found)
+    assert AgentRule.BASE64 in rules(found)
 
 
 def test_raw_bytes_instead_of_base64_is_found():
     """What BedrockAgentCoreApp makes of a bytes value: its str() (REFERENCE.md §5)."""
     events = good_bidi()
     events[3]["data"] = str(PCM[0])
-    assert Rule.BASE64 in rules(check_events(events))
+    assert AgentRule.BASE64 in rules(check_events(events))
     events[3]["data"] = list(PCM[0])
-    assert Rule.BASE64 in rules(check_events(events))
+    assert AgentRule.BASE64 in rules(check_events(events))
 
 
 def test_odd_or_empty_chunk_is_a_pcm_finding():
     events = good_bidi()
     events[3]["data"] = base64.b64encode(b"\x01\x02\x03").decode()
-    assert Rule.PCM in rules(check_events(events))
+    assert AgentRule.PCM in rules(check_events(events))
 
 
 @pytest.mark.parametrize(
@@ -264,13 +264,13 @@ def test_odd_or_empty_chunk_is_a_pcm_finding():
 def test_audio_stream_end_must_agree_with_the_chunks(field, value):
     events = good_bidi()
     events[-2][field] = value
-    assert Rule.AUDIO_TOTALS in rules(check_events(events))
+    assert AgentRule.AUDIO_TOTALS in rules(check_events(events))
 
 
 def test_segment_bytes_must_add_up():
     events = good_bidi()
     events[-2]["segments"][0]["audio_bytes"] += 2
-    assert Rule.AUDIO_TOTALS in rules(check_events(events))
+    assert AgentRule.AUDIO_TOTALS in rules(check_events(events))
 
 
 def test_last_sentence_never_spoken_is_found():
@@ -283,20 +283,20 @@ def test_last_sentence_never_spoken_is_found():
     end["audio_bytes"] = sum(s["audio_bytes"] for s in end["segments"])
     end["duration_s"] = end["audio_bytes"] / 2 / 24000
     found = check_events(renumber(events), expect="success")
-    assert rules(found) == {Rule.SPOKEN}
+    assert rules(found) == {AgentRule.SPOKEN}
     assert "never spoken" in found[0].message and "final stop" in found[0].message
 
 
 def test_tts_texts_must_hold_every_word():
     found = check_events(good_bidi(), tts_texts=SENTENCES[:2])
-    assert rules(found) == {Rule.SPOKEN}
+    assert rules(found) == {AgentRule.SPOKEN}
 
 
 def test_reply_with_words_needs_audio():
     w = _writer()
     events = [w.start(), w.audio_stream_start(voice="af_heart", sample_rate=24000), w.text_delta("Hi.")]
     events += [w.audio_stream_end([Segment("Hi.", 0)]), w.end()]
-    assert Rule.SPOKEN in rules(check_events(events))
+    assert AgentRule.SPOKEN in rules(check_events(events))
 
 
 def test_markdown_stripped_reading_is_accepted():
@@ -310,7 +310,7 @@ def test_markdown_stripped_reading_is_accepted():
 
 def test_audio_must_match_the_tts_output():
     found = check_events(good_bidi(), tts_audio=b"".join(PCM)[:-2] + b"\x00\x00")
-    assert rules(found) == {Rule.TTS_AUDIO}
+    assert rules(found) == {AgentRule.TTS_AUDIO}
 
 
 def test_batch_rules():
@@ -318,23 +318,23 @@ def test_batch_rules():
     # Move the first audio chunk before the last text delta.
     first_audio = next(i for i, e in enumerate(events) if e["type"] == "audio_chunk")
     events.insert(3, events.pop(first_audio))
-    assert Rule.BATCH in rules(check_events(renumber(events)))
+    assert AgentRule.BATCH in rules(check_events(renumber(events)))
     events = good_bidi()
     events[0]["mode"] = "batch"
-    assert Rule.BATCH in rules(check_events(events))  # three segments, audio before the reply ended
+    assert AgentRule.BATCH in rules(check_events(events))  # three segments, audio before the reply ended
 
 
 def test_stream_rule_wants_one_utterance():
     events = good_bidi()
     events[0]["mode"] = "stream"
-    assert Rule.STREAM in rules(check_events(events))  # three segments: the agent chunked it itself
+    assert AgentRule.STREAM in rules(check_events(events))  # three segments: the agent chunked it itself
 
 
 def test_findings_per_rule_are_capped():
     events = good_bidi()
     for event in events:
         event["seq"] = 99
-    found = [f for f in check_events(events) if f.rule is Rule.SEQ]
+    found = [f for f in check_events(events) if f.rule is AgentRule.SEQ]
     assert len(found) == 6  # five kept plus one "N more"
     assert "more finding" in found[-1].message
     assert str(found[0]).startswith("AGENT-SEQ [event 0]")

@@ -14,7 +14,7 @@ from protocol import schemas
 from reference_agent.__main__ import build_parser as agent_parser
 from reference_agent.__main__ import settings_from_args
 from reference_agent.app import AgentSettings
-from reference_agent.checks import Finding, Rule, check_events
+from reference_agent.checks import AgentFinding, AgentRule, check_events
 from reference_agent.demo import Trial, compare, report
 from reference_agent.events import EVENT_TYPES, AgentEventWriter, Segment, schema_name
 from reference_agent.pipeline import WholeReply, _chunker_language
@@ -54,8 +54,10 @@ def test_writer_stamps_seq_and_t_ms():
     assert events[3]["duration_s"] == 0.5 and events[3]["total_chunks"] == 1
     assert events[4]["first_audio_ms"] == 250.0
     assert check_events(events, expect="success") == [
-        Finding(
-            Rule.SPOKEN, "audio_stream_end.segments: words that are not in the reply were spoken: 'hi'", 3
+        AgentFinding(
+            AgentRule.SPOKEN,
+            "audio_stream_end.segments: words that are not in the reply were spoken: 'hi'",
+            3,
         )
     ]
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from server_harness import GUARD_S
 from tone_backend import SAMPLE_RATE, ToneBackend, expected_samples
 
-from conformance.bodies import PartsReader  # the reader the suite feeds FFmpeg with
+from conformance.engine.bodies import PartsReader  # the reader the suite feeds FFmpeg with
 from protocol.encodings import encode_pcm16
 from protocol.sse import SSEDecoder, decode_base64_strict
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder, available_formats

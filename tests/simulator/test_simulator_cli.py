@@ -253,7 +253,7 @@ def test_port_placeholder_is_filled_one_way_everywhere() -> None:
     container = CommandContainer("server --port {port}")
     assert container.command == f"server --port {container.url.rsplit(':', 1)[1]}"
     # The conformance suite's --container-cmd takes the same path.
-    from conformance.target import ContainerProcess
+    from conformance.engine.target import ContainerProcess
 
     process = ContainerProcess("server --port {port}", Path("unused.log"))
     assert process.command == f"server --port {process.port}" and process.url.endswith(f":{process.port}")

@@ -1,0 +1,527 @@
+"""§15 utterances (token streaming): one bracket per utterance, fragmentation invariance, speech before end,
+flush, cancel mid-way, an utterance left open at close, the idle timeout, refusals.
+
+Utterances are OPTIONAL (§1.5, §15.1): every case opens its utterance first and waits for its
+``synthesis_start`` (sent in its turn even before any text, §15.4); a server that answers the ``utterance``
+message with ``unknown_type`` does not offer them and the case is UNIMPLEMENTED, not FAILED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from conformance.engine import expect
+from conformance.engine.case import Level, Unimplemented, case
+from conformance.engine.describe import ask
+from conformance.engine.observer import Answer, ErrorView
+from conformance.engine.probe import Probe
+from conformance.engine.stream import ObservedStream
+from conformance.engine.texts import FAST
+
+# Two sentences with a thumbs-up emoji (a surrogate pair in UTF-16) inside the first: split per UTF-16 code
+# unit, its halves travel in two messages (§15.2).
+REPLY = "Good question \U0001f44d, it streams. The listener hears the reply sooner."
+
+PADDING_S = 0.8
+"""One segment's padding: the silence a synthesizer adds around each segment (Kokoro-82M: about 0.8 s)."""
+
+WAIT_S = 15.0
+"""Longest wait for audio the server owes without any further message (speech before end, flush): far
+beyond a synthesis segment on a loaded CPU, short enough that a server that never speaks fails quickly."""
+
+IDLE_TIMEOUT_S = 20.0
+"""The default ``utterance_idle_timeout_s`` (§10): what a server that does not advertise its own uses."""
+
+IDLE_GRACE_S = 15.0
+"""How late past its ``utterance_idle_timeout_s`` an idle utterance may end (timers, a loaded machine)."""
+
+SAME_LENGTH_SHARE = 0.1
+"""Beyond one segment's padding, the audio of differently split texts may differ by this share of its
+length (a deadline-aware server cuts a sentence where its timing says, §10.1); more cannot be the same
+words spoken the same way."""
+
+
+def _utf16_units(text: str) -> list[str]:
+    """``text`` as UTF-16 code units: each a one-character ``str``, lone surrogate halves included."""
+    raw = text.encode("utf-16-le", "surrogatepass")
+    return [raw[i : i + 2].decode("utf-16-le", "surrogatepass") for i in range(0, len(raw), 2)]
+
+
+def _tokens(text: str) -> list[str]:
+    """``text`` as a language model streams it: words with their trailing spaces."""
+    pieces, word = [], ""
+    for char in text:
+        if word and not word[-1].isspace() and char.isspace():
+            word += char
+            continue
+        if word and word[-1].isspace() and not char.isspace():
+            pieces.append(word)
+            word = ""
+        word += char
+    return [*pieces, word] if word else pieces
+
+
+def _errors_for(session: ObservedStream, request_id: str) -> list[ErrorView]:
+    return [e for e in session.observer.errors_since(0) if e.request_id == request_id]
+
+
+async def _open(session: ObservedStream, request_id: str, **fields: Any) -> None:
+    """Open an utterance and wait for its ``synthesis_start``; raise :class:`Unimplemented` when the
+    server refuses the ``utterance`` message with ``unknown_type`` (a server without utterances, §15.1).
+
+    A refusal that names no request (a server whose error frames lack ``request_id``) counts too: nothing
+    else is in flight when a case opens its utterance.
+    """
+    mark = session.observer.fed
+    await session.utterance(request_id, **fields)
+
+    def refusals() -> list[ErrorView]:
+        return [e for e in session.observer.errors_since(mark) if e.request_id in (request_id, None)]
+
+    def settled() -> bool:
+        return request_id in session.answers or bool(refusals())
+
+    await _within(
+        WAIT_S,
+        session.wait(settled, f"the synthesis_start of utterance {request_id!r} (or its refusal)"),
+        f"neither the synthesis_start of utterance {request_id!r} nor a refusal of it (§15.4: it is sent "
+        "in the utterance's turn, before any text)",
+    )
+    # A refusal whose code cannot be read (an error frame without `code`) is taken as unknown_type too:
+    # nothing else refuses a well-formed opener on a fresh session, and the frame's own defect is judged
+    # by the §5 cases.
+    if request_id not in session.answers and any(e.code in ("unknown_type", None) for e in refusals()):
+        raise Unimplemented("the server answered the utterance message with unknown_type (§15.1)")
+    assert request_id in session.answers, (
+        f"utterance {request_id!r} was refused: {[(e.code, e.message) for e in refusals()]}"
+    )
+
+
+async def _within(seconds: float, waiting: Any, what: str) -> None:
+    """Await ``waiting``; fail the case with ``what`` when it takes longer than ``seconds``."""
+    try:
+        await asyncio.wait_for(waiting, seconds)
+    except TimeoutError:
+        raise AssertionError(f"nothing within {seconds:g} s: {what}") from None
+
+
+async def _speak(session: ObservedStream, request_id: str, pieces: list[str], **fields: Any) -> Answer:
+    """One utterance: opened, ``pieces`` appended one message each, ended; its answer."""
+    await _open(session, request_id, **fields)
+    for piece in pieces:
+        await session.fragment("append", request_id, piece)
+    await session.fragment("end", request_id)
+    return await session.answer(request_id)
+
+
+def _no_errors(session: ObservedStream) -> None:
+    errors = session.observer.errors_since(0)
+    assert not errors, f"unexpected error frames: {[(e.code, e.request_id, e.message) for e in errors]}"
+
+
+@case(
+    "15.4.1",
+    "§15.4",
+    Level.MUST,
+    requirements=("R15.4-2", "R15.1-1", "R15.3-4"),
+    requirement="the server MUST answer it with **exactly one** `synthesis_start` and **exactly one** "
+    "`synthesis_complete` whatever happens to it (§6.1), never one bracket per segment or per `flush`",
+    description="open an utterance, append two sentences in three fragments with a flush between them, end "
+    "it, then send a plain request",
+    expectation="one bracket for the utterance, status completed, holding plausible speech of the whole "
+    "text; no error frame; the request after it is answered after it",
+)
+def test_one_bracket_per_utterance(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, Answer, ObservedStream]:
+        async with conf.session("utterance-bracket") as s:
+            await _open(s, "u1", speed=FAST)
+            await s.fragment("append", "u1", "Hello there, ")
+            await s.fragment("flush", "u1", "this is the first part.")
+            await s.fragment("append", "u1", " And here is a second one.")
+            await s.fragment("end", "u1")
+            after = await s.request("Hi.", request_id="after-u1", speed=FAST)
+            answer, plain = await s.answer("u1"), await s.answer(after)
+            await s.close()
+            await s.drain()
+            return answer, plain, s
+
+    answer, plain, session = conf.run(scenario())
+    _no_errors(session)
+    expect.spoken(answer, "Hello there, this is the first part. And here is a second one.", speed=FAST)
+    expect.completed(plain)
+    starts = [a.request_id for a in session.observer.history]
+    assert starts == ["u1", "after-u1"], f"brackets opened: {starts} (one per utterance, in order)"
+
+
+@case(
+    "15.3.1",
+    "§15.3",
+    Level.MUST,
+    requirements=("R15.3-3", "R15.2-2", "R15.2-3", "R15.2-5"),
+    requirement="For the same text and the same `flush` positions, the server MUST speak the same words in "
+    "the same order however the text was divided into messages",
+    description=f"speak {REPLY!r} as three utterances: the whole text in one append; one append per token "
+    "(word and its space); one append per UTF-16 code unit, so the emoji's surrogate halves go in two "
+    "messages (§15.2)",
+    expectation="no error frame; the three complete with plausible speech; when the server sends word "
+    "timings, the same words; the audio lengths agree within one segment's padding (0.8 s) plus 10 %",
+)
+def test_fragmentation_does_not_change_the_speech(conf: Probe) -> None:
+    splits = {"whole": [REPLY], "token": _tokens(REPLY), "char": _utf16_units(REPLY)}
+
+    async def scenario() -> tuple[dict[str, Answer], ObservedStream]:
+        async with conf.session("utterance-fragments") as s:
+            answers = {how: await _speak(s, f"u-{how}", pieces, speed=FAST) for how, pieces in splits.items()}
+            await s.close()
+            await s.drain()
+            return answers, s
+
+    answers, session = conf.run(scenario())
+    _no_errors(session)
+    lengths = {how: round(a.duration_s, 3) for how, a in answers.items()}
+    conf.observe(durations_s=lengths, messages={how: len(p) for how, p in splits.items()})
+    for answer in answers.values():
+        expect.spoken(answer, REPLY, speed=FAST)
+    words = {how: [w.word for w in a.complete.words] for how, a in answers.items() if a.complete.words}
+    if words:
+        assert len(words) == len(answers) and all(w == words["whole"] for w in words.values()), (
+            f"the words differ with the split: {words}"
+        )
+    whole = answers["whole"].duration_s
+    allowed = PADDING_S + SAME_LENGTH_SHARE * whole
+    for how in ("token", "char"):
+        difference = abs(answers[how].duration_s - whole)
+        assert difference <= allowed, (
+            f"sent {how} by {how}, the utterance lasts {answers[how].duration_s:.3f} s against {whole:.3f} s "
+            f"sent whole: {difference:.3f} s apart, more than {allowed:.3f} s"
+        )
+
+
+@case(
+    "15.3.2",
+    "§15.3",
+    Level.MUST,
+    requirements=("R15.3-1",),
+    requirement="The server MUST NOT wait for `end` before it starts speaking",
+    description="open an utterance and append a complete first sentence and the start of a second one, "
+    "token by token; send nothing more until the utterance's audio starts",
+    expectation="audio of the utterance arrives while it is still open (before end); then end it and it "
+    "completes",
+)
+def test_speech_starts_before_end(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, int, ObservedStream]:
+        async with conf.session("utterance-early") as s:
+            await _open(s, "u1", speed=FAST)
+            for piece in _tokens("Good question, and a quick answer. The second sentence is"):
+                await s.fragment("append", "u1", piece)
+            await _within(
+                WAIT_S,
+                s.wait(lambda: bool(s.answers["u1"].audio), "audio of the open utterance"),
+                "no audio of the utterance's first sentence while it was open (before end)",
+            )
+            early = len(s.answers["u1"].audio)
+            await s.fragment("end", "u1", " still being written.")
+            answer = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return answer, early, s
+
+    answer, early, session = conf.run(scenario())
+    _no_errors(session)
+    conf.observe(audio_before_end_bytes=early)
+    expect.spoken(
+        answer, "Good question, and a quick answer. The second sentence is still being written.", speed=FAST
+    )
+
+
+@case(
+    "15.3.3",
+    "§15.3",
+    Level.MUST,
+    requirements=("R15.3-4",),
+    requirement="When it accepts a `flush`, the server MUST treat the end of the text received so far as a "
+    "segment boundary and MUST speak all of that text without waiting for any further message",
+    description="open an utterance, append a sentence without an end (no terminator), flush, and wait",
+    expectation="audio of all the flushed text arrives with nothing more sent: as long as the speech of the "
+    "text (plausible duration); then end the utterance and it completes with no more audio than a flushed "
+    "text and nothing",
+)
+def test_flush_speaks_what_is_held(conf: Probe) -> None:
+    held = "This half sentence has no end yet and"
+
+    def flushed(s: ObservedStream) -> bool:
+        # All of the held text is spoken once the audio reaches the shortest plausible length of it.
+        from conformance.engine.audio import duration_bounds
+
+        return s.answers["u1"].duration_s >= duration_bounds(held, FAST)[0]
+
+    async def scenario() -> tuple[float, Answer, ObservedStream]:
+        async with conf.session("utterance-flush") as s:
+            await _open(s, "u1", speed=FAST)
+            for piece in _tokens(held):
+                await s.fragment("append", "u1", piece)
+            await s.fragment("flush", "u1")
+            await _within(
+                WAIT_S,
+                s.wait(lambda: flushed(s), "the audio of the flushed text"),
+                "the flushed text was not spoken (nothing more was sent after flush)",
+            )
+            # Read what else is already on its way, then end the utterance.
+            before_end = s.answers["u1"].duration_s
+            await s.fragment("end", "u1")
+            answer = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return before_end, answer, s
+
+    before_end, answer, session = conf.run(scenario())
+    _no_errors(session)
+    conf.observe(audio_before_end_s=round(before_end, 3), audio_s=round(answer.duration_s, 3))
+    expect.spoken(answer, held, speed=FAST)
+
+
+def _require_cancel(errors: list[ErrorView]) -> None:
+    if any(e.code == "unknown_type" for e in errors):
+        raise Unimplemented("the server answered cancel with unknown_type: it does not offer cancel (§4.2)")
+
+
+@case(
+    "15.5.1",
+    "§15.5",
+    Level.MUST,
+    requirements=("R15.5-4", "R4.2-6", "R4.2-5"),
+    requirement="A cancelled utterance is no longer open: the server MUST refuse a later `append`, `flush` "
+    "or `end` for it with `unknown_request`.",
+    description="open an utterance, append three sentences (no end), at its first audio cancel it by id, "
+    "then append to it and open a second utterance",
+    expectation="the first completes with status cancelled (it was never ended, so the cancel cannot cross "
+    "its completion); the append after the cancel gets unknown_request naming it and no other error "
+    "comes; the second utterance is answered",
+)
+def test_cancel_mid_utterance(conf: Probe) -> None:
+    text = "One sentence is spoken first. Another one follows it. And a third one ends it."
+
+    async def scenario() -> tuple[Answer, Answer, list[ErrorView]]:
+        async with conf.session("utterance-cancel") as s:
+            await _open(s, "u1", speed=FAST)
+            await s.fragment("append", "u1", text)
+            await _within(
+                WAIT_S,
+                s.wait(lambda: bool(s.answers["u1"].audio), "audio of the utterance"),
+                "no audio of the open utterance's first sentence",
+            )
+            mark = s.observer.fed
+            await s.cancel("u1")
+            await _within(
+                WAIT_S,
+                s.wait(
+                    lambda: s.observer.completed("u1") or bool(s.observer.errors_since(mark)),
+                    "the cancelled utterance's synthesis_complete",
+                ),
+                "the cancelled utterance was not completed",
+            )
+            _require_cancel(s.observer.errors_since(mark))  # a server without cancel (§1.5)
+            await _within(WAIT_S, s.answer("u1"), "the cancelled utterance was not completed")
+            await s.fragment("append", "u1", " Too late.")
+            second = await _speak(s, "u2", ["Hi."], speed=FAST)
+            await s.close()
+            await s.drain()
+            return s.answers["u1"], second, s.observer.errors_since(mark)
+
+    cancelled, second, errors = conf.run(scenario())
+    _require_cancel(errors)
+    expect.completed(cancelled, status="cancelled")
+    conf.observe(audio_bytes=len(cancelled.audio))
+    expect.one_error(conf, errors, "unknown_request", "u1")
+    expect.completed(second)
+
+
+@case(
+    "15.5.2",
+    "§15.5",
+    Level.MUST,
+    requirements=("R15.5-1",),
+    requirement="the server MUST treat every utterance that is open when `close` arrives as if its `end` had "
+    "arrived at that moment: the text it holds is spoken and its bracket completes with `status` "
+    "`completed`, in order, before the server closes with 1000",
+    description="speak a sentence and a long half sentence as one utterance ended with end; then the same "
+    "text token by token as a second utterance, left open, and send close",
+    expectation="the second completes with status completed and as much speech as the first (within one "
+    "segment's padding plus 10 %), and the session then ends (close code 1000 behind the simulator)",
+)
+def test_utterance_left_open_at_close(conf: Probe) -> None:
+    text = "It is done. And this second one, much longer than the first, is only half"
+    mark = conf.target.wire_mark()
+
+    async def scenario() -> tuple[Answer, Answer, ObservedStream]:
+        async with conf.session("utterance-close") as s:
+            ended = await _speak(s, "u-ended", _tokens(text), speed=FAST)
+            await _open(s, "u-open", speed=FAST)
+            for piece in _tokens(text):
+                await s.fragment("append", "u-open", piece)
+            await s.close()
+            await s.drain_after_close(["u-open"])
+            return ended, s.answers["u-open"], s
+
+    ended, left_open, session = conf.run(scenario())
+    _no_errors(session)
+    expect.spoken(left_open, text, speed=FAST)
+    allowed = PADDING_S + SAME_LENGTH_SHARE * ended.duration_s
+    conf.observe(ended_s=round(ended.duration_s, 3), left_open_s=round(left_open.duration_s, 3))
+    assert abs(left_open.duration_s - ended.duration_s) <= allowed, (
+        f"left open at close, the utterance lasts {left_open.duration_s:.3f} s against "
+        f"{ended.duration_s:.3f} s ended with end: the text it held was not all spoken"
+    )
+    if conf.simulated:
+        outcomes = conf.target.bidi_outcomes(mark)
+        conf.observe(outcomes=outcomes)
+        assert outcomes and outcomes[0] == "container-closed: code 1000", f"the session ended as: {outcomes}"
+
+
+@case(
+    "15.5.3",
+    "§15.5",
+    Level.MUST,
+    requirements=("R15.5-3",),
+    requirement="If no message for it is accepted for `utterance_idle_timeout_s` seconds (§10), counted from "
+    "its `synthesis_start` or from its last accepted message, whichever is later, the server MUST send an "
+    "`error` frame with code `utterance_timeout`, `fatal: false` and the utterance's `request_id`, and then "
+    "end the utterance as if `end` had arrived.",
+    description="describe (§4.4) to learn the server's utterance_idle_timeout_s (20 s, the default, when it "
+    "does not say); open an utterance, append a few words, then send nothing for up to that timeout plus "
+    "15 s",
+    expectation="one utterance_timeout error frame naming it, not fatal, inside its bracket; the utterance "
+    "completes with status completed and the words spoken",
+)
+def test_idle_utterance_times_out(conf: Probe) -> None:
+    text = "Spoken after a silence"
+    timeouts: list[float] = []
+
+    async def scenario() -> tuple[Answer, list[ErrorView]]:
+        async with conf.session("utterance-idle") as s:
+            try:
+                offer = await ask(s, "idle-caps")
+            except AssertionError:  # describe itself is broken: its cases judge that (§4.4)
+                offer = None
+            advertised = None if offer is None else offer.limit("utterance_idle_timeout_s")
+            timeouts.append(
+                float(advertised) if advertised is not None and advertised > 0 else IDLE_TIMEOUT_S
+            )
+            await _open(s, "u1", speed=FAST)
+            await s.fragment("append", "u1", text)
+            await _within(
+                timeouts[0] + IDLE_GRACE_S,
+                s.answer("u1"),  # only the idle timeout can end it
+                f"the idle utterance was not ended within {timeouts[0]:g} s (utterance_idle_timeout_s) "
+                f"plus {IDLE_GRACE_S:g} s",
+            )
+            answer = s.answers["u1"]
+            await s.close()
+            await s.drain()
+            return answer, s.observer.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    conf.observe(utterance_idle_timeout_s=timeouts[0] if timeouts else None)
+    notice = expect.one_error(conf, errors, "utterance_timeout", "u1")
+    assert notice.fatal is False
+    expect.spoken(answer, text, speed=FAST)
+
+
+@case(
+    "15.6.1",
+    "§15.6",
+    Level.MUST,
+    requirements=("R15.6-1", "R15.2-4", "R15.1-1"),
+    requirement="An `error` frame that refuses one of these four messages MUST carry `message_type` (§5.4), "
+    "the refused message's `type`, whenever that could be read",
+    description="on one session: an append naming no utterance; an utterance without request_id; an open "
+    "utterance then an append without text, an append whose text starts with a lone low surrogate half, "
+    "a flush of text 'A' ending with a high half followed by an append that does not complete it; then the "
+    "pair completed and the utterance ended",
+    expectation="each refused message gets one error frame: unknown_request, invalid_field, text_required, "
+    "invalid_json, invalid_json, each with the message_type of the refused message; the utterance goes on "
+    "and completes with its text",
+)
+def test_refusals_name_the_refused_message(conf: Probe) -> None:
+    async def scenario() -> tuple[list[ErrorView], Answer]:
+        async with conf.session("utterance-refusals") as s:
+            await _open(s, "u1", speed=FAST)
+            mark = s.observer.fed
+            await s.fragment("append", "nobody", "Hello.")
+            await s.send(b'{"type": "utterance"}')
+            await s.send(b'{"type": "append", "request_id": "u1"}')
+            await s.fragment("append", "u1", "\ude00 is not a character.")
+            await s.fragment("flush", "u1", "Hello \ud83d")
+            await s.fragment("append", "u1", "there.")  # does not complete the pair
+            await s.fragment("append", "u1", "\udc4d there.")  # completes it: 👍
+            await s.fragment("end", "u1")
+            answer = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return s.observer.errors_since(mark), answer
+
+    errors, answer = conf.run(scenario())
+    seen = [(e.code, e.request_id, e.obj.get("message_type")) for e in errors]
+    conf.observe(errors=seen)
+    expected = [
+        ("unknown_request", "nobody", "append"),
+        ("invalid_field", None, "utterance"),
+        ("text_required", "u1", "append"),
+        ("invalid_json", "u1", "append"),
+        ("invalid_json", "u1", "append"),
+    ]
+    assert [(code, rid) for code, rid, _ in seen] == [(code, rid) for code, rid, _ in expected], seen
+    assert all(not e.fatal for e in errors), seen
+    missing = [(code, rid) for code, rid, kind in seen if kind is None]
+    conf.check("R15.6-1", not missing, f"refusals without message_type: {missing}")
+    wrong = [(s, e) for s, e in zip(seen, expected, strict=True) if s[2] is not None and s[2] != e[2]]
+    assert not wrong, f"message_type names another message than the refused one: {wrong}"
+    expect.spoken(answer, "Hello \U0001f44d there.", speed=FAST)
+
+
+@case(
+    "15.1.1",
+    "§15.1",
+    Level.MUST,
+    requirements=("R5.5-4",),
+    requirement="For a request that asked for marks, MUST send exactly one `marks` frame for each synthesis "
+    "segment whose audio it sends, inside the request's bracket, in the order of the segments with "
+    "`segment` counting from 0, and each before any audio frame of a later segment.",
+    description="describe; on a server that offers utterances and marks, open an utterance with marks: "
+    "true (an utterance takes `marks` as a request does, §15.1), append two sentences in two fragments, "
+    "end it",
+    expectation="the utterance's bracket holds marks frames, segment 0, 1, ..., whose spans cover its audio "
+    "from 0 s to the end; a server without utterances or marks gets UNIMPLEMENTED",
+)
+def test_an_utterance_opened_with_marks_gets_them(conf: Probe) -> None:
+    """Found by mutation testing: a server that turned an utterance into a request without its ``marks``
+    member passed every case, the marks cases asking only on plain requests."""
+
+    async def scenario() -> Answer:
+        async with conf.session("utterance-marks") as s:
+            offer = await ask(s, "utterance-marks-features")
+            features = set() if offer is None else set(offer.features)
+            if not {"utterance", "marks"} <= features:
+                raise Unimplemented(f"the server does not list both utterance and marks ({sorted(features)})")
+            await _open(s, "um1", speed=FAST, marks=True)
+            await s.fragment("append", "um1", "The first sentence is here. ")
+            await s.fragment("append", "um1", "And the second one follows it.")
+            await s.fragment("end", "um1")
+            answer = await s.answer("um1")
+            await s.close()
+            await s.drain()
+            return answer
+
+    answer = conf.run(scenario())
+    expect.completed(answer)
+    spans = [(m.start_s, m.end_s) for m in answer.marks]
+    conf.observe(spans=spans, audio_s=round(answer.duration_s, 3))
+    assert spans, "the utterance asked for marks and got none"
+    assert [m.segment for m in answer.marks] == list(range(len(spans))), (
+        f"marks segments {[m.segment for m in answer.marks]}, not 0, 1, ..."
+    )
+    assert spans[0][0] is not None and spans[-1][1] is not None and spans[0][0] <= 0.05, spans
+    assert abs(spans[-1][1] - answer.duration_s) <= 0.05, (
+        f"the marks end at {spans[-1][1]} s, the audio at {answer.duration_s:.3f} s"
+    )

@@ -1,0 +1,378 @@
+"""The defect table's machinery: a row (:class:`Defect`), the server and connection that apply it, and the
+small hook builders the rows share (refuse a message, rewrite control frames, stall after a refusal).
+
+:class:`DefectServer` is the unbroken :class:`~conformance.mutants.base.ToneServer` with one row's hooks and
+server attributes; :class:`DefectConnection` runs each accepted WebSocket connection of it (see the package
+docstring for what each hook may do). No row is defined here: they are in
+:mod:`conformance.mutants.defects.table`, their hooks in the concept modules beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.websockets import WebSocket
+
+from conformance.mutants.base import ToneConnection, ToneServer
+
+__all__ = [
+    "DROP",
+    "Defect",
+    "DefectConnection",
+    "DefectServer",
+    "Frame",
+    "Http",
+    "Incoming",
+    "Outgoing",
+    "dump",
+    "error_frame",
+    "fatal_too_many",
+    "is_cancel",
+    "is_request",
+    "json_object",
+    "map_controls",
+    "refuse",
+    "stall_after",
+    "twice_if",
+]
+
+DROP = object()
+"""Returned by an ``incoming`` hook: the message is swallowed (no answer at all)."""
+
+Frame = bytes | str
+Incoming = Callable[["DefectConnection", dict[str, Any]], Any]
+Outgoing = Callable[["DefectConnection", list[Frame]], list[Frame]]
+Http = Callable[["DefectServer", dict[str, Any], Response], Response]
+
+
+@dataclass(frozen=True)
+class Defect:
+    """One row of the table (see the module docstring)."""
+
+    name: str
+    breaks: str
+    requirements: tuple[str, ...]
+    caught_by: tuple[str, ...]
+    incoming: Incoming | None = None
+    outgoing: Outgoing | None = None
+    http: Http | None = None
+    server: dict[str, Any] = field(default_factory=dict)
+    observed_by: tuple[str, ...] = ()
+    """For a defect on a path that no case of its clauses takes (``caught_by`` is then empty): cases that
+    take it, whose runs must fail on the clauses it breaks although none of them owns one (issue 30)."""
+
+
+def json_object(frame: Frame) -> dict[str, Any] | None:
+    """The control frame ``frame`` as a dict (``None``: audio, or TEXT that is not a JSON object)."""
+    if not isinstance(frame, str):
+        return None
+    try:
+        value = json.loads(frame)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def dump(obj: dict[str, Any]) -> str:
+    """``obj`` as compact JSON text (a TEXT frame)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def fatal_too_many(limit: int) -> dict[str, Any]:
+    """The fatal ``too_many_sessions`` error frame of §9.4 for a server of ``limit`` sessions."""
+    return {
+        "type": "error",
+        "code": "too_many_sessions",
+        "message": f"{limit} sessions are open",
+        "request_id": None,
+        "fatal": True,
+    }
+
+
+def error_frame(code: str, request_id: Any) -> str:
+    """A per-message error frame with ``code`` naming ``request_id`` when it is a valid id (§9.1)."""
+    rid = request_id if isinstance(request_id, str) and 0 < len(request_id) <= 128 else None
+    return dump(
+        {"type": "error", "code": code, "message": f"{code}: refused", "request_id": rid, "fatal": False}
+    )
+
+
+def map_controls(change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> Outgoing:
+    """An ``outgoing`` hook that rewrites each control frame with ``change`` (``None`` drops the frame)."""
+
+    def hook(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
+        out: list[Frame] = []
+        for frame in frames:
+            obj = json_object(frame)
+            if obj is None:
+                out.append(frame)
+                continue
+            changed = change(obj)
+            if changed is not None:
+                out.append(dump(changed))
+        return out
+
+    return hook
+
+
+def refuse(code: str, when: Callable[[dict[str, Any]], bool]) -> Incoming:
+    """An ``incoming`` hook that refuses matching messages with ``code`` instead of handling them."""
+
+    def hook(session: DefectConnection, obj: dict[str, Any]) -> Any:
+        if not when(obj):
+            return None
+        session.send(error_frame(code, obj.get("request_id")))
+        return DROP
+
+    return hook
+
+
+def twice_if(frame: Frame, kind: str) -> tuple[Frame, ...]:
+    """``frame`` twice when it is a control frame of type ``kind``, else once."""
+    return (frame, frame) if (json_object(frame) or {}).get("type") == kind else (frame,)
+
+
+def stall_after(code: str) -> Outgoing:
+    """An ``outgoing`` hook: after an error frame with ``code``, no request is answered any more (no audio,
+    no bracket), as when the refusal killed the server's synthesis worker; error frames and ``capabilities``
+    still go out (the reader lives on)."""
+
+    def hook(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
+        out: list[Frame] = []
+        for frame in frames:
+            obj = json_object(frame)
+            if session.stalled and (
+                obj is None or obj.get("type") in ("synthesis_start", "synthesis_complete", "marks")
+            ):
+                continue
+            out.append(frame)
+            if obj is not None and obj.get("type") == "error" and obj.get("code") == code:
+                session.stalled = True
+        return out
+
+    return hook
+
+
+def is_request(obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` is a synthesis request (``type`` absent or ``synthesize``, §4.1)."""
+    return obj.get("type") in (None, "synthesize")
+
+
+def is_cancel(obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` is a ``cancel`` (§4.2)."""
+    return obj.get("type") == "cancel"
+
+
+class DefectConnection(ToneConnection):
+    """A :class:`ToneConnection` that applies its server's :class:`Defect`."""
+
+    def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
+        super().__init__(server, websocket)
+        self.defect: Defect = server.defect  # type: ignore[attr-defined]
+        self.extra: list[Frame] = []
+        self.after: list[str] = []
+        self.rates: dict[str, int] = {}
+        self.client_ids: set[str] = set()
+        self.sticky_cancel = False
+        self.close_seen = False
+        self.held: list[dict[str, Any]] = []  # describes waiting for the queue to empty
+        self.announced = False
+        self.marked: set[str] = set()  # requests that asked for marks
+        self.g711: str | None = None  # the encoding of the open bracket when it is G.711
+        self.g711_first = False
+        self.g711_added = 0
+        self.blends: dict[Any, str] = {}  # request id → the blend as the client wrote it
+        self.stalled = False  # see stall_after
+        self.close_code_after: int | None = None  # see DefectServer.refused_close_code
+
+    async def read(self) -> None:
+        cost_s = getattr(self.server, "greedy_parse_s", 0.0)
+        if not cost_s:
+            await super().read()
+            return
+        # Every message costs cost_s of CPU and the reader never hands the event loop back while
+        # messages are waiting: a flood holds GET /ping and every other session (§10.3).
+        while (data := await self.receive()) is not None:
+            until = time.perf_counter() + cost_s
+            while time.perf_counter() < until:
+                pass
+            self.act(self.session.receive_frame(data))
+            self.kick()
+
+    def send(self, frame: Frame) -> None:
+        """Queue a frame of the defect's own (sent before the session's next frames)."""
+        self.extra.append(frame)
+        self.kick()
+
+    async def receive(self) -> bytes | str | None:
+        while True:
+            data = await super().receive()
+            if data is None:
+                return None
+            server: DefectServer = self.server  # type: ignore[assignment]
+            raw = data.encode() if isinstance(data, str) else data
+            if server.strip_bom and raw.startswith(b"\xef\xbb\xbf"):
+                data = raw[3:]
+            if server.log_text:
+                try:
+                    print("request text:", json.loads(data).get("text"), flush=True)
+                except (ValueError, AttributeError):
+                    pass
+            if self.defect.incoming is None:
+                return data
+            try:
+                obj = json.loads(data)
+            except (ValueError, UnicodeDecodeError):
+                return data
+            if not isinstance(obj, dict):
+                return data
+            verdict = self.defect.incoming(self, obj)
+            if verdict is DROP:
+                continue
+            if isinstance(verdict, dict):
+                return dump(verdict)
+            return data
+
+    async def synthesize(self, request: Any) -> Any:
+        server: DefectServer = self.server  # type: ignore[assignment]
+        server.busy += 1
+        try:
+            async for pcm in super().synthesize(request):
+                yield pcm
+        finally:
+            server.busy -= 1
+
+    def on_accepted(self, request: Any) -> None:
+        super().on_accepted(request)
+        for message in self.after:
+            self.session.receive_frame(message)
+        self.after.clear()
+
+    def outgoing(self, frames: list[Frame]) -> list[Frame]:
+        extra, self.extra = self.extra, []
+        frames = extra + frames
+        if self.defect.outgoing is not None:
+            frames = self.defect.outgoing(self, frames)
+        return frames
+
+    def on_refused(self) -> None:
+        super().on_refused()
+        refused_code = getattr(self.server, "refused_close_code", None)
+        if refused_code is not None:
+            self.close_code_after = refused_code
+
+    def close_code(self) -> int:
+        code = self.close_code_after or getattr(self.server, "close_code_override", None)
+        return code or super().close_code()
+
+
+class DefectServer(ToneServer):
+    """:class:`ToneServer` with one :class:`Defect` (see the module docstring)."""
+
+    connection_class = DefectConnection
+    ping_delay_busy_s = 0.0
+    accept_delay_s = 0.0
+    close_code_override: int | None = None
+    refuse_query = False
+    strip_bom = False
+    log_text = False
+    require_json = False
+    ping_ok_times: int | None = None
+    require_subprotocol = False
+    plain_http_errors = False
+    refuse_busy_handshake = False
+    too_many_frame = True
+    too_many_serves = False
+    cut_units_bytes = 0
+    """Cut Ogg/Opus, FLAC and AAC bodies every this many bytes, whatever the container units (0: not)."""
+    refused_close_code: int | None = None
+    """The Close frame's code of a session that refused a message (None: 1000, as it should)."""
+    greedy_parse_s = 0.0
+    """CPU seconds each client message costs a reader that never yields while messages wait (0: the
+    control's reader, one message per event-loop turn)."""
+
+    def __init__(self, defect: Defect) -> None:
+        super().__init__()
+        self.defect = defect
+        self.name = defect.name
+        self.busy = 0
+        for key, value in defect.server.items():
+            setattr(self, "close_code_override" if key == "close_code" else key, value)
+
+    async def ping(self, request: Request) -> Response:
+        if self.ping_delay_busy_s and self.busy:
+            await asyncio.sleep(self.ping_delay_busy_s)
+        if self.ping_ok_times is not None:
+            self.ping_ok_times -= 1
+            if self.ping_ok_times < 0:
+                return Response(b'{"status":"Unhealthy"}', 503, media_type="application/json")
+        return await super().ping(request)
+
+    def app(self) -> Starlette:
+        app = super().app()
+        if self.plain_http_errors:
+            app.exception_handlers.pop(HTTPException, None)  # the framework's own plain-text 404 and 405
+        return app
+
+    def encode(self, fmt: str, sample_rate: int, pieces: list[bytes], **kwargs: Any) -> list[bytes]:
+        body = super().encode(fmt, sample_rate, pieces, **kwargs)
+        if not self.cut_units_bytes or fmt in ("wav", "pcm"):
+            return body
+        data, step = b"".join(body), self.cut_units_bytes
+        return [data[i : i + step] for i in range(0, len(data), step)]
+
+    async def refuse_session(self, websocket: WebSocket) -> None:
+        if self.too_many_serves:
+            # The fatal frame, and then the session is served like any other.
+            await websocket.send_text(dump(fatal_too_many(self.limits.max_sessions)))
+            self.sessions += 1
+            try:
+                await self.connection_class(self, websocket).run()
+            finally:
+                self.sessions -= 1
+            return
+        if not self.too_many_frame:
+            await websocket.close(1013)
+            return
+        await super().refuse_session(websocket)
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        if self.refuse_busy_handshake and self.sessions >= self.limits.max_sessions:
+            await websocket.close(1013)  # before accept: the handshake is refused (HTTP 403)
+            return
+        if self.require_subprotocol and not websocket.headers.get("sec-websocket-protocol"):
+            await websocket.close(1002)
+            return
+        if self.refuse_query and websocket.url.query:
+            await websocket.close(1008)
+            return
+        if self.accept_delay_s:
+            await asyncio.sleep(self.accept_delay_s)
+        await super().websocket(websocket)
+
+    async def invocations(self, request: Request) -> Response:
+        if self.require_json and request.headers.get("content-type", "").split(";")[0] != "application/json":
+            return Response(b'{"error": {"code": "invalid_field", "message": "send application/json"}}', 415)
+        body = await request.body()
+        if self.log_text:
+            try:
+                print("request text:", json.loads(body).get("text"), flush=True)
+            except (ValueError, AttributeError):
+                pass
+        response = await super().invocations(request)
+        if self.defect.http is None:
+            return response
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = {}
+        return await self.defect.http(self, parsed if isinstance(parsed, dict) else {}, response)  # type: ignore[misc]
