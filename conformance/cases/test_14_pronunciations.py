@@ -23,8 +23,11 @@ WORD, LONGER = 1, 3
 """The indexes in :data:`TEXT`'s words of the word pronounced and of the longer word containing it."""
 GREW_S = 0.3
 """Least growth of the pronounced word (or of the audio): 21 more phonemes last well over a second."""
-SAME_S = 0.15
-"""Most change allowed in a word the pronunciation does not name (a few of Kokoro's 25 ms frames)."""
+SAME_S = 0.4
+"""Most change allowed in a word the pronunciation does not name. Where a server cuts a sentence for
+synthesis may depend on its pace at the moment (§10.1), and a word beside a cut is spoken up to about 0.2 s
+longer; an entry wrongly applied to a word adds over a second (:data:`LONG`), so the margin still tells
+the two apart."""
 _PUNCTUATION = ".,;:!?\"'()"
 
 
