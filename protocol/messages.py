@@ -11,7 +11,7 @@ always validates against its schema, and are read back by :func:`parse_server_co
 
 Session rules (queue_full, duplicate_request_id, unknown_request, the pairing of surrogate halves across
 an utterance's fragments) are not checked here: they need the session's state and live in
-:mod:`protocol.session`.
+:mod:`protocol.server_session`.
 """
 
 from __future__ import annotations

@@ -3,19 +3,20 @@
 The client half's rules (PROTOCOL.md §3.2–§3.4, §5, §6) live in one sans-I/O object, :class:`StreamReader`.
 Feed it each whole server message (one WebSocket message, or the PayloadParts of one message up to
 ``CompletionState=COMPLETE``); it returns what the message means (:class:`Outcome`: events) and the rules
-it breaks (:class:`Violation`, each naming its :class:`Rule` and section). It never raises on anything a
+it breaks (:class:`Violation`, each naming its :class:`Rule` and section). The events are those of
+:mod:`protocol.server_output`, the one vocabulary for what a server sends. It never raises on anything a
 server sends and carries on wherever the wire still allows it: a ``synthesis_start`` missing
 ``sample_rate`` still opens a bracket, an audio frame of odd length is still audio, an ``error`` frame
 with only ``message`` is still an error (its code read from the message, as the AWS sample's clients do).
 
-Two clients stand on it: :class:`protocol.session.ClientSession`, strict, raises the first MUST it sees
-broken (for client authors); the conformance suite's observer records every violation and goes on.
+Two clients stand on it: :class:`protocol.client_session.ClientSession`, strict, raises the first MUST it
+sees broken (for client authors); the conformance suite's observer records every violation and goes on.
 
 Matching brackets to requests: requests are answered in the order they were sent (§6.2), so the n-th
 ``synthesis_start`` answers the n-th expected request. A bracket is known by its *key*: the client's own
 id, or, for a request sent without one, the id the server assigned (made unique if a server assigns the
-same id twice). A ``synthesis_start`` naming an id the client did not send at that position is a
-violation, and the bracket still answers the request whose turn it is.
+same id twice); the events carry it as ``request_id``. A ``synthesis_start`` naming an id the client did
+not send at that position is a violation, and the bracket still answers the request whose turn it is.
 """
 
 from __future__ import annotations
@@ -32,19 +33,21 @@ from protocol.frames import Audio, classify
 from protocol.limits import AUDIO_FRAME_HARD_LIMIT
 from protocol.messages import ControlReading, read_server_control
 from protocol.pcm import SampleAligner
+from protocol.server_output import (
+    AudioReceived,
+    CapabilitiesReceived,
+    ControlIgnored,
+    ErrorReceived,
+    MarksReceived,
+    ReaderEvent,
+    SynthesisCompleted,
+    SynthesisStarted,
+)
 
 __all__ = [
     "BINARY",
     "TEXT",
-    "AudioSeen",
-    "CapabilitiesSeen",
-    "Closed",
-    "ErrorSeen",
-    "Ignored",
-    "MarksSeen",
-    "Opened",
     "Outcome",
-    "ReaderEvent",
     "Rule",
     "StreamReader",
     "Violation",
@@ -127,72 +130,6 @@ class Violation:
     def section(self) -> str:
         """The rule's PROTOCOL.md section."""
         return self.rule.section
-
-
-@dataclass(frozen=True, slots=True)
-class Opened:
-    """A ``synthesis_start`` opened the bracket of request ``key`` (§5.1, §6.1)."""
-
-    key: str
-    reading: ControlReading
-
-
-@dataclass(frozen=True, slots=True)
-class AudioSeen:
-    """An audio message: ``data`` as received; ``pcm`` its whole samples (an odd byte carries over, §3.4).
-
-    ``key`` is the open bracket it belongs to, ``None`` when no bracket is open.
-    """
-
-    key: str | None
-    data: bytes
-    pcm: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Closed:
-    """A ``synthesis_complete`` closed bracket ``key`` (``None``: it matched no open bracket, §6.1).
-
-    ``received`` is the number of audio bytes the bracket carried.
-    """
-
-    key: str | None
-    reading: ControlReading
-    received: int
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorSeen:
-    """An ``error`` frame (§5.4). ``code`` is its ``code``, or the registry code its message names when
-    the member is missing or malformed (``None`` if neither)."""
-
-    reading: ControlReading
-    code: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class CapabilitiesSeen:
-    """A ``capabilities`` frame, the answer to a ``describe`` (§4.4)."""
-
-    reading: ControlReading
-
-
-@dataclass(frozen=True, slots=True)
-class MarksSeen:
-    """A ``marks`` frame inside the bracket ``key`` (§5.5)."""
-
-    key: str | None
-    reading: ControlReading
-
-
-@dataclass(frozen=True, slots=True)
-class Ignored:
-    """A control frame whose ``type`` names no server frame of this version (§1.7: a client ignores it)."""
-
-    reading: ControlReading
-
-
-ReaderEvent = Opened | AudioSeen | Closed | ErrorSeen | CapabilitiesSeen | MarksSeen | Ignored
 
 
 @dataclass
@@ -385,7 +322,7 @@ class StreamReader:
         if not reading.known:
             if not isinstance(kind_name, str):
                 out.broke(Rule.CONTROL_HAS_TYPE, f"a control frame without a string type: {data[:80]!r}")
-            out.events.append(Ignored(reading))
+            out.events.append(ControlIgnored(reading))
             return out
         if reading.problems:
             rule = _VALIDITY[reading.kind or ""]
@@ -402,7 +339,7 @@ class StreamReader:
                 out.broke(
                     Rule.CAPABILITIES_ANSWER_DESCRIBE, "a capabilities frame without a describe to answer"
                 )
-            out.events.append(CapabilitiesSeen(reading))
+            out.events.append(CapabilitiesReceived(reading))
         elif reading.kind == "marks":
             self._marks(reading, out)
         else:
@@ -463,7 +400,7 @@ class StreamReader:
         )
         self._open[key] = bracket
         self._active = key
-        out.events.append(Opened(key, reading))
+        out.events.append(SynthesisStarted(key, reading))
 
     def _audio(self, data: bytes, out: Outcome, *, checked: bool = True) -> None:
         bracket = self._open.get(self._active) if self._active is not None else None
@@ -478,10 +415,10 @@ class StreamReader:
                 out.broke(Rule.AUDIO_CEILING, f"an audio frame of {len(data)} bytes exceeds 1 MiB")
         if bracket is None:
             out.broke(Rule.AUDIO_IN_BRACKET, f"{len(data)} audio bytes outside any synthesis bracket")
-            out.events.append(AudioSeen(None, data, b""))
+            out.events.append(AudioReceived(None, data, b""))
             return
         bracket.received += len(data)
-        out.events.append(AudioSeen(bracket.key, data, bracket.aligner.feed(data)))
+        out.events.append(AudioReceived(bracket.key, data, bracket.aligner.feed(data)))
 
     def _complete(self, reading: ControlReading, out: Outcome) -> None:
         wire_id = reading.string("request_id")
@@ -492,7 +429,7 @@ class StreamReader:
                 bracket = named  # brackets overlapped (reported at the overlap)
             elif bracket is None:
                 out.broke(Rule.ONE_BRACKET, f"synthesis_complete of {_show(wire_id)} but no bracket is open")
-                out.events.append(Closed(None, reading, 0))
+                out.events.append(SynthesisCompleted(None, reading, 0))
                 return
             else:
                 out.broke(
@@ -519,7 +456,7 @@ class StreamReader:
         self._marked.discard(bracket.key)
         if self._active == bracket.key:
             self._active = next(reversed(self._open), None)
-        out.events.append(Closed(bracket.key, reading, bracket.received))
+        out.events.append(SynthesisCompleted(bracket.key, reading, bracket.received))
 
     def _marks(self, reading: ControlReading, out: Outcome) -> None:
         """A ``marks`` frame (§5.5): inside the bracket of a request that asked, in order, in time."""
@@ -528,7 +465,7 @@ class StreamReader:
         if bracket is None or (wire_id is not None and wire_id not in (bracket.wire_id, bracket.key)):
             open_id = None if bracket is None else bracket.wire_id or bracket.key
             out.broke(Rule.MARKS_ASKED, f"marks for {_show(wire_id)} outside its bracket (open: {open_id!r})")
-            out.events.append(MarksSeen(None, reading))
+            out.events.append(MarksReceived(None, reading))
             return
         if not bracket.asked_marks:
             out.broke(Rule.MARKS_ASKED, f"marks for {bracket.key!r}, which did not ask for them")
@@ -556,7 +493,7 @@ class StreamReader:
                     )
             bracket.marked_to_s = max(bracket.marked_to_s, float(end_s))
         bracket.marks += 1
-        out.events.append(MarksSeen(bracket.key, reading))
+        out.events.append(MarksReceived(bracket.key, reading))
 
     def _error(self, reading: ControlReading, out: Outcome) -> None:
         code = reading.string("code")
@@ -575,7 +512,7 @@ class StreamReader:
                     "of its fragments refused?",
                 )
             if message_type is None or message_type in _FRAGMENT_MESSAGES:
-                out.events.append(ErrorSeen(reading, code))  # the utterance goes on (§15.6)
+                out.events.append(ErrorReceived(reading, code))  # the utterance goes on (§15.6)
                 return
         if code in _REJECTING and request_id is not None:
             # The named request was refused and gets no bracket (§6.3). For duplicate_request_id the
@@ -587,4 +524,4 @@ class StreamReader:
             elif matches and request_id not in self._open:
                 del self._expected[matches[0]]
                 self._utterances.discard(request_id)
-        out.events.append(ErrorSeen(reading, code))
+        out.events.append(ErrorReceived(reading, code))
