@@ -41,11 +41,11 @@ class SessionState(enum.Enum):
 class SessionEvent(enum.Enum):
     """What moves a server session to another state; each value is how the diagram labels it."""
 
-    CLOSE = "close message"
+    CLOSE = "client sends close (§7.1)"
     """The client's ``close`` was read (§4.3, §7.1)."""
-    FATAL_ERROR = "fatal error"
+    FATAL_ERROR = "a message refused with a fatal error (§9.4)"
     """A message was refused with a fatal error (§9.4)."""
-    ABORT = "abort()"
+    ABORT = "server ends it with a fatal error (§7.5, §10.3)"
     """The adapter ended the session (:meth:`ServerSession.abort`): shutdown, idle limit, a failure."""
 
 
@@ -65,8 +65,8 @@ INITIAL = SessionState.OPEN
 """A session is open as soon as the WebSocket handshake completes (§7)."""
 
 ENDS: dict[SessionState, str] = {
-    SessionState.DRAINING: "last request answered (close 1000)",
-    SessionState.CLOSED: "queued frames sent (close code of the error)",
+    SessionState.DRAINING: "last request answered, then close 1000 (§7.1)",
+    SessionState.CLOSED: "error frame sent, then close with its code (§9.4)",
 }
 """When the adapter closes the connection, by state (:attr:`ServerSession.finished`, §7.1, §9.4); a
 session that ends no other way is ended by the loss of its connection (§7.4)."""
