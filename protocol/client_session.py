@@ -34,7 +34,7 @@ class ProtocolViolation(Exception):
 
     Attributes:
         section: the PROTOCOL.md section of the broken rule, e.g. ``"§6.2"``.
-        rule: the name of the broken :class:`protocol.reader.Rule` (``"AUDIO_IN_BRACKET"``; '' when
+        rule: the name of the broken :class:`protocol.reader.OutputRule` (``"AUDIO_IN_BRACKET"``; '' when
             unknown), which names the requirement it checks (``conformance.clauses.RULES``).
     """
 
