@@ -83,10 +83,8 @@ class ClientSession:
         Args:
             text: the text to speak.
             request_id: chosen by the caller, or ``c<N>`` when omitted.
-            **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``request_timestamp``,
-                ``marks``).
             **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``encoding``,
-                ``request_timestamp``).
+                ``request_timestamp``, ``marks``).
 
         Returns:
             ``(request_id, frame)`` where ``frame`` is the UTF-8 JSON object to send (BINARY or TEXT).
@@ -104,8 +102,7 @@ class ClientSession:
         Args:
             request_id: chosen by the caller, or ``c<N>`` when omitted (the protocol requires one).
             text: the first fragment, if any.
-            **fields: ``voice``, ``speed``, ``sample_rate``, ``request_timestamp``, ``marks``.
-            **fields: ``voice``, ``speed``, ``sample_rate``, ``encoding``, ``request_timestamp``.
+            **fields: ``voice``, ``speed``, ``sample_rate``, ``encoding``, ``request_timestamp``, ``marks``.
 
         Returns:
             ``(request_id, frame)``; send ``frame`` as one message.

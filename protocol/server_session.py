@@ -12,8 +12,8 @@ whatever :meth:`~ServerSession.data_to_send` returns, in order.
 
 The session's own states (open, draining, closed) and every move between them are one table,
 :data:`protocol.server_state.TRANSITIONS`; the session changes state only through it, and the diagram in
-PROTOCOL.md §7 is drawn from it. Draining accepted requests still get answered; open utterances end as
-if ``end`` had arrived (§15.5).
+PROTOCOL.md §7 is drawn from it. While draining, accepted requests are still answered; open utterances
+end as if ``end`` had arrived (§15.5).
 
 An utterance (§15, opt-in with ``utterances=True``) is a request whose text arrives later; on top of
 the request's own states (queued, active, answered) it is **open** until its ``end`` is accepted, it is
