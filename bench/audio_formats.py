@@ -31,7 +31,7 @@ from bench.channels import SESSION_TIMEOUT_S, direct_channel
 from bench.record import Result
 from bench.summary import describe
 from bench.texts import CLIPS
-from protocol.session import AudioReceived, ErrorReceived, SynthesisCompleted
+from protocol.server_output import AudioReceived, ErrorReceived, SynthesisCompleted
 from protocol.sse import SSEDecoder
 
 __all__ = ["FORMATS", "NAME", "SESSION_MODES", "SMOKE", "TITLE", "Config", "plot", "run", "tables"]

@@ -38,7 +38,7 @@ from bench.record import Result
 from bench.stack import ReferenceServer
 from bench.summary import describe, ms, paired, ratio
 from bench.texts import LONG_REPLIES
-from protocol.session import AudioReceived, ErrorReceived, SynthesisCompleted
+from protocol.server_output import AudioReceived, ErrorReceived, SynthesisCompleted
 
 __all__ = ["MODES", "NAME", "SMOKE", "TITLE", "Config", "notes", "plot", "run", "tables"]
 

@@ -8,8 +8,8 @@ Two ways in, both ending at the reference server's WebSocket route:
 * :func:`direct_channel`: a python-websockets client straight to the server, as SageMaker's router
   reaches the container.
 
-Every server message goes through :class:`protocol.session.ClientSession`, which raises
-:class:`~protocol.session.ProtocolViolation` on any broken rule, so a benchmark never times a broken
+Every server message goes through :class:`protocol.client_session.ClientSession`, which raises
+:class:`~protocol.client_session.ProtocolViolation` on any broken rule, so a benchmark never times a broken
 stream. :func:`converse` sends requests, reads until the session ends and returns a
 :class:`RequestTimeline` per request.
 """
@@ -24,10 +24,10 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.session import (
+from protocol.client_session import ClientSession
+from protocol.server_output import (
     AudioReceived,
     ClientEvent,
-    ClientSession,
     ErrorReceived,
     SynthesisCompleted,
     SynthesisStarted,
@@ -109,7 +109,7 @@ class Channel(abc.ABC):
     """An open session: :meth:`send` client frames, iterate :meth:`events` until the server ends it.
 
     Attributes:
-        client: the :class:`~protocol.session.ClientSession` that builds requests and checks answers.
+        client: the :class:`~protocol.client_session.ClientSession` that builds requests and checks answers.
         kind: ``"simulator"`` or ``"direct"``.
     """
 
@@ -127,7 +127,7 @@ class Channel(abc.ABC):
         """The checked events of each server message or part, until the output ends.
 
         Raises:
-            protocol.session.ProtocolViolation: the server broke a rule.
+            protocol.client_session.ProtocolViolation: the server broke a rule.
         """
 
 
@@ -216,7 +216,7 @@ async def converse(
 
     Raises:
         SessionError: an error frame arrived, or a request never completed.
-        protocol.session.ProtocolViolation: the server broke the protocol.
+        protocol.client_session.ProtocolViolation: the server broke the protocol.
         TimeoutError: the conversation took longer than ``timeout_s``.
     """
     client = channel.client

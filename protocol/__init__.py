@@ -12,7 +12,11 @@ are thin shells around them. One module per concept:
 - ``protocol.frames``: classifying server messages and cutting audio into safe frames (§3.3, §3.4).
 - ``protocol.pcm``: PCM16 conversion, resampling, sample alignment, WAV headers (§3.3, §11.2).
 - ``protocol.sse``: server-sent event encoding and decoding (§11.4).
-- ``protocol.session``: the server and client session state machines (§4–§7).
+- ``protocol.server_session``: the server's half of a session, ``ServerSession`` (§4–§9, §15).
+- ``protocol.server_state``: the server session's states and transitions as one table (§7).
+- ``protocol.client_session``: the client's half of a session, ``ClientSession``, strict (§3–§6).
+- ``protocol.reader``: the lenient reader of a server's output and the rules a client checks (§3, §5, §6).
+- ``protocol.server_output``: the events of a server's output, one vocabulary for every client (§5).
 - ``protocol.heard``: what a listener heard of a request, from its word timings and the player's
   position (§5.3, barge-in).
 

@@ -3,19 +3,20 @@
 The client half's rules (PROTOCOL.md §3.2–§3.4, §5, §6) live in one sans-I/O object, :class:`StreamReader`.
 Feed it each whole server message (one WebSocket message, or the PayloadParts of one message up to
 ``CompletionState=COMPLETE``); it returns what the message means (:class:`Outcome`: events) and the rules
-it breaks (:class:`Violation`, each naming its :class:`Rule` and section). It never raises on anything a
+it breaks (:class:`Violation`, each naming its :class:`OutputRule` and section). The events are those of
+:mod:`protocol.server_output`, the one vocabulary for what a server sends. It never raises on anything a
 server sends and carries on wherever the wire still allows it: a ``synthesis_start`` missing
 ``sample_rate`` still opens a bracket, an audio frame of odd length is still audio, an ``error`` frame
 with only ``message`` is still an error (its code read from the message, as the AWS sample's clients do).
 
-Two clients stand on it: :class:`protocol.session.ClientSession`, strict, raises the first MUST it sees
-broken (for client authors); the conformance suite's observer records every violation and goes on.
+Two clients stand on it: :class:`protocol.client_session.ClientSession`, strict, raises the first MUST it
+sees broken (for client authors); the conformance suite's observer records every violation and goes on.
 
 Matching brackets to requests: requests are answered in the order they were sent (§6.2), so the n-th
 ``synthesis_start`` answers the n-th expected request. A bracket is known by its *key*: the client's own
 id, or, for a request sent without one, the id the server assigned (made unique if a server assigns the
-same id twice). A ``synthesis_start`` naming an id the client did not send at that position is a
-violation, and the bracket still answers the request whose turn it is.
+same id twice); the events carry it as ``request_id``. A ``synthesis_start`` naming an id the client did
+not send at that position is a violation, and the bracket still answers the request whose turn it is.
 """
 
 from __future__ import annotations
@@ -32,20 +33,22 @@ from protocol.frames import Audio, classify
 from protocol.limits import AUDIO_FRAME_HARD_LIMIT
 from protocol.messages import ControlReading, read_server_control
 from protocol.pcm import SampleAligner
+from protocol.server_output import (
+    AudioReceived,
+    CapabilitiesReceived,
+    ControlIgnored,
+    ErrorReceived,
+    MarksReceived,
+    ReaderEvent,
+    SynthesisCompleted,
+    SynthesisStarted,
+)
 
 __all__ = [
     "BINARY",
     "TEXT",
-    "AudioSeen",
-    "CapabilitiesSeen",
-    "Closed",
-    "ErrorSeen",
-    "Ignored",
-    "MarksSeen",
-    "Opened",
     "Outcome",
-    "ReaderEvent",
-    "Rule",
+    "OutputRule",
     "StreamReader",
     "Violation",
     "code_named_in",
@@ -57,7 +60,7 @@ TEXT = "UTF8"
 """Frame type of a TEXT WebSocket message (SageMaker ``DataType`` ``UTF8``)."""
 
 
-class Rule(enum.Enum):
+class OutputRule(enum.Enum):
     """A MUST of a server's output that a client can check on the wire.
 
     Each value is ``(section, level, statement)``; :attr:`section` cites PROTOCOL.md.
@@ -120,79 +123,13 @@ class Rule(enum.Enum):
 class Violation:
     """A rule the message broke, with what was seen (for people)."""
 
-    rule: Rule
+    rule: OutputRule
     message: str
 
     @property
     def section(self) -> str:
         """The rule's PROTOCOL.md section."""
         return self.rule.section
-
-
-@dataclass(frozen=True, slots=True)
-class Opened:
-    """A ``synthesis_start`` opened the bracket of request ``key`` (§5.1, §6.1)."""
-
-    key: str
-    reading: ControlReading
-
-
-@dataclass(frozen=True, slots=True)
-class AudioSeen:
-    """An audio message: ``data`` as received; ``pcm`` its whole samples (an odd byte carries over, §3.4).
-
-    ``key`` is the open bracket it belongs to, ``None`` when no bracket is open.
-    """
-
-    key: str | None
-    data: bytes
-    pcm: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Closed:
-    """A ``synthesis_complete`` closed bracket ``key`` (``None``: it matched no open bracket, §6.1).
-
-    ``received`` is the number of audio bytes the bracket carried.
-    """
-
-    key: str | None
-    reading: ControlReading
-    received: int
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorSeen:
-    """An ``error`` frame (§5.4). ``code`` is its ``code``, or the registry code its message names when
-    the member is missing or malformed (``None`` if neither)."""
-
-    reading: ControlReading
-    code: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class CapabilitiesSeen:
-    """A ``capabilities`` frame, the answer to a ``describe`` (§4.4)."""
-
-    reading: ControlReading
-
-
-@dataclass(frozen=True, slots=True)
-class MarksSeen:
-    """A ``marks`` frame inside the bracket ``key`` (§5.5)."""
-
-    key: str | None
-    reading: ControlReading
-
-
-@dataclass(frozen=True, slots=True)
-class Ignored:
-    """A control frame whose ``type`` names no server frame of this version (§1.7: a client ignores it)."""
-
-    reading: ControlReading
-
-
-ReaderEvent = Opened | AudioSeen | Closed | ErrorSeen | CapabilitiesSeen | MarksSeen | Ignored
 
 
 @dataclass
@@ -202,7 +139,7 @@ class Outcome:
     events: list[ReaderEvent] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
 
-    def broke(self, rule: Rule, message: str) -> None:
+    def broke(self, rule: OutputRule, message: str) -> None:
         """Record a violation of ``rule``."""
         self.violations.append(Violation(rule, message))
 
@@ -210,11 +147,11 @@ class Outcome:
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}", re.ASCII)
 _SERVER_TYPES = frozenset({"synthesis_start", "synthesis_complete", "error", "capabilities", "marks"})
 _VALIDITY = {
-    "synthesis_start": Rule.START_VALID,
-    "synthesis_complete": Rule.COMPLETE_VALID,
-    "error": Rule.ERROR_VALID,
-    "capabilities": Rule.CAPABILITIES_VALID,
-    "marks": Rule.MARKS_VALID,
+    "synthesis_start": OutputRule.START_VALID,
+    "synthesis_complete": OutputRule.COMPLETE_VALID,
+    "error": OutputRule.ERROR_VALID,
+    "capabilities": OutputRule.CAPABILITIES_VALID,
+    "marks": OutputRule.MARKS_VALID,
 }
 MARKS_TOLERANCE_S = 0.01
 """Slack when a ``marks`` frame's end is compared with the audio already received: resampling the
@@ -356,7 +293,7 @@ class StreamReader:
         if isinstance(kind, Audio):
             if data_type == TEXT:
                 out.broke(
-                    Rule.AUDIO_IS_BINARY,
+                    OutputRule.AUDIO_IS_BINARY,
                     f"a TEXT message of {len(data)} bytes is not a JSON object ({data[:40]!r}): audio frames "
                     "are BINARY messages",
                 )
@@ -371,21 +308,25 @@ class StreamReader:
             # A BINARY message (or, where frame types are not shown, a type-less object inside a bracket)
             # that is a JSON object: audio a client takes for a control frame.
             out.broke(
-                Rule.AUDIO_NOT_JSON,
+                OutputRule.AUDIO_NOT_JSON,
                 f"an audio frame of {len(data)} bytes is the JSON object {data[:40]!r}: a client takes it "
                 "for a control frame",
             )
             self._audio(data, out, checked=False)
             return out
         if data_type == BINARY:
-            out.broke(Rule.CONTROL_IS_TEXT, f"the {kind_name} control frame arrived in a BINARY message")
+            out.broke(
+                OutputRule.CONTROL_IS_TEXT, f"the {kind_name} control frame arrived in a BINARY message"
+            )
         if len(data) > AUDIO_FRAME_HARD_LIMIT:
-            out.broke(Rule.CONTROL_CEILING, f"a control frame of {len(data)} bytes (over 1 MiB)")
+            out.broke(OutputRule.CONTROL_CEILING, f"a control frame of {len(data)} bytes (over 1 MiB)")
         reading = read_server_control(obj)
         if not reading.known:
             if not isinstance(kind_name, str):
-                out.broke(Rule.CONTROL_HAS_TYPE, f"a control frame without a string type: {data[:80]!r}")
-            out.events.append(Ignored(reading))
+                out.broke(
+                    OutputRule.CONTROL_HAS_TYPE, f"a control frame without a string type: {data[:80]!r}"
+                )
+            out.events.append(ControlIgnored(reading))
             return out
         if reading.problems:
             rule = _VALIDITY[reading.kind or ""]
@@ -400,9 +341,10 @@ class StreamReader:
                 self._describes.remove(named if named in self._describes else self._describes[0])
             else:
                 out.broke(
-                    Rule.CAPABILITIES_ANSWER_DESCRIBE, "a capabilities frame without a describe to answer"
+                    OutputRule.CAPABILITIES_ANSWER_DESCRIBE,
+                    "a capabilities frame without a describe to answer",
                 )
-            out.events.append(CapabilitiesSeen(reading))
+            out.events.append(CapabilitiesReceived(reading))
         elif reading.kind == "marks":
             self._marks(reading, out)
         else:
@@ -423,12 +365,14 @@ class StreamReader:
         overlapped = self._open.get(self._active) if self._active is not None else None
         if overlapped is not None:
             out.broke(
-                Rule.IN_ORDER,
+                OutputRule.IN_ORDER,
                 f"synthesis_start of {_show(wire_id)} while {overlapped.key!r} is still active",
             )
             overlapped.ambiguous = True
         if not self._expected:
-            out.broke(Rule.ONE_BRACKET, f"synthesis_start of {_show(wire_id)}, which was never requested")
+            out.broke(
+                OutputRule.ONE_BRACKET, f"synthesis_start of {_show(wire_id)}, which was never requested"
+            )
             key = self._fresh(wire_id, "unrequested")
         else:
             head = self._expected[0]
@@ -439,12 +383,14 @@ class StreamReader:
                 key = head  # a missing id is the schema's finding; the bracket is the next one's
                 self._expected.popleft()
             elif wire_id in self._expected:
-                out.broke(Rule.IN_ORDER, f"synthesis_start of {wire_id!r} (out of order); {head!r} is next")
+                out.broke(
+                    OutputRule.IN_ORDER, f"synthesis_start of {wire_id!r} (out of order); {head!r} is next"
+                )
                 self._expected.remove(wire_id)
                 key = wire_id
             else:
                 out.broke(
-                    Rule.START_NAMES_REQUEST,
+                    OutputRule.START_NAMES_REQUEST,
                     f"synthesis_start names {_show(wire_id)}, which was never requested; {head!r} is next",
                 )
                 key = head
@@ -463,7 +409,7 @@ class StreamReader:
         )
         self._open[key] = bracket
         self._active = key
-        out.events.append(Opened(key, reading))
+        out.events.append(SynthesisStarted(key, reading))
 
     def _audio(self, data: bytes, out: Outcome, *, checked: bool = True) -> None:
         bracket = self._open.get(self._active) if self._active is not None else None
@@ -471,17 +417,17 @@ class StreamReader:
             width = bracket.sample_width if bracket is not None else 2
             if not data or len(data) % width:
                 out.broke(
-                    Rule.AUDIO_WHOLE_SAMPLES,
+                    OutputRule.AUDIO_WHOLE_SAMPLES,
                     f"an audio frame of {len(data)} bytes is not whole samples ({width} bytes each)",
                 )
             if len(data) > AUDIO_FRAME_HARD_LIMIT:
-                out.broke(Rule.AUDIO_CEILING, f"an audio frame of {len(data)} bytes exceeds 1 MiB")
+                out.broke(OutputRule.AUDIO_CEILING, f"an audio frame of {len(data)} bytes exceeds 1 MiB")
         if bracket is None:
-            out.broke(Rule.AUDIO_IN_BRACKET, f"{len(data)} audio bytes outside any synthesis bracket")
-            out.events.append(AudioSeen(None, data, b""))
+            out.broke(OutputRule.AUDIO_IN_BRACKET, f"{len(data)} audio bytes outside any synthesis bracket")
+            out.events.append(AudioReceived(None, data, b""))
             return
         bracket.received += len(data)
-        out.events.append(AudioSeen(bracket.key, data, bracket.aligner.feed(data)))
+        out.events.append(AudioReceived(bracket.key, data, bracket.aligner.feed(data)))
 
     def _complete(self, reading: ControlReading, out: Outcome) -> None:
         wire_id = reading.string("request_id")
@@ -491,27 +437,29 @@ class StreamReader:
             if named is not None and (named.ambiguous or bracket is None):
                 bracket = named  # brackets overlapped (reported at the overlap)
             elif bracket is None:
-                out.broke(Rule.ONE_BRACKET, f"synthesis_complete of {_show(wire_id)} but no bracket is open")
-                out.events.append(Closed(None, reading, 0))
+                out.broke(
+                    OutputRule.ONE_BRACKET, f"synthesis_complete of {_show(wire_id)} but no bracket is open"
+                )
+                out.events.append(SynthesisCompleted(None, reading, 0))
                 return
             else:
                 out.broke(
-                    Rule.COMPLETE_NAMES_REQUEST,
+                    OutputRule.COMPLETE_NAMES_REQUEST,
                     f"synthesis_complete of {_show(wire_id)} but the open bracket is "
                     f"{bracket.wire_id or bracket.key!r}",
                 )
         if bracket.aligner.pending:
-            out.broke(Rule.AUDIO_WHOLE_SAMPLES, f"request {bracket.key!r} ended on half a sample")
+            out.broke(OutputRule.AUDIO_WHOLE_SAMPLES, f"request {bracket.key!r} ended on half a sample")
         declared = reading.integer("audio_bytes")
         if declared is not None and declared != bracket.received and not bracket.ambiguous:
             out.broke(
-                Rule.AUDIO_BYTES,
+                OutputRule.AUDIO_BYTES,
                 f"synthesis_complete of {bracket.key!r} says audio_bytes={declared} but {bracket.received} "
                 "arrived",
             )
         if bracket.asked_marks and bracket.received and not bracket.marks:
             out.broke(
-                Rule.MARKS_SENT,
+                OutputRule.MARKS_SENT,
                 f"request {bracket.key!r} asked for marks and got {bracket.received} audio bytes without one",
             )
         del self._open[bracket.key]
@@ -519,7 +467,7 @@ class StreamReader:
         self._marked.discard(bracket.key)
         if self._active == bracket.key:
             self._active = next(reversed(self._open), None)
-        out.events.append(Closed(bracket.key, reading, bracket.received))
+        out.events.append(SynthesisCompleted(bracket.key, reading, bracket.received))
 
     def _marks(self, reading: ControlReading, out: Outcome) -> None:
         """A ``marks`` frame (§5.5): inside the bracket of a request that asked, in order, in time."""
@@ -527,21 +475,23 @@ class StreamReader:
         bracket = self._open.get(self._active) if self._active is not None else None
         if bracket is None or (wire_id is not None and wire_id not in (bracket.wire_id, bracket.key)):
             open_id = None if bracket is None else bracket.wire_id or bracket.key
-            out.broke(Rule.MARKS_ASKED, f"marks for {_show(wire_id)} outside its bracket (open: {open_id!r})")
-            out.events.append(MarksSeen(None, reading))
+            out.broke(
+                OutputRule.MARKS_ASKED, f"marks for {_show(wire_id)} outside its bracket (open: {open_id!r})"
+            )
+            out.events.append(MarksReceived(None, reading))
             return
         if not bracket.asked_marks:
-            out.broke(Rule.MARKS_ASKED, f"marks for {bracket.key!r}, which did not ask for them")
+            out.broke(OutputRule.MARKS_ASKED, f"marks for {bracket.key!r}, which did not ask for them")
         segment = reading.integer("segment")
         start_s, end_s = reading.obj.get("start_s"), reading.obj.get("end_s")
         if segment is not None and segment != bracket.marks:
             out.broke(
-                Rule.MARKS_IN_ORDER,
+                OutputRule.MARKS_IN_ORDER,
                 f"marks of segment {segment} of {bracket.key!r}; segment {bracket.marks} is next",
             )
         if isinstance(start_s, int | float) and start_s < bracket.marked_to_s:
             out.broke(
-                Rule.MARKS_SPANS,
+                OutputRule.MARKS_SPANS,
                 f"segment {segment} of {bracket.key!r} starts at {start_s} s, before the previous one ends "
                 f"({bracket.marked_to_s} s)",
             )
@@ -550,13 +500,13 @@ class StreamReader:
                 received_s = bracket.received / bracket.sample_width / bracket.sample_rate
                 if received_s > end_s + MARKS_TOLERANCE_S and not bracket.ambiguous:
                     out.broke(
-                        Rule.MARKS_IN_ORDER,
+                        OutputRule.MARKS_IN_ORDER,
                         f"marks of segment {segment} of {bracket.key!r} (ending at {end_s} s) came after "
                         f"{received_s:.3f} s of audio: after audio of a later segment",
                     )
             bracket.marked_to_s = max(bracket.marked_to_s, float(end_s))
         bracket.marks += 1
-        out.events.append(MarksSeen(bracket.key, reading))
+        out.events.append(MarksReceived(bracket.key, reading))
 
     def _error(self, reading: ControlReading, out: Outcome) -> None:
         code = reading.string("code")
@@ -570,12 +520,12 @@ class StreamReader:
             message_type = reading.obj.get("message_type")
             if message_type is None:
                 out.broke(
-                    Rule.REFUSAL_NAMES_MESSAGE,
+                    OutputRule.REFUSAL_NAMES_MESSAGE,
                     f"{code} names utterance {request_id!r} without message_type: was the utterance or one "
                     "of its fragments refused?",
                 )
             if message_type is None or message_type in _FRAGMENT_MESSAGES:
-                out.events.append(ErrorSeen(reading, code))  # the utterance goes on (§15.6)
+                out.events.append(ErrorReceived(reading, code))  # the utterance goes on (§15.6)
                 return
         if code in _REJECTING and request_id is not None:
             # The named request was refused and gets no bracket (§6.3). For duplicate_request_id the
@@ -587,4 +537,4 @@ class StreamReader:
             elif matches and request_id not in self._open:
                 del self._expected[matches[0]]
                 self._utterances.discard(request_id)
-        out.events.append(ErrorSeen(reading, code))
+        out.events.append(ErrorReceived(reading, code))

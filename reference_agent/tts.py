@@ -6,7 +6,7 @@ Two layers:
   (PROTOCOL.md §12). :mod:`reference_agent.sagemaker_tts` implements it over the official
   ``aws-sdk-sagemaker-runtime-http2`` client, which reaches the simulator and a live endpoint alike;
   tests plug in an in-process stand-in.
-* :class:`Speaker` runs the session protocol on top with :class:`protocol.session.ClientSession`:
+* :class:`Speaker` runs the session protocol on top with :class:`protocol.client_session.ClientSession`:
   :meth:`Speaker.say` sends one synthesis request per text (§4.1), or :meth:`Speaker.stream` pipes
   text fragments into one utterance (§15) that :meth:`Speaker.end_stream` ends; :meth:`Speaker.audio`
   yields the audio as it arrives and checks every server message (§3, §5, §6) until every request is
@@ -24,15 +24,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from protocol.client_session import ClientSession, ProtocolViolation
 from protocol.messages import SynthesisComplete
-from protocol.session import (
-    AudioReceived,
-    ClientSession,
-    ErrorReceived,
-    ProtocolViolation,
-    SynthesisCompleted,
-    SynthesisStarted,
-)
+from protocol.server_output import AudioReceived, ErrorReceived, SynthesisCompleted, SynthesisStarted
 from reference_agent.events import AgentErrorCode, Segment
 
 __all__ = [

@@ -62,7 +62,7 @@ def server_capabilities(backend: Any, limits: Limits, *, mp3: bool) -> Capabilit
         server=ServerInfo(SERVER_NAME, server_version(), getattr(backend, "name", None)),
         voices=voices,
         languages=languages,
-        encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
+        encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.server_session)
         formats=tuple(f for f in available_formats() if mp3 or f != "mp3"),
         features=tuple(f for f in FEATURES if f != "voice_blend" or getattr(backend, "voice_blends", False)),
     )

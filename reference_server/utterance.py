@@ -1,6 +1,7 @@
 """Synthesis of an utterance (PROTOCOL.md §15): text that arrives in fragments, spoken as it completes.
 
-The session (:class:`protocol.session.ServerSession`) delivers an utterance's text as whole code points;
+The session (:class:`protocol.server_session.ServerSession`) delivers an utterance's text as whole code
+points;
 :class:`UtteranceAudio` cuts it into segments with the same streaming text front-end a whole request's
 text goes through (:class:`speech.frontend.SpeechFrontend` in the voice's language, §14.2), so a text
 sent in one piece, per token or per character is cut into the same segments and spoken with the same

@@ -1,7 +1,7 @@
 """The WebSocket route ``/invocations-bidirectional-stream``: a thin shell over :class:`ServerSession`.
 
 Every protocol rule (parsing, error codes, ordering, brackets, frame cutting) lives in the sans-I/O
-:class:`protocol.session.ServerSession`; this module only moves bytes and runs synthesis. Four tasks
+:class:`protocol.server_session.ServerSession`; this module only moves bytes and runs synthesis. Four tasks
 share one session (PROTOCOL.md §2, §7, §8):
 
 * the **reader** receives every client message, TEXT or BINARY (§3.1), feeds it to
@@ -53,7 +53,7 @@ from protocol.errors import CLOSE_GOING_AWAY, ErrorCode, ProtocolError
 from protocol.limits import CpuBudget
 from protocol.logs import log_event
 from protocol.messages import SynthesisRequest, Word
-from protocol.session import (
+from protocol.server_session import (
     CloseRequested,
     RequestAccepted,
     RequestCancelled,

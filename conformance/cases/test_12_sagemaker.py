@@ -19,7 +19,8 @@ from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import PIPELINED
 from conformance.engine.stream import Answer
 from conformance.engine.texts import FAST, SENTENCES, SHORT
-from protocol.reader import AudioSeen, Closed, Opened, StreamReader
+from protocol.reader import StreamReader
+from protocol.server_output import AudioReceived, SynthesisCompleted, SynthesisStarted
 from simulator import FaultPlan, SplitPolicy
 
 BIDI_SPLITS = ("fixed:7", "random:1-4000", "byte", "misaligned")
@@ -117,12 +118,12 @@ def _events(parts: list[tuple[bytes, bool]]) -> list[tuple[str, Any]]:
             continue
         message, pending = bytes(pending), bytearray()
         for event in reader.receive_message(message).events:
-            if isinstance(event, Opened):
-                out.append(("start", event.key))
-            elif isinstance(event, AudioSeen):
-                audio.setdefault(event.key, bytearray()).extend(event.pcm)
-            elif isinstance(event, Closed):
-                out.append(("complete", event.key, bytes(audio.get(event.key, b""))))
+            if isinstance(event, SynthesisStarted):
+                out.append(("start", event.request_id))
+            elif isinstance(event, AudioReceived):
+                audio.setdefault(event.request_id, bytearray()).extend(event.pcm)
+            elif isinstance(event, SynthesisCompleted):
+                out.append(("complete", event.request_id, bytes(audio.get(event.request_id, b""))))
     return out
 
 

@@ -135,19 +135,19 @@ TTS_BROKE_PROTOCOL = "TTS broke the protocol"
 """How the agent's error event says its strict TTS client refused the container's frames."""
 
 _BROKEN_RULE = re.compile(r"\[rule ([A-Z_]+)\]")
-"""How that message names the rule the frames broke (:class:`protocol.reader.Rule`)."""
+"""How that message names the rule the frames broke (:class:`protocol.reader.OutputRule`)."""
 
 
 def broken_clause(message: str) -> str | None:
     """The requirement id of the rule an agent's ``TTS broke the protocol`` message names (``None``: it
     names none, as an agent older than the rule names does)."""
     from conformance.engine.clauses import RULES
-    from protocol.reader import Rule
+    from protocol.reader import OutputRule
 
     match = _BROKEN_RULE.search(message)
-    if match is None or match.group(1) not in Rule.__members__:
+    if match is None or match.group(1) not in OutputRule.__members__:
         return None
-    return RULES[Rule[match.group(1)]]
+    return RULES[OutputRule[match.group(1)]]
 
 
 def _judge(conf: Probe, chunks: list[bytes]) -> list[dict[str, Any]]:

@@ -11,14 +11,14 @@ fails the run wherever the finding was seen.
 
 Code that records findings refers to requirements only through the names below (one line per rule: the
 place to change when the spec moves a rule to another sentence). :data:`RULES` maps each rule the sans-I/O
-reader checks (:class:`protocol.reader.Rule`) to its requirement.
+reader checks (:class:`protocol.reader.OutputRule`) to its requirement.
 """
 
 from __future__ import annotations
 
 import re
 
-from protocol.reader import Rule
+from protocol.reader import OutputRule
 
 # §2 transport
 HANDSHAKE = "R2.3-1"
@@ -65,31 +65,31 @@ MARKS_SPANS = "R5.5-6"
 MARKS_ASKED = "R5.5-7"
 """``marks`` only for a request that asked for them, inside its bracket."""
 
-RULES: dict[Rule, str] = {
-    Rule.CONTROL_IS_TEXT: CONTROL_IS_TEXT,
-    Rule.CONTROL_HAS_TYPE: CONTROL_IS_TEXT,
-    Rule.CONTROL_CEILING: CONTROL_CEILING,
-    Rule.AUDIO_IS_BINARY: AUDIO_IS_BINARY,
-    Rule.AUDIO_WHOLE_SAMPLES: AUDIO_WHOLE_SAMPLES,
-    Rule.AUDIO_CEILING: AUDIO_CEILING,
-    Rule.AUDIO_NOT_JSON: AUDIO_NOT_JSON,
-    Rule.START_VALID: FRAME_VALID,
-    Rule.START_NAMES_REQUEST: ONE_BRACKET,
-    Rule.COMPLETE_VALID: FRAME_VALID,
-    Rule.COMPLETE_NAMES_REQUEST: ONE_BRACKET,
-    Rule.AUDIO_BYTES: AUDIO_BYTES,
-    Rule.ERROR_VALID: FRAME_VALID,
-    Rule.ONE_BRACKET: ONE_BRACKET,
-    Rule.AUDIO_IN_BRACKET: AUDIO_IN_BRACKET,
-    Rule.IN_ORDER: IN_ORDER,
-    Rule.REFUSAL_NAMES_MESSAGE: REFUSAL_NAMES_MESSAGE,
-    Rule.CAPABILITIES_VALID: FRAME_VALID,
-    Rule.CAPABILITIES_ANSWER_DESCRIBE: CAPABILITIES_ANSWER_DESCRIBE,
-    Rule.MARKS_VALID: FRAME_VALID,
-    Rule.MARKS_ASKED: MARKS_ASKED,
-    Rule.MARKS_IN_ORDER: MARKS_PER_SEGMENT,
-    Rule.MARKS_SPANS: MARKS_SPANS,
-    Rule.MARKS_SENT: MARKS_PER_SEGMENT,
+RULES: dict[OutputRule, str] = {
+    OutputRule.CONTROL_IS_TEXT: CONTROL_IS_TEXT,
+    OutputRule.CONTROL_HAS_TYPE: CONTROL_IS_TEXT,
+    OutputRule.CONTROL_CEILING: CONTROL_CEILING,
+    OutputRule.AUDIO_IS_BINARY: AUDIO_IS_BINARY,
+    OutputRule.AUDIO_WHOLE_SAMPLES: AUDIO_WHOLE_SAMPLES,
+    OutputRule.AUDIO_CEILING: AUDIO_CEILING,
+    OutputRule.AUDIO_NOT_JSON: AUDIO_NOT_JSON,
+    OutputRule.START_VALID: FRAME_VALID,
+    OutputRule.START_NAMES_REQUEST: ONE_BRACKET,
+    OutputRule.COMPLETE_VALID: FRAME_VALID,
+    OutputRule.COMPLETE_NAMES_REQUEST: ONE_BRACKET,
+    OutputRule.AUDIO_BYTES: AUDIO_BYTES,
+    OutputRule.ERROR_VALID: FRAME_VALID,
+    OutputRule.ONE_BRACKET: ONE_BRACKET,
+    OutputRule.AUDIO_IN_BRACKET: AUDIO_IN_BRACKET,
+    OutputRule.IN_ORDER: IN_ORDER,
+    OutputRule.REFUSAL_NAMES_MESSAGE: REFUSAL_NAMES_MESSAGE,
+    OutputRule.CAPABILITIES_VALID: FRAME_VALID,
+    OutputRule.CAPABILITIES_ANSWER_DESCRIBE: CAPABILITIES_ANSWER_DESCRIBE,
+    OutputRule.MARKS_VALID: FRAME_VALID,
+    OutputRule.MARKS_ASKED: MARKS_ASKED,
+    OutputRule.MARKS_IN_ORDER: MARKS_PER_SEGMENT,
+    OutputRule.MARKS_SPANS: MARKS_SPANS,
+    OutputRule.MARKS_SENT: MARKS_PER_SEGMENT,
 }
 """The requirement of each rule :class:`protocol.reader.StreamReader` checks."""
 

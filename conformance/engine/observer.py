@@ -1,10 +1,12 @@
 """The suite's lenient client: observes a server's messages, records every deviation, never aborts (no I/O).
 
 :class:`Observer` feeds each whole server message to the sans-I/O reader of the protocol
-(:class:`protocol.reader.StreamReader`, the same rules the strict :class:`protocol.session.ClientSession`
-raises on) and turns every rule broken into a :class:`Finding`: the clause (:mod:`conformance.clauses`),
-the session and frame index, a message, and a short wire excerpt. It carries on wherever the wire still
-allows it, so one defect shows once, on its own clause, and every other check of the session still runs:
+(:class:`protocol.reader.StreamReader`: the same rules the strict
+:class:`protocol.client_session.ClientSession` raises on, and the same events,
+:mod:`protocol.server_output`) and turns every rule broken into a :class:`Finding`: the clause
+(:mod:`conformance.engine.clauses`), the session and frame index, a message, and a short wire excerpt. It
+carries on wherever the wire still allows it, so
+one defect shows once, on its own clause, and every other check of the session still runs:
 
 * a ``synthesis_start`` missing members still opens its request's bracket; the values it lacks are taken
   from the request (:class:`StartView`);
@@ -36,14 +38,14 @@ from protocol.messages import (
     ControlReading,
     Word,
 )
-from protocol.reader import (
-    AudioSeen,
-    Closed,
-    ErrorSeen,
-    MarksSeen,
-    Opened,
+from protocol.reader import StreamReader
+from protocol.server_output import (
+    AudioReceived,
+    ErrorReceived,
+    MarksReceived,
     ReaderEvent,
-    StreamReader,
+    SynthesisCompleted,
+    SynthesisStarted,
 )
 
 __all__ = [
@@ -111,7 +113,7 @@ class Finding:
     """One deviation from a clause of the spec, as seen on the wire.
 
     Attributes:
-        clause: the clause's key (:mod:`conformance.clauses`).
+        clause: the clause's key (:mod:`conformance.engine.clauses`).
         message: what was seen, for people.
         session: the name of the session it was seen in (empty when not tied to one).
         index: the message's index in that session (``None`` when not tied to one message).
@@ -254,7 +256,7 @@ class ErrorView:
     obj: dict[str, Any]
 
     @classmethod
-    def read(cls, event: ErrorSeen) -> ErrorView:
+    def read(cls, event: ErrorReceived) -> ErrorView:
         """Read the reader's event leniently."""
         obj = event.reading.obj
         message = obj.get("message")
@@ -407,29 +409,31 @@ class Observer:
         for violation in outcome.violations:
             self.note(clauses.RULES[violation.rule], violation.message, index=index, data=message.data)
         for event in outcome.events:
-            if isinstance(event, Opened):
+            if isinstance(event, SynthesisStarted):
                 answer = Answer(
-                    event.key, StartView.read(event.reading, self._request_of(event.key)), index=index
+                    event.request_id,
+                    StartView.read(event.reading, self._request_of(event.request_id)),
+                    index=index,
                 )
-                self.answers.pop(event.key, None)  # a reused id moves to the end
-                self.answers[event.key] = answer
+                self.answers.pop(event.request_id, None)  # a reused id moves to the end
+                self.answers[event.request_id] = answer
                 self.history.append(answer)
-            elif isinstance(event, AudioSeen):
-                answer = self.answers.get(event.key) if event.key is not None else None
+            elif isinstance(event, AudioReceived):
+                answer = self.answers.get(event.request_id) if event.request_id is not None else None
                 if answer is not None:
                     answer.audio += event.pcm
                     answer.frames.append(len(event.data))
-            elif isinstance(event, Closed):
-                answer = self.answers.get(event.key) if event.key is not None else None
+            elif isinstance(event, SynthesisCompleted):
+                answer = self.answers.get(event.request_id) if event.request_id is not None else None
                 if answer is not None:
                     answer.complete = CompleteView.read(event.reading)
-                elif event.key is None:
+                elif event.request_id is None:
                     self.orphans[event.reading.string("request_id")] = CompleteView.read(event.reading)
-            elif isinstance(event, MarksSeen):
-                answer = self.answers.get(event.key) if event.key is not None else None
+            elif isinstance(event, MarksReceived):
+                answer = self.answers.get(event.request_id) if event.request_id is not None else None
                 if answer is not None:
                     answer.marks.append(MarkView.read(event.reading, sum(answer.frames)))
-            elif isinstance(event, ErrorSeen):
+            elif isinstance(event, ErrorReceived):
                 self.errors.append((index, ErrorView.read(event)))
         return outcome.events
 

@@ -1,7 +1,7 @@
 """The mutants' common ancestor: a small, spec-correct server with a cheap tone synthesizer.
 
 :class:`ToneServer` serves the three routes of PROTOCOL.md §2 with Starlette and uvicorn. Its sessions run
-the team's sans-I/O :class:`protocol.session.ServerSession` (parsing, error codes, brackets, safe audio
+the team's sans-I/O :class:`protocol.server_session.ServerSession` (parsing, error codes, brackets, safe audio
 cutting, cancel, draining on close), so the server is correct by construction; each mutant
 (:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneConnection` or :class:`ToneServer` to
 break one rule. Speech is a deterministic tone (:class:`ToneSynthesizer`) whose length follows the text, so
@@ -48,7 +48,7 @@ from protocol.messages import (
     parse_invocations_request,
 )
 from protocol.pcm import float_to_pcm16, wav_header
-from protocol.session import (
+from protocol.server_session import (
     CloseRequested,
     RequestAccepted,
     RequestCancelled,
@@ -414,7 +414,7 @@ class ToneConnection:
 
     def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
         """The request with its inline forms marked, and what it is spoken with (§14.3): its lexicon (the
-        session's under its own, :class:`protocol.session.ServerSession`) and its inline forms."""
+        session's under its own, :class:`protocol.server_session.ServerSession`) and its inline forms."""
         if not self.server.lexicon:
             return request, None
         try:
@@ -564,7 +564,7 @@ class ToneServer:
                 for code in LANGUAGES
                 if any(language_code(voice) == code for voice in self.voices)
             ),
-            encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
+            encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.server_session)
             formats=self.formats,
             features=tuple(
                 f

@@ -18,7 +18,7 @@ import numpy as np
 from conformance.mutants.base import ToneConnection, ToneServer, ToneSynthesizer
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisRequest
-from protocol.session import RequestCancelled, ServerEvent, SessionStateError
+from protocol.server_session import RequestCancelled, ServerEvent, SessionStateError
 
 __all__ = [
     "BigFrames",

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 """The checkout whose server is mutated."""
 
 DEFAULT_MODULES: tuple[str, ...] = (
-    "protocol/session.py",
+    "protocol/server_session.py",
+    "protocol/server_state.py",
     "protocol/messages/jsontext.py",
     "protocol/messages/fields.py",
     "protocol/messages/client.py",

@@ -5,7 +5,7 @@ found by the function they change and the change itself (mutmut's numbers move w
 the change does not)::
 
     [[survivor]]
-    function = "protocol/session.py ServerSession.fail"
+    function = "protocol/server_session.py ServerSession.fail"
     change = '''
     -        error = ErrorFrame(code=ErrorCode.INTERNAL_ERROR, message=message, request_id=request_id, ...)
     +        error = ErrorFrame(code=ErrorCode.INTERNAL_ERROR, message=message, ...)'''

@@ -2,7 +2,7 @@
 
 mutmut rewrites each mutated function as a *trampoline* that calls either the original or one of its
 mutants, chosen at call time by the environment variable ``MUTANT_UNDER_TEST``
-(``"protocol.session.xǁServerSessionǁreceive__mutmut_3"``). So one tree serves every mutant: a server
+(``"protocol.server_session.xǁServerSessionǁreceive__mutmut_3"``). So one tree serves every mutant: a server
 started with ``PYTHONPATH=<tree>`` and that variable set *is* that mutant, and any number of them can run
 at once. Without the variable every function is the original; with ``MUTANT_UNDER_TEST=fail`` every
 mutated function raises (mutmut's own check that the variable reaches the code).
@@ -48,7 +48,7 @@ class Mutant:
 
     Attributes:
         name: what ``MUTANT_UNDER_TEST`` says to run it: ``<module>.<mangled function>__mutmut_<n>``.
-        path: the mutated file, relative to the checkout (``protocol/session.py``).
+        path: the mutated file, relative to the checkout (``protocol/server_session.py``).
         function: the function or method mutated (``ServerSession.receive``).
         line: the line of that function's ``def`` in the checkout's file.
         diff: the mutation as a unified diff of the function (original → mutant).
@@ -197,7 +197,8 @@ def build(
     every file of ``paths`` rewritten by mutmut.
 
     Args:
-        paths: files relative to ``root`` (``protocol/session.py``), each in a package the server imports.
+        paths: files relative to ``root`` (``protocol/server_session.py``),
+            each in a package the server imports.
         dest: the tree's folder; run the server with ``PYTHONPATH=dest``.
         root: the checkout to copy.
         covered: path → the lines the suite runs (:func:`conformance.mutation.covered.measure`); only those

@@ -8,7 +8,7 @@ checks a decoded JSON object's members (:mod:`protocol.messages.fields`, the ord
 
 Session rules (queue_full, duplicate_request_id, unknown_request, the pairing of surrogate halves across
 an utterance's fragments) are not checked here: they need the session's state and live in
-:mod:`protocol.session`.
+:mod:`protocol.server_session`.
 """
 
 from __future__ import annotations

@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from conformance.engine import clauses
 from conformance.engine.observer import Message, Observer, observe
 from conformance.engine.stream import HANDSHAKE_ATTEMPTS, ObservedStream, open_stream
+from protocol.client_session import ClientSession
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisComplete, SynthesisStart
-from protocol.session import AudioReceived, ClientSession
+from protocol.server_output import AudioReceived
 
 SAMPLE_32123 = struct.pack("<h", 32123)
 assert SAMPLE_32123 == b"{}"
@@ -295,7 +296,7 @@ def test_the_agents_protocol_error_names_the_clause_it_breaks() -> None:
     and the broken rule's clause is a finding (a note on it), so a defect only the agent's traffic shows
     fails the run. The error the agent reports names the rule; the suite maps it to the clause."""
     from conformance.cases.test_agent import TTS_BROKE_PROTOCOL, broken_clause
-    from protocol.session import ClientSession, ProtocolViolation
+    from protocol.client_session import ClientSession, ProtocolViolation
 
     client = ClientSession(check_frames=False)  # as the agent's TTS client (reference_agent.tts)
     with pytest.raises(ProtocolViolation) as caught:

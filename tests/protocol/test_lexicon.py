@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.client_session import ClientSession
 from protocol.errors import ErrorCode
 from protocol.lexicon import (
     INLINE_OPEN,
@@ -25,7 +26,7 @@ from protocol.lexicon import (
 )
 from protocol.limits import Limits
 from protocol.messages import FEATURES, SessionLexicon, SynthesisRequest, parse_client_message
-from protocol.session import ClientSession, RequestAccepted, ServerSession
+from protocol.server_session import RequestAccepted, ServerSession
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from protocol.limits import CpuBudget, Limits
-from protocol.session import ServerSession
+from protocol.server_session import ServerSession
 
 
 def test_cpu_budget_lets_a_burst_through_then_paces_to_its_share():

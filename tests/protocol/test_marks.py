@@ -7,6 +7,7 @@ import json
 import pytest
 
 from protocol import schemas
+from protocol.client_session import ClientSession, ProtocolViolation
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.limits import Limits
 from protocol.messages import (
@@ -20,15 +21,8 @@ from protocol.messages import (
     parse_client_message,
     parse_server_control,
 )
-from protocol.session import (
-    AudioReceived,
-    ClientSession,
-    MarksReceived,
-    ProtocolViolation,
-    ServerSession,
-    SessionStateError,
-    SynthesisCompleted,
-)
+from protocol.server_output import AudioReceived, MarksReceived, SynthesisCompleted
+from protocol.server_session import ServerSession, SessionStateError
 
 PCM_1S = b"\x01\x00" * 24000  # one second of audio at 24 kHz
 

@@ -9,23 +9,24 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from protocol.client_session import ClientSession, ProtocolViolation
 from protocol.limits import Limits
 from protocol.messages import Capabilities, LanguageInfo, ServerInfo, VoiceInfo
-from protocol.session import (
+from protocol.server_output import (
     AudioReceived,
     CapabilitiesReceived,
-    ClientSession,
-    CloseRequested,
     ErrorReceived,
-    ProtocolViolation,
-    RequestAccepted,
-    RequestCancelled,
-    ServerSession,
-    SessionState,
-    SessionStateError,
     SynthesisCompleted,
     SynthesisStarted,
 )
+from protocol.server_session import (
+    CloseRequested,
+    RequestAccepted,
+    RequestCancelled,
+    ServerSession,
+    SessionStateError,
+)
+from protocol.server_state import SessionState
 
 PCM = bytes(range(256)) * 4  # 1024 bytes, 512 samples
 

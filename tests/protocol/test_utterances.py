@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from protocol.client_session import ClientSession, ProtocolViolation
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.limits import Limits
 from protocol.messages import (
@@ -20,22 +21,18 @@ from protocol.messages import (
     parse_client_message,
     parse_server_control,
 )
-from protocol.session import (
-    ClientSession,
+from protocol.server_output import ErrorReceived, SynthesisCompleted, SynthesisStarted
+from protocol.server_session import (
     CloseRequested,
-    ErrorReceived,
-    ProtocolViolation,
     RequestAccepted,
     RequestCancelled,
     ServerSession,
-    SessionState,
     SessionStateError,
-    SynthesisCompleted,
-    SynthesisStarted,
     TextAppended,
     UtteranceEnded,
     UtteranceFlushed,
 )
+from protocol.server_state import SessionState
 
 PCM = bytes(range(256)) * 2
 EMOJI = "\U0001f600"  # two UTF-16 code units: \ud83d \ude00

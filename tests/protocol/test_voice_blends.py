@@ -19,7 +19,7 @@ from protocol.messages import (
     parse_client_message,
     parse_invocations_body,
 )
-from protocol.session import ServerSession
+from protocol.server_session import ServerSession
 from protocol.voices import BLEND_MAX_VOICES, KOKORO_VOICES, InvalidVoiceError, VoiceBlend, parse_voice
 
 ENGLISH = sorted(v for v in KOKORO_VOICES if v[0] == "a")

@@ -1,7 +1,7 @@
 """An in-process TTS stand-in for the agent's tests: the real session protocol, cheap audio.
 
 :class:`StandInTts` is a :class:`reference_agent.tts.TtsSession` whose far end is
-:class:`protocol.session.ServerSession`: requests are parsed, answered in order, bracketed and cut into
+:class:`protocol.server_session.ServerSession`: requests are parsed, answered in order, bracketed and cut into
 audio frames exactly as the reference server does, but the "speech" is a deterministic sawtooth whose
 length depends on the text, timed word by word (:func:`words_for`, PROTOCOL.md §5.3). Server messages
 come back as PayloadParts, optionally split into small parts (as SageMaker may, PROTOCOL.md §12). Faults:
@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from protocol.messages import Word
-from protocol.session import (
+from protocol.server_session import (
     RequestAccepted,
     ServerSession,
     TextAppended,

@@ -8,7 +8,7 @@ order pytest collected the directories. ``conftest.py`` holds only the fixtures.
 ``python -m reference_server``) in a thread on a free 127.0.0.1 port; ``ServerProcess`` (the
 ``kokoro_server`` fixture) runs the entry command itself in a subprocess with the real ONNX backend, once
 per test session. Clients are the ``websockets`` and ``httpx`` libraries, checked by
-:class:`protocol.session.ClientSession`.
+:class:`protocol.client_session.ClientSession`.
 """
 
 from __future__ import annotations

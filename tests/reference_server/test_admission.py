@@ -21,7 +21,7 @@ from bench.paced import FakeClock, PacedBackend
 from protocol.errors import CLOSE_TRY_AGAIN_LATER, ErrorCode
 from protocol.limits import Limits
 from protocol.messages import SynthesisRequest
-from protocol.session import RequestAccepted, ServerSession
+from protocol.server_session import RequestAccepted, ServerSession
 from reference_server.runtime import Readiness, RequestAudio, Runtime
 from reference_server.scheduling import GUARD_S as SCHEDULER_GUARD_S
 from reference_server.scheduling import RESERVATION_S, DeadlineScheduler, Listener, Policy, first_turn_s

@@ -18,7 +18,7 @@ from ws_conversation import open_session
 
 from protocol.errors import ErrorCode
 from protocol.limits import Limits
-from protocol.session import SynthesisCompleted, SynthesisStarted
+from protocol.server_output import SynthesisCompleted, SynthesisStarted
 from reference_agent.scripted import tokenize
 from reference_server.utterance import segment_frontend
 from speech.frontend import speech_pieces

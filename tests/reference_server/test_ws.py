@@ -21,7 +21,7 @@ from ws_conversation import GUARD_S, open_session
 from protocol.errors import ErrorCode
 from protocol.limits import Limits
 from protocol.messages import SynthesisRequest
-from protocol.session import AudioReceived, ErrorReceived, SynthesisCompleted, SynthesisStarted
+from protocol.server_output import AudioReceived, ErrorReceived, SynthesisCompleted, SynthesisStarted
 from reference_server import ws
 from reference_server.runtime import Runtime
 from reference_server.settings import Settings

@@ -1,7 +1,8 @@
-"""A test client for the WebSocket route: python-websockets plus :class:`protocol.session.ClientSession`.
+"""A test client for the WebSocket route: python-websockets and a strict
+:class:`protocol.client_session.ClientSession`.
 
 Every server message goes through ``ClientSession.receive_message``, which raises
-:class:`~protocol.session.ProtocolViolation` on any broken ordering or framing rule, so every test that
+:class:`~protocol.client_session.ProtocolViolation` on any broken ordering or framing rule, so every test that
 talks to the server also checks §3, §5 and §6.
 """
 
@@ -15,12 +16,12 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from protocol.client_session import ClientSession
 from protocol.messages import Capabilities, ErrorFrame, Marks, SynthesisComplete, SynthesisStart
-from protocol.session import (
+from protocol.server_output import (
     AudioReceived,
     CapabilitiesReceived,
     ClientEvent,
-    ClientSession,
     ErrorReceived,
     MarksReceived,
     SynthesisCompleted,

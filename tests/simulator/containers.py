@@ -1,7 +1,7 @@
 """Small model containers for the simulator's tests (cheap, deterministic, no model weights).
 
 * :func:`tone_app` speaks the bidirectional session of PROTOCOL.md through the team's sans-I/O
-  :class:`protocol.session.ServerSession`, with a sine tone for a synthesizer (length proportional to
+  :class:`protocol.server_session.ServerSession`, with a sine tone for a synthesizer (length proportional to
   the text), and answers ``POST /invocations`` with a streamed WAV or raw PCM body (``break_after``
   makes that body fail part-way).
 * :func:`inline_app` stops reading while it synthesizes, so under uvicorn it stops answering pings.
@@ -38,7 +38,7 @@ from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
 
 from protocol.pcm import float_to_pcm16, wav_header
-from protocol.session import ServerSession
+from protocol.server_session import ServerSession
 
 SAMPLE_RATE = 24_000
 #: Seconds of tone per character of text: "Hello there." gives 0.24 s = 11,520 bytes at 24 kHz.

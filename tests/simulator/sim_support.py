@@ -7,11 +7,11 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.client_session import ClientSession
 from protocol.messages import Capabilities
-from protocol.session import (
+from protocol.server_output import (
     AudioReceived,
     CapabilitiesReceived,
-    ClientSession,
     ErrorReceived,
     SynthesisCompleted,
     SynthesisStarted,
@@ -46,7 +46,7 @@ async def speak(
 ) -> Transcript:
     """Send ``texts`` as synthesis requests then ``close``, read everything back, check it.
 
-    The output is checked by the team's :class:`protocol.session.ClientSession`, which raises
+    The output is checked by the team's :class:`protocol.client_session.ClientSession`, which raises
     ProtocolViolation on any broken ordering or framing rule (PROTOCOL.md §3–§6). Parts are joined by
     CompletionState (§12), as a client must when the transport re-splits messages.
     """
@@ -72,7 +72,7 @@ async def speak(
 
 async def describe(session: BidiStream, *, data_type: str = "BINARY") -> Capabilities:
     """Send ``describe`` (PROTOCOL.md §4.4) and read parts until its ``capabilities`` frame; the session
-    stays open for more. The frame is checked by :class:`protocol.session.ClientSession`."""
+    stays open for more. The frame is checked by :class:`protocol.client_session.ClientSession`."""
     client = ClientSession(check_frames=False)
     await session.send(client.describe("voices"), data_type=data_type)
     while (part := await session.receive()) is not None:

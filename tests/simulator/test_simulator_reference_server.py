@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from sim_support import SENTENCES, Transcript, describe, run, speak
 
+from protocol.client_session import ClientSession
 from protocol.messages import parse_server_control
-from protocol.session import AudioReceived, ClientSession, ErrorReceived
+from protocol.server_output import AudioReceived, ErrorReceived
 from protocol.voices import KOKORO_VOICES
 from sagemaker_transport.client import iter_response_stream, open_bidi_stream, runtime_client
 from simulator import CommandContainer, Simulator, SimulatorSettings, SplitPolicy

@@ -1,26 +1,19 @@
-"""Sans-I/O session state machines for the bidirectional TTS protocol.
+"""The server's half of a session, sans-I/O: every rule of PROTOCOL.md §4–§9 and §15 for one connection.
 
-Two plain objects hold every rule of a session, in the manner of h11 and python-websockets: the caller
-feeds what it received and takes out what to send. They do no I/O, start no threads and never sleep, so
-the reference server, the simulator, the agent and the conformance suite all run the same rules.
+A plain object holds every rule of a session, in the manner of h11 and python-websockets: the caller
+feeds what it received and takes out what to send. It does no I/O, starts no threads and never sleeps,
+so the reference server, the simulator's containers and the conformance suite's mutants run the same
+rules. The client's half is :class:`protocol.client_session.ClientSession`.
 
-:class:`ServerSession` is the server's half (PROTOCOL.md §4–§7). The adapter feeds each client WebSocket
-message to :meth:`ServerSession.receive_frame`, acts on the returned events (start synthesis, stop it,
-drain and close), reports synthesis progress with :meth:`~ServerSession.start`,
-:meth:`~ServerSession.audio` and :meth:`~ServerSession.complete`, and writes whatever
-:meth:`~ServerSession.data_to_send` returns, in order.
+The adapter feeds each client WebSocket message to :meth:`ServerSession.receive_frame`, acts on the
+returned events (start synthesis, stop it, drain and close), reports synthesis progress with
+:meth:`~ServerSession.start`, :meth:`~ServerSession.audio` and :meth:`~ServerSession.complete`, and writes
+whatever :meth:`~ServerSession.data_to_send` returns, in order.
 
-:class:`ClientSession` is the client's half. It builds request frames and checks every server message
-against the ordering and framing rules (§3, §5, §6), raising :class:`ProtocolViolation` on the first
-broken rule. The conformance suite's verdicts rest on it.
-
-State machine of a server session (one table, top to bottom)::
-
-    OPEN      --close message-->          DRAINING   accepted requests still get answered; open
-                                                     utterances end as if ``end`` had arrived (§15.5)
-    OPEN      --fatal error / abort()-->  CLOSED
-    DRAINING  --last request completed--> (finished: the adapter closes with 1000)
-    DRAINING  --abort()-->                CLOSED
+The session's own states (open, draining, closed) and every move between them are one table,
+:data:`protocol.server_state.TRANSITIONS`; the session changes state only through it, and the diagram in
+PROTOCOL.md §7 is drawn from it. While draining, accepted requests are still answered; open utterances
+end as if ``end`` had arrived (§15.5).
 
 An utterance (§15, opt-in with ``utterances=True``) is a request whose text arrives later; on top of
 the request's own states (queued, active, answered) it is **open** until its ``end`` is accepted, it is
@@ -42,7 +35,6 @@ Invariants kept by every transition:
 
 from __future__ import annotations
 
-import enum
 import itertools
 import re
 import time
@@ -74,25 +66,15 @@ from protocol.messages import (
     Word,
     parse_client_message,
 )
-from protocol.reader import AudioSeen, CapabilitiesSeen, Closed, ErrorSeen, MarksSeen, Opened, StreamReader
+from protocol.server_state import INITIAL, READS_MESSAGES, TRANSITIONS, SessionEvent, SessionState, next_state
 
 __all__ = [
-    "AudioReceived",
-    "CapabilitiesReceived",
-    "ClientEvent",
-    "ClientSession",
     "CloseRequested",
-    "ErrorReceived",
-    "MarksReceived",
-    "ProtocolViolation",
     "RequestAccepted",
     "RequestCancelled",
     "ServerEvent",
     "ServerSession",
-    "SessionState",
     "SessionStateError",
-    "SynthesisCompleted",
-    "SynthesisStarted",
     "TextAppended",
     "UtteranceEnded",
     "UtteranceFlushed",
@@ -120,37 +102,11 @@ def _join_halves(high: str, low: str) -> str:
     return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 
-class SessionState(enum.Enum):
-    """Lifecycle of a server session (PROTOCOL.md §7)."""
-
-    OPEN = "open"
-    """Messages are read and answered."""
-    DRAINING = "draining"
-    """``close`` received: later messages are ignored, accepted requests are still answered (§7.1)."""
-    CLOSED = "closed"
-    """A fatal error or :meth:`ServerSession.abort`: nothing more is sent but what is queued."""
-
-
 class SessionStateError(RuntimeError):
     """The adapter used a session out of order (a bug in the caller, never a protocol error).
 
     Raised, for example, when audio is reported for a request that is not the one whose turn it is.
     """
-
-
-class ProtocolViolation(Exception):
-    """The server broke a rule of the protocol; seen by :class:`ClientSession`.
-
-    Attributes:
-        section: the PROTOCOL.md section of the broken rule, e.g. ``"§6.2"``.
-        rule: the name of the broken :class:`protocol.reader.Rule` (``"AUDIO_IN_BRACKET"``; '' when unknown),
-            which names the requirement it checks (``conformance.engine.clauses.RULES``).
-    """
-
-    def __init__(self, message: str, section: str, rule: str = "") -> None:
-        super().__init__(f"{message} (PROTOCOL.md {section})")
-        self.section = section
-        self.rule = rule
 
 
 # --- server side -------------------------------------------------------------------------------------
@@ -326,7 +282,9 @@ class ServerSession:
         self._clock = clock
         self._wallclock = wallclock
         self._on_reject = on_reject
-        self.state = SessionState.OPEN
+        self.state = INITIAL
+        """Where the session is in its lifecycle (§7); it moves only along
+        :data:`protocol.server_state.TRANSITIONS`."""
         self.close_code: int | None = None
         """The WebSocket close code to use once :attr:`finished` (1000) or after a fatal error."""
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
@@ -344,8 +302,8 @@ class ServerSession:
         no event; the session stays usable unless the error is fatal (§9). Messages that arrive after
         ``close`` or after a fatal error are ignored (§7.1).
         """
-        if self.state is not SessionState.OPEN:
-            return []
+        if self.state not in READS_MESSAGES:
+            return []  # after close or a fatal error (§7.1)
         try:
             message = parse_client_message(
                 data,
@@ -369,7 +327,7 @@ class ServerSession:
         if isinstance(message, Cancel):
             return self._cancel(message.request_id)
         if isinstance(message, Close):
-            self.state = SessionState.DRAINING
+            self._move(SessionEvent.CLOSE)
             self.close_code = CLOSE_NORMAL
             # §15.5: every open utterance ends as if its `end` had arrived now.
             return [*self._end_open_utterances("close"), CloseRequested()]
@@ -387,7 +345,7 @@ class ServerSession:
         if self._on_reject is not None:
             self._on_reject(exc)
         if exc.fatal:
-            self.state = SessionState.CLOSED
+            self._move(SessionEvent.FATAL_ERROR)
             self.close_code = exc.code.close_code
 
     def _describe(self, request_id: str | None) -> None:
@@ -826,6 +784,10 @@ class ServerSession:
         reading the client's messages while the sum exceeds ``limits.max_output_bytes`` (§10.3)."""
         return self._outgoing_bytes
 
+    def _move(self, event: SessionEvent) -> None:
+        """Take the transition of :data:`protocol.server_state.TRANSITIONS` for ``event`` (§7)."""
+        self.state = next_state(self.state, event)
+
     def _queue(self, frame: Frame) -> None:
         self._outgoing.append(frame)
         self._outgoing_bytes += len(frame)
@@ -835,239 +797,9 @@ class ServerSession:
 
         The adapter sends what :meth:`data_to_send` returns, then closes with :attr:`close_code`.
         """
-        if self.state is SessionState.CLOSED:
-            return
+        if (self.state, SessionEvent.ABORT) not in TRANSITIONS:
+            return  # closed already: nothing more is sent
         frame = ErrorFrame(code=code, message=message, request_id=None, fatal=True)
         self._queue(frame.to_json())
-        self.state = SessionState.CLOSED
+        self._move(SessionEvent.ABORT)
         self.close_code = code.close_code or 1011
-
-
-# --- client side -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SynthesisStarted:
-    """``synthesis_start`` arrived (§5.1)."""
-
-    frame: SynthesisStart
-
-
-@dataclass(frozen=True, slots=True)
-class AudioReceived:
-    """Audio of the active request, cut to whole PCM16LE samples (§3.3, §3.4)."""
-
-    request_id: str
-    pcm: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class SynthesisCompleted:
-    """``synthesis_complete`` arrived (§5.3)."""
-
-    frame: SynthesisComplete
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorReceived:
-    """An ``error`` frame arrived (§5.4)."""
-
-    frame: ErrorFrame
-
-
-@dataclass(frozen=True, slots=True)
-class MarksReceived:
-    """A ``marks`` frame arrived inside the bracket of a request that asked for marks (§5.5)."""
-
-    frame: Marks
-
-
-@dataclass(frozen=True, slots=True)
-class CapabilitiesReceived:
-    """A ``capabilities`` frame arrived, the answer to a ``describe`` (§4.4)."""
-
-    frame: Capabilities
-
-
-ClientEvent = (
-    SynthesisStarted
-    | AudioReceived
-    | SynthesisCompleted
-    | ErrorReceived
-    | CapabilitiesReceived
-    | MarksReceived
-)
-
-
-class ClientSession:
-    """The client's half of one bidirectional session: builds requests, checks every server message.
-
-    Feed whole server messages to :meth:`receive_message` (one WebSocket message, or the PayloadParts
-    of one message reassembled up to ``CompletionState=COMPLETE``), or raw PayloadParts to
-    :meth:`receive_part`. Each call returns the events that message produced and raises
-    :class:`ProtocolViolation` when the server broke a MUST.
-
-    The rules are those of :class:`protocol.reader.StreamReader` (one home for the client's checks); this
-    class is its strict face. Control frames of a type this version does not know are ignored (§1.7).
-
-    Requests are expected in the order they were sent. Requests sent by other means (raw bytes, say)
-    can be announced with :meth:`expect`.
-
-    Utterances (§15): :meth:`utterance` opens one (it is expected like a request), :meth:`append`,
-    :meth:`flush` and :meth:`end` build its other messages. An ``error`` frame that refuses a fragment
-    (``message_type`` ``append``, ``flush`` or ``end``) leaves the utterance's bracket owed; one that
-    refuses the ``utterance`` message itself means it gets none.
-
-    Args:
-        check_frames: enforce the per-frame audio rules of §3.3 (even length, size ceiling, not a JSON
-            object). Leave on for whole WebSocket messages; turn off for transports that may re-split
-            messages at arbitrary bytes, where only the reassembled stream is checked.
-    """
-
-    def __init__(self, *, check_frames: bool = True) -> None:
-        self.check_frames = check_frames
-        self._reader = StreamReader(check_frames=check_frames)
-        self._parts = bytearray()
-        self._ids = itertools.count(1)
-
-    # -- building messages ---------------------------------------------------------------------------------
-
-    def request(self, text: str, *, request_id: str | None = None, **fields: object) -> tuple[str, bytes]:
-        """Build a synthesis request frame (§4.1) and expect its answer.
-
-        Args:
-            text: the text to speak.
-            request_id: chosen by the caller, or ``c<N>`` when omitted.
-            **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``request_timestamp``,
-                ``marks``).
-            **fields: other request fields (``voice``, ``speed``, ``sample_rate``, ``encoding``,
-                ``request_timestamp``).
-
-        Returns:
-            ``(request_id, frame)`` where ``frame`` is the UTF-8 JSON object to send (BINARY or TEXT).
-        """
-        request_id = request_id or f"c{next(self._ids)}"
-        frame = SynthesisRequest(text=text, request_id=request_id, **fields).to_json().encode()  # type: ignore[arg-type]
-        self._reader.expect(request_id, marks=bool(fields.get("marks")))
-        return request_id, frame
-
-    def utterance(
-        self, request_id: str | None = None, *, text: str | None = None, **fields: object
-    ) -> tuple[str, bytes]:
-        """Build an ``utterance`` message (§15.1) and expect its answer, one bracket like a request's.
-
-        Args:
-            request_id: chosen by the caller, or ``c<N>`` when omitted (the protocol requires one).
-            text: the first fragment, if any.
-            **fields: ``voice``, ``speed``, ``sample_rate``, ``request_timestamp``, ``marks``.
-            **fields: ``voice``, ``speed``, ``sample_rate``, ``encoding``, ``request_timestamp``.
-
-        Returns:
-            ``(request_id, frame)``; send ``frame`` as one message.
-        """
-        request_id = request_id or f"c{next(self._ids)}"
-        frame = Utterance(request_id=request_id, text=text, **fields).to_json().encode()  # type: ignore[arg-type]
-        self._reader.expect(request_id, utterance=True, marks=bool(fields.get("marks")))
-        return request_id, frame
-
-    @staticmethod
-    def append(request_id: str, text: str) -> bytes:
-        """Build an ``append`` message: ``text`` joins the utterance (§15.1). Any split is allowed (§15.2)."""
-        return Append(request_id=request_id, text=text).to_json().encode()
-
-    @staticmethod
-    def flush(request_id: str, text: str | None = None) -> bytes:
-        """Build a ``flush`` message: ``text`` (if any) joins, then everything held is spoken (§15.3)."""
-        return Flush(request_id=request_id, text=text).to_json().encode()
-
-    @staticmethod
-    def end(request_id: str, text: str | None = None) -> bytes:
-        """Build an ``end`` message: ``text`` (if any) joins, then the utterance is closed (§15.4)."""
-        return End(request_id=request_id, text=text).to_json().encode()
-
-    def expect(self, request_id: str | None = None, *, marks: bool = False) -> None:
-        """Announce a request sent by other means; ``None`` matches whatever id the server assigns.
-        ``marks``: it asked for marks (§5.5)."""
-        self._reader.expect(request_id, marks=marks)
-
-    @staticmethod
-    def cancel(request_id: str | None = None) -> bytes:
-        """Build a ``cancel`` frame (§4.2); without an id it cancels every queued and active request."""
-        return Cancel(request_id=request_id).to_json().encode()
-
-    @staticmethod
-    def lexicon(entries: dict[str, object], request_id: str | None = None) -> bytes:
-        """A ``lexicon`` message (§4.5): the session's pronunciations from now on; ``{}`` clears them.
-
-        ``entries`` map a word to phonemes (a string) or to ``{"phonemes": …}`` / ``{"respell": …}``
-        (§14.3). No frame answers it; a bad lexicon is refused with ``invalid_lexicon``.
-        """
-        return SessionLexicon(entries, request_id).to_json().encode()  # type: ignore[arg-type]
-
-    @staticmethod
-    def close() -> bytes:
-        """Build a ``close`` frame (§4.3)."""
-        return Close().to_json().encode()
-
-    def describe(self, request_id: str | None = None) -> bytes:
-        """Build a ``describe`` frame (§4.4) and expect one ``capabilities`` frame in answer.
-
-        A version 1 server refuses it with ``unknown_type`` instead (§1.7); that error also settles the
-        expectation.
-        """
-        self._reader.expect_describe(request_id)
-        return Describe(request_id=request_id).to_json().encode()
-
-    @property
-    def outstanding(self) -> list[str | None]:
-        """Requests still awaiting ``synthesis_complete``, in answer order (``None``: id not yet known)."""
-        return self._reader.outstanding
-
-    @property
-    def active(self) -> str | None:
-        """The request whose bracket is open, if any."""
-        return self._reader.active
-
-    # -- receiving ------------------------------------------------------------------------------------------
-
-    def receive_part(self, data: bytes, complete: bool = True) -> list[ClientEvent]:
-        """Feed one PayloadPart (§12): parts are joined until ``CompletionState=COMPLETE``."""
-        self._parts += data
-        if not complete:
-            return []
-        message, self._parts = bytes(self._parts), bytearray()
-        return self.receive_message(message)
-
-    def receive_message(self, data: bytes | str) -> list[ClientEvent]:
-        """Classify and check one whole server message (§3.4) and return its events.
-
-        Raises:
-            ProtocolViolation: the message breaks a MUST of §3, §5 or §6 (the first one seen).
-        """
-        state = self._reader.snapshot()
-        outcome = self._reader.receive_message(data)
-        for violation in outcome.violations:
-            if violation.rule.level == "MUST":
-                self._reader.restore(state)  # a refused message changes nothing
-                raise ProtocolViolation(violation.message, violation.section, violation.rule.name)
-        events: list[ClientEvent] = []
-        for event in outcome.events:
-            if isinstance(event, Opened):
-                assert isinstance(event.reading.frame, SynthesisStart)  # a valid frame, or it raised above
-                events.append(SynthesisStarted(event.reading.frame))
-            elif isinstance(event, AudioSeen):
-                if event.pcm and event.key is not None:
-                    events.append(AudioReceived(event.key, event.pcm))
-            elif isinstance(event, Closed):
-                assert isinstance(event.reading.frame, SynthesisComplete)
-                events.append(SynthesisCompleted(event.reading.frame))
-            elif isinstance(event, ErrorSeen):
-                assert isinstance(event.reading.frame, ErrorFrame)
-                events.append(ErrorReceived(event.reading.frame))
-            elif isinstance(event, CapabilitiesSeen):
-                assert isinstance(event.reading.frame, Capabilities)
-                events.append(CapabilitiesReceived(event.reading.frame))
-            elif isinstance(event, MarksSeen):
-                assert isinstance(event.reading.frame, Marks)
-                events.append(MarksReceived(event.reading.frame))
-        return events
