@@ -58,7 +58,7 @@ from reference_agent.tts import (
     TtsConnect,
     TtsEndpoint,
     TtsFailure,
-    TtsSession,
+    TtsStream,
     TtsUnavailable,
     close_session,
 )
@@ -229,7 +229,7 @@ async def _run(
     turn: Turn | None = None,
     context: list[dict[str, Any]] | None = None,
 ) -> None:
-    session: TtsSession | None = None
+    session: TtsStream | None = None
     try:
         endpoint = settings.endpoint
         session = await _connect(settings.tts_connect, endpoint, settings.connect_timeout_s)
@@ -276,7 +276,7 @@ async def _run(
             await close_session(session)
 
 
-async def _connect(connect: TtsConnect, endpoint: TtsEndpoint, timeout_s: float) -> TtsSession:
+async def _connect(connect: TtsConnect, endpoint: TtsEndpoint, timeout_s: float) -> TtsStream:
     try:
         async with asyncio.timeout(timeout_s):
             return await connect(endpoint)

@@ -1,4 +1,4 @@
-"""The agent's TTS leg over SageMaker: :mod:`sagemaker_transport.client` seen as a :class:`TtsSession`.
+"""The agent's TTS leg over SageMaker: :mod:`sagemaker_transport.client` seen as a :class:`TtsStream`.
 
 The official-client glue (building the client, the stream, ending the input quietly, Nagle) is
 :mod:`sagemaker_transport.client`'s, shared with the simulator's tests and the conformance suite; this
@@ -31,7 +31,7 @@ __all__ = ["SageMakerTtsConnector", "SageMakerTtsStream"]
 
 
 class SageMakerTtsStream:
-    """One ``InvokeEndpointWithBidirectionalStream`` call as a :class:`~reference_agent.tts.TtsSession`.
+    """One ``InvokeEndpointWithBidirectionalStream`` call as a :class:`~reference_agent.tts.TtsStream`.
 
     Opened by :class:`SageMakerTtsConnector`; closing it leaves the shared client open.
 

@@ -2,7 +2,7 @@
 
 Two layers:
 
-* :class:`TtsSession` is the transport: whole client messages go out, PayloadParts come back
+* :class:`TtsStream` is the transport: whole client messages go out, PayloadParts come back
   (PROTOCOL.md §12). :mod:`reference_agent.sagemaker_tts` implements it over the official
   ``aws-sdk-sagemaker-runtime-http2`` client, which reaches the simulator and a live endpoint alike;
   tests plug in an in-process stand-in.
@@ -36,7 +36,7 @@ __all__ = [
     "TtsConnect",
     "TtsEndpoint",
     "TtsFailure",
-    "TtsSession",
+    "TtsStream",
     "TtsUnavailable",
     "close_session",
 ]
@@ -91,7 +91,7 @@ class TtsEndpoint:
     region: str | None = None
 
 
-class TtsSession(Protocol):
+class TtsStream(Protocol):
     """A bidirectional TTS stream at the PayloadPart level (PROTOCOL.md §12).
 
     The agent sends only whole messages, so each :meth:`send` is one message with
@@ -122,12 +122,12 @@ class TtsSession(Protocol):
         ...
 
 
-TtsConnect = Callable[[TtsEndpoint], Awaitable[TtsSession]]
-"""Opens a :class:`TtsSession`; raises :class:`TtsUnavailable` (or any exception) when it cannot."""
+TtsConnect = Callable[[TtsEndpoint], Awaitable[TtsStream]]
+"""Opens a :class:`TtsStream`; raises :class:`TtsUnavailable` (or any exception) when it cannot."""
 
 
 class Speaker:
-    """Speaks texts over one :class:`TtsSession` and yields the audio in order.
+    """Speaks texts over one :class:`TtsStream` and yields the audio in order.
 
     Use from two tasks: one calls :meth:`say` per text and then :meth:`finish`; the other iterates
     :meth:`audio`, then ends the session with :func:`close_session`. :attr:`segments` lists every
@@ -142,7 +142,7 @@ class Speaker:
 
     def __init__(
         self,
-        session: TtsSession,
+        session: TtsStream,
         *,
         voice: str,
         speed: float,
@@ -392,7 +392,7 @@ class Speaker:
         raise AssertionError(f"unexpected client event {event!r}")  # ClientSession's contract
 
 
-async def close_session(session: TtsSession, timeout_s: float = 5.0) -> None:
+async def close_session(session: TtsStream, timeout_s: float = 5.0) -> None:
     """End the input of ``session`` and release it; never raises, never waits more than ``timeout_s``.
 
     Called only once the output is drained or abandoned (REFERENCE.md §1, closing).

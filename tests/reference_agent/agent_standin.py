@@ -1,6 +1,6 @@
 """An in-process TTS stand-in for the agent's tests: the real session protocol, cheap audio.
 
-:class:`StandInTts` is a :class:`reference_agent.tts.TtsSession` whose far end is
+:class:`StandInTts` is a :class:`reference_agent.tts.TtsStream` whose far end is
 :class:`protocol.server_session.ServerSession`: requests are parsed, answered in order, bracketed and cut into
 audio frames exactly as the reference server does, but the "speech" is a deterministic sawtooth whose
 length depends on the text, timed word by word (:func:`words_for`, PROTOCOL.md §5.3). Server messages
