@@ -107,7 +107,6 @@ LANGUAGE_TAGS: Mapping[str, str] = MappingProxyType({code: lang.tag for code, la
 """Kokoro language code → BCP 47 tag (for sentence segmentation and text normalization)."""
 
 
-
 def _code(voice_id: str) -> str:
     """A voice id's Kokoro language code: its first letter (§4.1); the one place that rule is written."""
     return voice_id[:1]

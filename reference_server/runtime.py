@@ -63,7 +63,7 @@ from protocol.segmenter import (
     language_code,
     spoken_units,
 )
-from protocol.voices import LANGUAGE_TAGS, LANGUAGES
+from protocol.voices import LANGUAGE_TAGS, LANGUAGES, Voice
 from reference_server.assets import AssetError
 from reference_server.backends.base import AbortSignal, PassAborted, aborting
 from reference_server.scheduling import GUARD_S, DeadlineScheduler, Grant, Listener, ModelSpeed
@@ -334,8 +334,10 @@ class RequestAudio:
         self.lexicon: Lexicon | None = Lexicon(words, inline) if words or inline else None
         # Passed to the backend only when there is one, so a backend without lexicons still serves the rest.
         self._pronounced = {"lexicon": self.lexicon} if self.lexicon else {}
-        # A voice or a canonical blend (§4.1): its first letter is its language (§14.1).
-        self.language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
+        # A voice or a canonical blend (§4.1) knows its language (§14.1); American English for a voice
+        # of no Kokoro language (the front-end still gets the voice's own code, for its generic rules).
+        self._voice = Voice.parse(request.voice)
+        self.language = (self._voice.language or LANGUAGES["a"]).code
         # Sentences of the text taken, not yet begun, each with the boundary after it when the sentence
         # goes on in a later piece (OpenText), else None.
         self._sentences: deque[tuple[str, Boundary | None]] = deque()
@@ -355,7 +357,7 @@ class RequestAudio:
         more, or :data:`WAIT_FOR_TEXT` when more may come later (utterances), or an :class:`OpenText`
         (utterances whose listener is about to run dry)."""
         if self._pieces is None:
-            self._pieces = speech_pieces(self._text, self._request.voice[:1])
+            self._pieces = speech_pieces(self._text, self._voice.code)
         piece = next(self._pieces, None)
         return None if piece is None else piece.text
 
@@ -948,7 +950,7 @@ class Runtime:
         speed = self.speed
         language, pace, text = "a", 1.0, ""
         if request is not None:
-            language = request.voice[:1] if request.voice[:1] in LANGUAGES else "a"
+            language = (Voice.parse(request.voice).language or LANGUAGES["a"]).code
             pace, text = request.speed, request.text[:600]  # a first segment is never longer than this
         sentences = _sentences(text, language) if text.strip() else []
         if not sentences:

@@ -33,6 +33,7 @@ from collections import deque
 from protocol.frontend import SpeechFrontend
 from protocol.messages import SynthesisRequest
 from protocol.segmenter import spoken_units
+from protocol.voices import Voice
 from reference_server.runtime import WAIT_FOR_TEXT, AudioPiece, OpenText, RequestAudio, Runtime
 from reference_server.scheduling import GUARD_S, Listener
 
@@ -47,7 +48,7 @@ def segment_frontend(voice: str) -> SpeechFrontend:
     so both paths cut a text at the same places; ``tests/reference_server/test_utterance.py`` holds them
     to it.
     """
-    return SpeechFrontend(voice[:1])
+    return SpeechFrontend(Voice.parse(voice).code)
 
 
 class UtteranceAudio(RequestAudio):

@@ -63,6 +63,7 @@ from protocol.session import (
     UtteranceEnded,
     UtteranceFlushed,
 )
+from protocol.voices import Voice
 from reference_server.runtime import AudioPiece, RequestAudio, Runtime
 from reference_server.scheduling import Listener
 from reference_server.telemetry import RequestRecord
@@ -508,7 +509,7 @@ class WebSocketSession:
             session.fail(request_id, "synthesis failed")
             return "failed"
         cancelled = session.is_cancelled(request_id)
-        if cancelled and words is None and job.request.voice[:1] in self._timed_languages():
+        if cancelled and words is None and Voice.parse(job.request.voice).code in self._timed_languages():
             words = []  # §5.3 cancel_words: the audio sent (a lead-in, or none) spoke no word
         # A cancelled request's words are those of the audio sent (§4.2, §5.3 cancel_words): a segment's
         # words join the list only once its audio was queued, and queued audio is always sent.

@@ -61,7 +61,7 @@ from protocol.session import (
     UtteranceFlushed,
 )
 from protocol.sse import encode_event
-from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, parse_voice
+from protocol.voices import KOKORO_VOICES, LANGUAGES, Voice, is_blend
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 
 __all__ = ["ToneServer", "ToneSession", "ToneSynthesizer"]
@@ -100,7 +100,7 @@ class ToneSynthesizer:
     def pitch(self, voice: str) -> float:
         """The tone's pitch in Hz: one per voice; a blend's is the weighted mean of its voices' (§4.1)."""
         if is_blend(voice):
-            blend = parse_voice(voice, KOKORO_VOICES)
+            blend = Voice.parse(voice, KOKORO_VOICES)
             return sum(w * self.pitch(v) for v, w in zip(blend.voices, blend.weights, strict=True))
         return 140.0 + zlib.crc32(voice.encode()) % 160
 
@@ -108,7 +108,7 @@ class ToneSynthesizer:
         """What the segment says, as the reference front-end would have it spoken (§14.2: markdown not read
         aloud, figures as words, in the voice's language)."""
         try:
-            return speech_text(segment, voice[:1] or "a")
+            return speech_text(segment, Voice.parse(voice).code or "a")
         except (TypeError, ValueError):
             return segment
 
@@ -159,7 +159,7 @@ class ToneSynthesizer:
         """Word timings of a segment spanning ``[start_s, end_s]`` of its request's audio (§5.3): its spoken
         tokens, each as long as its letters (:meth:`pronounce`), between the padding at either end;
         ``None`` for a language without word timings (:data:`WORD_TIMINGS`)."""
-        if voice[:1] not in WORD_TIMINGS:
+        if Voice.parse(voice).code not in WORD_TIMINGS:
             return None
         tokens = [self.pronounce(t, lexicon) for t in _TOKEN.findall(self.spoken(segment, voice))]
         if not tokens:
@@ -446,7 +446,7 @@ class ToneSession:
         if (
             words is None
             and self.session.is_cancelled(request_id)
-            and request.voice[:1] in self.server.word_timings
+            and Voice.parse(request.voice).code in self.server.word_timings
         ):
             return []
         return words
@@ -552,7 +552,7 @@ class ToneServer:
             languages=tuple(
                 LanguageInfo.kokoro(code, word_timings=code in self.word_timings)
                 for code in LANGUAGES
-                if any(voice[0] == code for voice in self.voices)
+                if any(Voice.parse(voice).code == code for voice in self.voices)
             ),
             encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.session)
             formats=self.formats,
