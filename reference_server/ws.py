@@ -69,7 +69,7 @@ from reference_server.scheduling import Listener
 from reference_server.telemetry import RequestRecord
 from reference_server.utterance import UtteranceAudio
 
-__all__ = ["PATH", "SEGMENT_BUFFER", "WebSocketSession", "bidirectional_stream"]
+__all__ = ["PATH", "SEGMENT_BUFFER", "WebSocketConnection", "bidirectional_stream"]
 
 PATH = "/invocations-bidirectional-stream"
 """The route SageMaker opens for InvokeEndpointWithBidirectionalStream (REFERENCE.md §1, PROTOCOL.md §2)."""
@@ -143,7 +143,7 @@ class _Job:
             self.audio.close()  # aborts the model pass running for it, if any
 
 
-class WebSocketSession:
+class WebSocketConnection:
     """One accepted WebSocket connection running one :class:`ServerSession` (PROTOCOL.md §7).
 
     Args:
@@ -595,29 +595,29 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
         await _refuse(websocket, runtime, ErrorCode.SERVER_BUSY, busy, session_id, client)
         return
     started = time.monotonic()
-    session = WebSocketSession(websocket, runtime, session_id)
+    connection = WebSocketConnection(websocket, runtime, session_id)
     log_event(logger, "session start", session=session_id, client=client)
     runtime.metrics.sessions_open.inc()
     try:
-        runtime.register(session)
+        runtime.register(connection)
         try:
-            await session.run()
+            await connection.run()
         finally:
-            runtime.unregister(session)
+            runtime.unregister(connection)
     finally:
-        if not session.slot_released:
+        if not connection.slot_released:
             runtime.close_session()
         runtime.release_memory()
         runtime.metrics.sessions_open.dec()
-        code = session.close_code
+        code = connection.close_code
         runtime.metrics.sessions.labels(str(code) if code is not None else "none").inc()
         log_event(
             logger,
             "session end",
             session=session_id,
             close_code=code if code is not None else "none",
-            requests=session.requests,
-            refused=session.refused,
+            requests=connection.requests,
+            refused=connection.refused,
             duration_s=round(time.monotonic() - started, 3),
         )
 
