@@ -7,9 +7,10 @@ share one session (PROTOCOL.md §2, §7, §8):
 * the **reader** receives every client message, TEXT or BINARY (§3.1), feeds it to
   :meth:`~ServerSession.receive_frame` and acts on the events at once, so ``cancel`` and ``close`` work
   while audio is being produced and sent;
-* the **synthesizer** runs the backend on worker threads (:class:`~reference_server.runtime.RequestAudio`)
-  for requests in arrival order, up to ``limits.lookahead`` requests ahead of the one being sent, so
-  the next sentence is ready when the current one ends;
+* the **synthesizer** runs the backend on worker threads
+  (:class:`~reference_server.request_audio.RequestAudio`) for requests in arrival order, up to
+  ``limits.lookahead`` requests ahead of the one being sent, so the next sentence is ready when the
+  current one ends;
 * the **feeder** hands the head request's segments to the session (:meth:`~ServerSession.start`,
   :meth:`~ServerSession.audio`, :meth:`~ServerSession.complete`) and waits for each segment to be
   written before taking the next, which bounds what a slow client can make the server hold;
@@ -64,7 +65,8 @@ from protocol.session import (
     UtteranceFlushed,
 )
 from protocol.voices import Voice
-from reference_server.runtime import AudioPiece, RequestAudio, Runtime
+from reference_server.request_audio import AudioPiece, RequestAudio
+from reference_server.runtime import Runtime
 from reference_server.scheduling import Listener
 from reference_server.telemetry import RequestRecord
 from reference_server.utterance import UtteranceAudio

@@ -21,7 +21,8 @@ from protocol.frontend import speech_text
 from protocol.messages import SynthesisRequest
 from protocol.segmenter import Boundary, Segmenter
 from reference_agent.scripted import tokenize
-from reference_server.runtime import RequestAudio, Runtime
+from reference_server.request_audio import RequestAudio
+from reference_server.runtime import Runtime
 from reference_server.scheduling import Listener
 from reference_server.settings import Settings, SettingsError
 from reference_server.utterance import UtteranceAudio
