@@ -303,7 +303,8 @@ def parse_voice(
             twice, voices of different languages, more than ``max_voices`` voices, or a voice whose share
             rounds to 0. The message names the offending part.
     """
-    if (voice in voices) if voices is not None else not is_blend(voice):
+    listed = voice in voices if voices is not None else not is_blend(voice)
+    if listed:  # a listed voice is that voice, whatever it holds (without a list: any non-blend)
         return Voice(((voice, Fraction(1)),))
     if not is_blend(voice):
         raise InvalidVoiceError(
