@@ -3,7 +3,7 @@
 The playback benchmark (§6) measures real Kokoro on this machine, so its figures move with the machine's
 speed and load. This one runs the same replies (:data:`bench.texts.PLAYBACK_REPLIES`, every sentence a
 request, sent at once) through the same code, the reference server's runtime
-(:class:`reference_server.runtime.RequestAudio` and the scheduler), for 1, 2 and 3 sessions at once, on
+(:class:`reference_server.request_audio.RequestAudio` and the scheduler), for 1, 2 and 3 sessions at once, on
 :class:`bench.paced.PacedBackend`: audio shaped like Kokoro's (about 0.35 s of lead-in and 0.45 s of
 trailing silence per pass, 60 ms per letter) that takes ``audio / xrt`` seconds to make on a fake clock.
 So it answers, for a model of a given speed: how many real-time listeners stay fed, old segmentation
@@ -63,7 +63,7 @@ async def _speak(
     runtime: Any, texts: tuple[str, ...], listener: Any, clock: Any
 ) -> list[tuple[float, float]]:
     from protocol.messages import SynthesisRequest
-    from reference_server.runtime import RequestAudio
+    from reference_server.request_audio import RequestAudio
 
     produced = []
     for number, text in enumerate(texts):
@@ -165,7 +165,7 @@ def notes(result: dict[str, Any]) -> list[str]:
         "New segmentation cuts only where the audio queued ahead of a listener cannot cover a whole "
         "sentence, and stops cutting when the waiting listeners need more than 0.8 of the model (more than "
         "1.2 for a listener with nothing queued), since then every cut only adds silence to make "
-        "(reference_server.runtime.OVERLOAD).",
+        "(reference_server.request_audio.OVERLOAD).",
     ]
 
 

@@ -335,10 +335,11 @@ def speak(backend: Any, text: str, voice: str) -> tuple[str, Any]:
     """
     import numpy as np
 
+    from protocol.voices import Voice
     from speech.frontend import speech_pieces
 
     spoken, audio = [], []
-    for piece in speech_pieces(text, voice[:1]):
+    for piece in speech_pieces(text, Voice.parse(voice).code):
         spoken.append(piece.text)
         audio += [segment.audio for segment in backend.synthesize(piece.text, voice, 1.0)]
     return " ".join(spoken), (np.concatenate(audio) if audio else np.zeros(0, dtype=np.float32))
@@ -408,7 +409,9 @@ class Listener:
                 front-end made of it. A gate pins it, so that a front-end that starts saying something
                 else is measured against what it used to say rather than against itself.
         """
-        language = voice[:1]
+        from protocol.voices import Voice
+
+        language = Voice.parse(voice).code
         spoken, audio = speak(backend, text, voice)
         heard = self.hear(audio, backend.sample_rate, language)
         reference_form = canonical(spoken if expected is None else expected, language)

@@ -5,7 +5,7 @@ backend, in this process:
 
 * unsegmented: each sentence in one pass (``backend.synthesize``), as the server did before §10.1;
 * segmented: each sentence as a request of one session, through the server's own runtime
-  (:class:`reference_server.runtime.RequestAudio`, deadline segmentation, the session's listener and
+  (:class:`reference_server.request_audio.RequestAudio`, deadline segmentation, the session's listener and
   model-speed estimate), so the cuts are the ones the server makes. The runtime runs on a paced clock
   (:class:`_Paced`): every pass advances it by the time the model would take at ``Config.xrt`` times real
   time, so the cuts are those of a machine of that speed, however busy this one is (the playback benchmark
@@ -108,7 +108,7 @@ def _backend(name: str) -> Any:
 async def _segmented(runtime: Any, sentences: tuple[str, ...], voice: str) -> list[dict[str, Any]]:
     """Speak the sentences as the requests of one session; per sentence its audio, words and segments."""
     from protocol.messages import SynthesisRequest
-    from reference_server.runtime import RequestAudio
+    from reference_server.request_audio import RequestAudio
     from reference_server.scheduling import Listener
 
     listener = Listener()
@@ -189,7 +189,7 @@ async def run(context: Any, config: Config = Config()) -> Result:
 
 
 def _segment(record: Any) -> dict[str, Any]:
-    """A :class:`reference_server.runtime.SegmentRecord` as JSON."""
+    """A :class:`reference_server.request_audio.SegmentRecord` as JSON."""
     return {
         "units": record.units,
         "words": record.words,
@@ -294,9 +294,9 @@ def notes(result: dict[str, Any]) -> list[str]:
         "more.",
         "A unit is a letter or digit (a kana 2, a CJK ideograph 3): about 60 ms of English speech. Where a "
         "sentence is cut the server trims the 0.3-0.5 s of silence Kokoro puts at the start and end of every "
-        "pass and keeps a pause that suits the boundary (reference_server.runtime.PAUSE_S). Word timings "
-        "come from the torch backend's predicted durations, which give each pause to a word, so a gap is "
-        "read between word starts.",
+        "pass and keeps a pause that suits the boundary (reference_server.request_audio.PAUSE_S). Word "
+        "timings come from the torch backend's predicted durations, which give each pause to a word, so a "
+        "gap is read between word starts.",
     ]
 
 

@@ -4,9 +4,11 @@ A voice name is ``<language><gender>_<name>``: the first letter is Kokoro's lang
 ``lang_code`` of ``kokoro.KPipeline``), the second is ``f`` or ``m``. The list is the one shipped as
 ``voices-v1.0.bin`` and in the ``kokoro-js`` npm package (REFERENCE.md §4).
 
-The voice decides the language of a request: a request has no language member (§14.1). Code that
-works per language (the text front-end, the segmenter, G2P) takes a :class:`Language`, found with
-:func:`language_of` (from a voice) or :func:`language` (from a Kokoro code or a BCP 47 tag).
+The voice decides the language of a request: a request has no language member (§14.1). A ``voice``
+member is read once into a :class:`Voice` (:meth:`Voice.parse`): one voice or a blend of voices of one
+language, which knows that language. Code that works per language (the text front-end, the segmenter,
+G2P) takes a :class:`Language`, found with :attr:`Voice.language`, :func:`language_of` (from a voice
+string) or :func:`language` (from a Kokoro code or a BCP 47 tag).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ __all__ = [
     "VOICE_LANGUAGE",
     "InvalidVoiceError",
     "Language",
-    "VoiceBlend",
+    "Voice",
     "is_blend",
     "language",
     "language_of",
@@ -104,7 +106,13 @@ LANGUAGE_NAMES: Mapping[str, str] = MappingProxyType({code: lang.name for code, 
 LANGUAGE_TAGS: Mapping[str, str] = MappingProxyType({code: lang.tag for code, lang in LANGUAGES.items()})
 """Kokoro language code → BCP 47 tag (for sentence segmentation and text normalization)."""
 
-VOICE_LANGUAGE: Mapping[str, str] = MappingProxyType({voice: voice[0] for voice in sorted(KOKORO_VOICES)})
+
+def _code(voice_id: str) -> str:
+    """A voice id's Kokoro language code: its first letter (§4.1); the one place that rule is written."""
+    return voice_id[:1]
+
+
+VOICE_LANGUAGE: Mapping[str, str] = MappingProxyType({voice: _code(voice) for voice in sorted(KOKORO_VOICES)})
 """Voice name → Kokoro language code (its first letter)."""
 
 _BY_NAME: Mapping[str, Language] = MappingProxyType(
@@ -125,19 +133,23 @@ def voice_language(voice: str) -> str:
     return VOICE_LANGUAGE[voice]
 
 
-def language_of(voice: str) -> Language:
-    """The language a voice speaks: the one its first letter names (PROTOCOL.md §4.1, §14.1).
+def language_of(voice: str | Voice) -> Language:
+    """The language a voice or blend speaks: the one its voices' first letter names (PROTOCOL.md §4.1, §14.1).
 
-    Any voice name whose first letter is a Kokoro language code has that language, so names beyond
-    the official 54 (a server's own packs, or blends of voices of one language) work too.
+    A string is read with :meth:`Voice.parse` without a voice list, so names beyond the official 54 (a
+    server's own packs, or blends of voices of one language) work too.
 
     Raises:
-        KeyError: the first letter names no language of :data:`LANGUAGES`.
+        KeyError: the first letter names no language of :data:`LANGUAGES`, or ``voice`` is a malformed
+            blend (:class:`InvalidVoiceError`), so it names no language.
     """
-    code = voice[:1]
-    if code not in LANGUAGES:
-        raise KeyError(f"voice {voice!r} names no Kokoro language (first letter {code!r})")
-    return LANGUAGES[code]
+    try:
+        parsed = voice if isinstance(voice, Voice) else Voice.parse(voice)
+    except InvalidVoiceError as exc:
+        raise KeyError(f"voice {voice!r} names no Kokoro language ({exc})") from None
+    if parsed.language is None:
+        raise KeyError(f"voice {str(parsed)!r} names no Kokoro language (first letter {parsed.code!r})")
+    return parsed.language
 
 
 def language(code_or_tag: str) -> Language:
@@ -186,19 +198,40 @@ class InvalidVoiceError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class VoiceBlend:
-    """A voice, or a weighted blend of voices of one language (PROTOCOL.md §4.1).
+class Voice:
+    """A ``voice`` member, read: one voice, or a weighted blend of voices of one language (PROTOCOL.md §4.1).
+
+    Made by :meth:`Voice.parse` (or :func:`parse_voice`); every place that needs a voice's language or
+    parts reads them here rather than from the string.
 
     Attributes:
         parts: ``(voice id, weight)`` sorted by id, the weights canonical: positive multiples of
             :data:`BLEND_WEIGHT_UNIT` summing to exactly 1. A plain voice is one part of weight 1.
 
-    ``str(blend)`` is the canonical form a server echoes in ``synthesis_start.voice`` (§5.1):
+    ``str(voice)`` is the canonical form a server echoes in ``synthesis_start.voice`` (§5.1):
     ``af_bella(0.6667)+af_sky(0.3333)``, or the bare id for a single voice. Parsing the canonical form
-    again gives the same blend, and its first letter is the blend's language.
+    again gives the same value, and its first letter is the voice's language.
     """
 
     parts: tuple[tuple[str, Fraction], ...]
+
+    @classmethod
+    def parse(
+        cls, text: str, voices: Collection[str] | None = None, *, max_voices: int = BLEND_MAX_VOICES
+    ) -> Voice:
+        """Read a ``voice`` member: one of ``voices``, or a blend of them (§4.1); see :func:`parse_voice`.
+
+        Args:
+            text: the request's ``voice``.
+            voices: the voice ids the server lists (§4.4); ``None`` checks the blend grammar and rules only,
+                any id being taken as a voice (for a ``voice`` a session has already accepted).
+            max_voices: the most voices a blend may name.
+
+        Raises:
+            InvalidVoiceError: ``text`` names no voice of ``voices`` and no valid blend of them; a server
+                answers it with ``invalid_voice``.
+        """
+        return parse_voice(text, voices, max_voices=max_voices)
 
     @property
     def voices(self) -> tuple[str, ...]:
@@ -214,6 +247,18 @@ class VoiceBlend:
     def is_blend(self) -> bool:
         """More than one voice."""
         return len(self.parts) > 1
+
+    @property
+    def code(self) -> str:
+        """Kokoro's one-letter language code: the first letter of the voice ids, which a blend's voices
+        share (§4.1). A server's own voice may have a letter that names no language of :data:`LANGUAGES`
+        (then :attr:`language` is ``None``); ``""`` for an empty id."""
+        return _code(self.parts[0][0])
+
+    @property
+    def language(self) -> Language | None:
+        """The :class:`Language` the voice speaks (§14.1), or ``None`` if :attr:`code` names none."""
+        return LANGUAGES.get(self.code)
 
     def __str__(self) -> str:
         if not self.is_blend:
@@ -233,7 +278,9 @@ def is_blend(voice: str) -> bool:
     return "+" in voice or "(" in voice or ")" in voice
 
 
-def parse_voice(voice: str, voices: Collection[str], *, max_voices: int = BLEND_MAX_VOICES) -> VoiceBlend:
+def parse_voice(
+    voice: str, voices: Collection[str] | None = None, *, max_voices: int = BLEND_MAX_VOICES
+) -> Voice:
     """Read a ``voice`` member: one of ``voices``, or a blend of them (PROTOCOL.md §4.1).
 
     Grammar: ``part ("+" part)*`` where ``part`` is ``voice`` or ``voice(weight)`` and ``weight`` a
@@ -245,18 +292,20 @@ def parse_voice(voice: str, voices: Collection[str], *, max_voices: int = BLEND_
     Args:
         voice: the request's ``voice``.
         voices: the voice ids the server lists (§4.4). A voice's language is its first letter (§4.1).
+            ``None``: any id is a voice (the grammar and the other rules still hold).
         max_voices: the most voices a blend may name.
 
     Returns:
-        The blend; ``str()`` of it is the canonical form.
+        The :class:`Voice`; ``str()`` of it is the canonical form.
 
     Raises:
         InvalidVoiceError: an unknown voice, a malformed part or weight, a weight of 0, a voice named
             twice, voices of different languages, more than ``max_voices`` voices, or a voice whose share
             rounds to 0. The message names the offending part.
     """
-    if voice in voices:
-        return VoiceBlend(((voice, Fraction(1)),))
+    listed = voice in voices if voices is not None else not is_blend(voice)
+    if listed:  # a listed voice is that voice, whatever it holds (without a list: any non-blend)
+        return Voice(((voice, Fraction(1)),))
     if not is_blend(voice):
         raise InvalidVoiceError(
             f'unknown voice "{voice}"; send {{"type":"describe"}} for the voice list', voice
@@ -281,7 +330,7 @@ def parse_voice(voice: str, voices: Collection[str], *, max_voices: int = BLEND_
                 )
             raise InvalidVoiceError(f'"{piece}" is not a voice or voice(weight)', piece)
         name, written = match.group(1), match.group(2)
-        if name not in voices:
+        if voices is not None and name not in voices:
             raise InvalidVoiceError(
                 f'unknown voice "{name}" in the blend; send {{"type":"describe"}} for the voice list', name
             )
@@ -293,11 +342,11 @@ def parse_voice(voice: str, voices: Collection[str], *, max_voices: int = BLEND_
         weights[name] = weight
     first = next(iter(weights))
     for name in weights:
-        if name[:1] != first[:1]:
+        if _code(name) != _code(first):
             raise InvalidVoiceError(
                 f"{name} speaks another language than {first}: a blend's voices share one language", name
             )
-    return VoiceBlend(_canonical_weights(weights))
+    return Voice(_canonical_weights(weights))
 
 
 def _canonical_weights(weights: Mapping[str, Fraction]) -> tuple[tuple[str, Fraction], ...]:

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from protocol.logs import log_event
-from protocol.voices import LANGUAGE_TAGS
+from protocol.voices import LANGUAGES, InvalidVoiceError, Voice
 from reference_agent.conversation import Conversation, Turn
 from reference_agent.events import TERMINAL_TYPES, AgentErrorCode, AgentEventWriter
 from reference_agent.request import AgentRequest
@@ -130,9 +130,13 @@ class WholeReply:
 
 
 def _chunker_language(voice: str) -> str:
-    # The chunker takes the language of the voice (its first letter is Kokoro's language code); an
-    # unknown voice is left for the TTS to refuse, and American English rules are used meanwhile.
-    return voice[:1] if voice[:1] in LANGUAGE_TAGS else "a"
+    # The chunker takes the language of the voice or blend (§14.1); an unknown voice is left for the TTS
+    # to refuse, and American English rules are used meanwhile.
+    try:
+        language = Voice.parse(voice).language
+    except InvalidVoiceError:
+        language = None
+    return (language or LANGUAGES["a"]).code
 
 
 @dataclass(frozen=True, slots=True)

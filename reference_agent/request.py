@@ -3,7 +3,8 @@
 The shape is ``spec/schemas/agent_request.schema.json`` (REFERENCE.md §3: ``prompt``, ``mode``,
 ``voice``, ``speed`` and the TTS endpoint). A bad request is refused before the stream starts, with
 HTTP 400 and ``{"error": {"code": "invalid_request", "message": ...}}`` — the shape of PROTOCOL.md §11.6
-(``invalid_voice`` for a voice Kokoro-82M does not have, ``invalid_json`` / ``invalid_utf8`` for a body
+(``invalid_voice`` for a voice Kokoro-82M does not have and no valid blend of its voices, checked by the
+server's own :meth:`protocol.voices.Voice.parse`; ``invalid_json`` / ``invalid_utf8`` for a body
 that is not JSON).
 """
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol import schemas
-from protocol.voices import DEFAULT_VOICE, KOKORO_VOICES
+from protocol.voices import DEFAULT_VOICE, KOKORO_VOICES, InvalidVoiceError, Voice, is_blend
 
 __all__ = [
     "DEFAULT_SAMPLE_RATE",
@@ -113,13 +114,18 @@ def parse_request(
     if not payload["prompt"].strip():
         raise InvalidRequest("prompt: must hold a non-whitespace character")
     voice = payload.get("voice", DEFAULT_VOICE)
-    if voice not in KOKORO_VOICES:
-        # Checked before the stream starts, so a typo is a 400 here rather than a 200 and a tts_error later.
+    try:
+        # The server's own check (PROTOCOL.md §4.1), blends included; made before the stream starts, so a
+        # typo is a 400 here rather than a 200 and a tts_error later.
+        Voice.parse(voice, KOKORO_VOICES)
+    except InvalidVoiceError as exc:
         raise InvalidRequest(
-            f"voice: {voice!r} is not one of Kokoro-82M's {len(KOKORO_VOICES)} voices (for example "
-            f"{DEFAULT_VOICE})",
+            f"voice: {voice!r} is not a valid blend of Kokoro-82M's voices: {exc}"
+            if is_blend(voice)
+            else f"voice: {voice!r} is not one of Kokoro-82M's {len(KOKORO_VOICES)} voices (for example "
+            f"{DEFAULT_VOICE}, or a blend such as af_bella(2)+af_sky(1))",
             code="invalid_voice",
-        )
+        ) from None
     for name in ("endpoint_url", "region"):
         if name in payload and not allow_endpoint_url:
             raise InvalidRequest(f"{name}: this agent does not accept a TTS endpoint location per request")

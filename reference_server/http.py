@@ -46,7 +46,8 @@ from reference_server.encoders import (
     MP3_BIT_RATE_KBPS,
     FormatEncoder,
 )
-from reference_server.runtime import Readiness, RequestAudio, Runtime
+from reference_server.request_audio import RequestAudio
+from reference_server.runtime import Readiness, Runtime
 from reference_server.scheduling import Listener
 from reference_server.telemetry import RequestRecord
 

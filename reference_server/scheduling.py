@@ -230,7 +230,7 @@ class ModelSpeed:
         """At least :data:`TRUSTED_SAMPLES` passes have been measured: predictions are the model's own.
 
         Before that the server cannot know whether it runs on a fast GPU or a slow CPU, and cuts only a
-        speech's first segment short (reference_server.runtime).
+        speech's first segment short (reference_server.request_audio).
         """
         with self._lock:
             return self._compute.samples >= TRUSTED_SAMPLES

@@ -17,7 +17,7 @@ out of audio before even the words already written could be synthesized
 (:meth:`UtteranceAudio.release_early`), the start of that sentence is released now, cut at the best
 clause or word boundary of the complete words received (:meth:`speech.segmenter.Segmenter.early_cut`,
 sized to the audio queued), and the rest of the sentence follows as its continuation (no new lead-in,
-the boundary's pause, :class:`reference_server.runtime.OpenText`). With slack the text waits for its
+the boundary's pause, :class:`reference_server.request_audio.OpenText`). With slack the text waits for its
 sentence end, as before, and keeps its prosody. A listener with nothing queued (the utterance's first
 words) gets its first segment once a first segment's worth of words is written, at the best break
 within it, instead of waiting for the whole first sentence.
@@ -32,7 +32,9 @@ import asyncio
 from collections import deque
 
 from protocol.messages import SynthesisRequest
-from reference_server.runtime import WAIT_FOR_TEXT, AudioPiece, OpenText, RequestAudio, Runtime
+from protocol.voices import Voice
+from reference_server.request_audio import WAIT_FOR_TEXT, AudioPiece, OpenText, RequestAudio
+from reference_server.runtime import Runtime
 from reference_server.scheduling import GUARD_S, Listener
 from speech.frontend import SpeechFrontend
 from speech.segmenter import spoken_units
@@ -43,12 +45,12 @@ __all__ = ["UtteranceAudio", "segment_frontend"]
 def segment_frontend(voice: str) -> SpeechFrontend:
     """The front-end that cuts an utterance's text into synthesis segments.
 
-    It is configured as :class:`reference_server.runtime.RequestAudio` configures its own for a whole
+    It is configured as :class:`reference_server.request_audio.RequestAudio` configures its own for a whole
     request (:func:`speech.frontend.speech_pieces`: the voice's language, markdown on, the default cap),
     so both paths cut a text at the same places; ``tests/reference_server/test_utterance.py`` holds them
     to it.
     """
-    return SpeechFrontend(voice[:1])
+    return SpeechFrontend(Voice.parse(voice).code)
 
 
 class UtteranceAudio(RequestAudio):

@@ -7,9 +7,10 @@ share one session (PROTOCOL.md §2, §7, §8):
 * the **reader** receives every client message, TEXT or BINARY (§3.1), feeds it to
   :meth:`~ServerSession.receive_frame` and acts on the events at once, so ``cancel`` and ``close`` work
   while audio is being produced and sent;
-* the **synthesizer** runs the backend on worker threads (:class:`~reference_server.runtime.RequestAudio`)
-  for requests in arrival order, up to ``limits.lookahead`` requests ahead of the one being sent, so
-  the next sentence is ready when the current one ends;
+* the **synthesizer** runs the backend on worker threads
+  (:class:`~reference_server.request_audio.RequestAudio`) for requests in arrival order, up to
+  ``limits.lookahead`` requests ahead of the one being sent, so the next sentence is ready when the
+  current one ends;
 * the **feeder** hands the head request's segments to the session (:meth:`~ServerSession.start`,
   :meth:`~ServerSession.audio`, :meth:`~ServerSession.complete`) and waits for each segment to be
   written before taking the next, which bounds what a slow client can make the server hold;
@@ -63,12 +64,14 @@ from protocol.server_session import (
     UtteranceEnded,
     UtteranceFlushed,
 )
-from reference_server.runtime import AudioPiece, RequestAudio, Runtime
+from protocol.voices import Voice
+from reference_server.request_audio import AudioPiece, RequestAudio
+from reference_server.runtime import Runtime
 from reference_server.scheduling import Listener
 from reference_server.telemetry import RequestRecord
 from reference_server.utterance import UtteranceAudio
 
-__all__ = ["PATH", "SEGMENT_BUFFER", "WebSocketSession", "bidirectional_stream"]
+__all__ = ["PATH", "SEGMENT_BUFFER", "WebSocketConnection", "bidirectional_stream"]
 
 PATH = "/invocations-bidirectional-stream"
 """The route SageMaker opens for InvokeEndpointWithBidirectionalStream (REFERENCE.md §1, PROTOCOL.md §2)."""
@@ -142,7 +145,7 @@ class _Job:
             self.audio.close()  # aborts the model pass running for it, if any
 
 
-class WebSocketSession:
+class WebSocketConnection:
     """One accepted WebSocket connection running one :class:`ServerSession` (PROTOCOL.md §7).
 
     Args:
@@ -508,7 +511,7 @@ class WebSocketSession:
             session.fail(request_id, "synthesis failed")
             return "failed"
         cancelled = session.is_cancelled(request_id)
-        if cancelled and words is None and job.request.voice[:1] in self._timed_languages():
+        if cancelled and words is None and Voice.parse(job.request.voice).code in self._timed_languages():
             words = []  # §5.3 cancel_words: the audio sent (a lead-in, or none) spoke no word
         # A cancelled request's words are those of the audio sent (§4.2, §5.3 cancel_words): a segment's
         # words join the list only once its audio was queued, and queued audio is always sent.
@@ -594,29 +597,29 @@ async def bidirectional_stream(websocket: WebSocket) -> None:
         await _refuse(websocket, runtime, ErrorCode.SERVER_BUSY, busy, session_id, client)
         return
     started = time.monotonic()
-    session = WebSocketSession(websocket, runtime, session_id)
+    connection = WebSocketConnection(websocket, runtime, session_id)
     log_event(logger, "session start", session=session_id, client=client)
     runtime.metrics.sessions_open.inc()
     try:
-        runtime.register(session)
+        runtime.register(connection)
         try:
-            await session.run()
+            await connection.run()
         finally:
-            runtime.unregister(session)
+            runtime.unregister(connection)
     finally:
-        if not session.slot_released:
+        if not connection.slot_released:
             runtime.close_session()
         runtime.release_memory()
         runtime.metrics.sessions_open.dec()
-        code = session.close_code
+        code = connection.close_code
         runtime.metrics.sessions.labels(str(code) if code is not None else "none").inc()
         log_event(
             logger,
             "session end",
             session=session_id,
             close_code=code if code is not None else "none",
-            requests=session.requests,
-            refused=session.refused,
+            requests=connection.requests,
+            refused=connection.refused,
             duration_s=round(time.monotonic() - started, 3),
         )
 

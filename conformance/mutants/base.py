@@ -59,12 +59,12 @@ from protocol.server_session import (
     UtteranceFlushed,
 )
 from protocol.sse import encode_event
-from protocol.voices import KOKORO_VOICES, LANGUAGES, is_blend, language_of, parse_voice
+from protocol.voices import KOKORO_VOICES, LANGUAGES, Voice, is_blend
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 from speech.chunker import IncrementalSentenceChunker
 from speech.frontend import speech_text
 
-__all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer", "language_code"]
+__all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
@@ -74,16 +74,6 @@ _EDGE_PUNCTUATION = "\"'()[]{}«»“”‘’.,;:!?¡¿…—-"
 WORD_TIMINGS = frozenset({"a", "b"})
 """Languages whose requests the tone server gives word timings (§5.3, §14.1): English, as Kokoro's G2P
 does everywhere; the others are listed with ``word_timings: false``."""
-
-
-def language_code(voice: str) -> str | None:
-    """The Kokoro code of the language ``voice`` speaks (:func:`protocol.voices.language_of`: its first
-    letter), ``None`` when that letter names no language. Such a voice never reaches synthesis: the session
-    refuses it with ``invalid_voice`` (§4.1)."""
-    try:
-        return language_of(voice).code
-    except KeyError:
-        return None
 
 
 class ToneSynthesizer:
@@ -110,7 +100,7 @@ class ToneSynthesizer:
     def pitch(self, voice: str) -> float:
         """The tone's pitch in Hz: one per voice; a blend's is the weighted mean of its voices' (§4.1)."""
         if is_blend(voice):
-            blend = parse_voice(voice, KOKORO_VOICES)
+            blend = Voice.parse(voice, KOKORO_VOICES)
             return sum(w * self.pitch(v) for v, w in zip(blend.voices, blend.weights, strict=True))
         return 140.0 + zlib.crc32(voice.encode()) % 160
 
@@ -118,7 +108,7 @@ class ToneSynthesizer:
         """What the segment says, as the reference front-end would have it spoken (§14.2: markdown not read
         aloud, figures as words, in the voice's language)."""
         try:
-            return speech_text(segment, language_code(voice) or "a")
+            return speech_text(segment, Voice.parse(voice).code or "a")
         except (TypeError, ValueError):
             return segment
 
@@ -169,7 +159,7 @@ class ToneSynthesizer:
         """Word timings of a segment spanning ``[start_s, end_s]`` of its request's audio (§5.3): its spoken
         tokens, each as long as its letters (:meth:`pronounce`), between the padding at either end;
         ``None`` for a language without word timings (:data:`WORD_TIMINGS`)."""
-        if language_code(voice) not in WORD_TIMINGS:
+        if Voice.parse(voice).code not in WORD_TIMINGS:
             return None
         tokens = [self.pronounce(t, lexicon) for t in _TOKEN.findall(self.spoken(segment, voice))]
         if not tokens:
@@ -456,7 +446,7 @@ class ToneConnection:
         if (
             words is None
             and self.session.is_cancelled(request_id)
-            and language_code(request.voice) in self.server.word_timings
+            and Voice.parse(request.voice).code in self.server.word_timings
         ):
             return []
         return words
@@ -562,7 +552,7 @@ class ToneServer:
             languages=tuple(
                 LanguageInfo.kokoro(code, word_timings=code in self.word_timings)
                 for code in LANGUAGES
-                if any(language_code(voice) == code for voice in self.voices)
+                if any(Voice.parse(voice).code == code for voice in self.voices)
             ),
             encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.server_session)
             formats=self.formats,

@@ -34,6 +34,7 @@ DEFAULT_MODULES: tuple[str, ...] = (
     "protocol/messages/reading.py",
     "protocol/frames.py",
     "reference_server/runtime.py",
+    "reference_server/request_audio.py",
     "reference_server/scheduling.py",
     "reference_server/http.py",
     "reference_server/ws.py",

@@ -28,12 +28,12 @@ from protocol.messages import Word
 from protocol.voices import (
     DEFAULT_VOICE,
     KOKORO_VOICES,
+    VOICE_LANGUAGE,
     InvalidVoiceError,
     Language,
-    VoiceBlend,
+    Voice,
     is_blend,
     language_of,
-    parse_voice,
 )
 from reference_server.backends.g2p import WARM_UP_TEXTS, PhonemeSegment, Phonemizer, available_languages
 
@@ -62,7 +62,7 @@ SAMPLE_RATE = 24_000
 FRAME_SAMPLES = 600
 """Samples per duration frame: a token predicted to last ``d`` frames is ``600 * d`` samples (25 ms each)."""
 
-ENGLISH_VOICES: frozenset[str] = frozenset(voice for voice in KOKORO_VOICES if voice[0] in "ab")
+ENGLISH_VOICES: frozenset[str] = frozenset(voice for voice in KOKORO_VOICES if VOICE_LANGUAGE[voice] in "ab")
 """The 28 American (``a…``) and British (``b…``) voices."""
 
 LEAD_IN_ERROR_BOUND = 0.002
@@ -97,7 +97,7 @@ def installed_voices(languages: Iterable[str] | None = None) -> frozenset[str]:
             :func:`reference_server.backends.g2p.available_languages`.
     """
     codes = available_languages() if languages is None else frozenset(languages)
-    return frozenset(voice for voice in KOKORO_VOICES if voice[0] in codes)
+    return frozenset(voice for voice in KOKORO_VOICES if VOICE_LANGUAGE[voice] in codes)
 
 
 class PassAborted(Exception):
@@ -348,7 +348,7 @@ class Backend(abc.ABC):
         """The voice pack and language of a voice or a blend of voices (PROTOCOL.md §4.1, §14.1).
 
         A blend's pack is the weighted mean of its voices' packs, with the canonical weights of
-        :func:`protocol.voices.parse_voice` (those ``synthesis_start.voice`` states), so a blend sent
+        :meth:`protocol.voices.Voice.parse` (those ``synthesis_start.voice`` states), so a blend sent
         back in its canonical form is the same voice. Its language is its voices' one.
 
         Args:
@@ -369,7 +369,7 @@ class Backend(abc.ABC):
         pack = self._packs[first] * float(weight) if rest else self._packs[first]
         for name, weight in rest:
             pack = pack + self._packs[name] * float(weight)
-        return pack, language_of(str(blend))
+        return pack, language_of(blend)
 
     def align(
         self, text: str, voice: str, speed: float = 1.0, lexicon: Lexicon | None = None
@@ -401,9 +401,9 @@ class Backend(abc.ABC):
         """
         raise NotImplementedError(f"the {self.name} backend does not decode alignments")
 
-    def _parse_voice(self, voice: str) -> VoiceBlend:
+    def _parse_voice(self, voice: str) -> Voice:
         try:
-            return parse_voice(voice, self.voices)
+            return Voice.parse(voice, self.voices)
         except InvalidVoiceError as exc:
             raise UnknownVoiceError(voice, self.voices, str(exc) if is_blend(voice) else None) from None
 
@@ -417,7 +417,7 @@ class Backend(abc.ABC):
         The model is language-blind; each language's G2P was already run once when it loaded.
         """
         voice = DEFAULT_VOICE if DEFAULT_VOICE in self.voices else min(self.voices)
-        for _ in self.synthesize(WARM_UP_TEXTS[voice[0]], voice, 1.0):
+        for _ in self.synthesize(WARM_UP_TEXTS[Voice.parse(voice).code], voice, 1.0):
             pass
 
     def synthesize(

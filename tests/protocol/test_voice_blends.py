@@ -20,9 +20,17 @@ from protocol.messages import (
     parse_invocations_body,
 )
 from protocol.server_session import ServerSession
-from protocol.voices import BLEND_MAX_VOICES, KOKORO_VOICES, InvalidVoiceError, VoiceBlend, parse_voice
+from protocol.voices import (
+    BLEND_MAX_VOICES,
+    KOKORO_VOICES,
+    VOICE_LANGUAGE,
+    InvalidVoiceError,
+    Voice,
+    language_of,
+    parse_voice,
+)
 
-ENGLISH = sorted(v for v in KOKORO_VOICES if v[0] == "a")
+ENGLISH = sorted(v for v in KOKORO_VOICES if VOICE_LANGUAGE[v] == "a")
 
 
 @pytest.mark.parametrize(
@@ -81,7 +89,40 @@ def test_invalid_blends_name_the_bad_part(spec, part, says):
 
 
 def test_a_listed_voice_is_that_voice_whatever_it_holds():
-    assert parse_voice("my+voice", {"my+voice", "my"}) == VoiceBlend((("my+voice", Fraction(1)),))
+    assert parse_voice("my+voice", {"my+voice", "my"}) == Voice((("my+voice", Fraction(1)),))
+
+
+def test_a_voice_knows_its_language_and_parts():
+    plain = Voice.parse("jf_alpha", KOKORO_VOICES)
+    assert plain.voices == ("jf_alpha",) and not plain.is_blend and plain.weights == (1.0,)
+    assert plain.code == "j" and plain.language is not None and plain.language.tag == "ja"
+    blend = Voice.parse("af_sky+af_bella(3)", KOKORO_VOICES)
+    assert blend.voices == ("af_bella", "af_sky") and blend.weights == (0.75, 0.25)
+    assert blend.language is not None and blend.language.code == "a" and blend.is_blend
+    assert Voice.parse(str(blend)) == blend == parse_voice("af_sky+af_bella(3)", KOKORO_VOICES)
+    assert language_of(blend) is language_of(str(blend)) is language_of("af_bella")
+
+
+def test_without_a_voice_list_any_id_is_a_voice():
+    # A voice a session already accepted (a server's own pack, a canonical blend) is read without the list.
+    own = Voice.parse("xf_mine")
+    assert own.voices == ("xf_mine",) and own.code == "x" and own.language is None
+    assert Voice.parse("xf_a+xf_b(3)").voices == ("xf_a", "xf_b")
+    with pytest.raises(InvalidVoiceError, match="share one language"):
+        Voice.parse("xf_a+yf_b")
+    with pytest.raises(KeyError):
+        language_of("xf_mine")
+    with pytest.raises(KeyError):  # a malformed blend names no language
+        language_of("af_a++af_b")
+
+
+def test_the_same_coded_refusal_as_the_session():
+    # Voice.parse is what the session's invalid_voice comes from: the same message, the same part.
+    with pytest.raises(InvalidVoiceError) as info:
+        Voice.parse("af_bella+zz_nobody", KOKORO_VOICES)
+    with pytest.raises(ProtocolError) as session:
+        parse_client_message(_request("af_bella+zz_nobody"), known_voices=KOKORO_VOICES, voice_blends=True)
+    assert session.value.code == ErrorCode.INVALID_VOICE and str(info.value) in str(session.value)
 
 
 @settings(max_examples=200, deadline=None)

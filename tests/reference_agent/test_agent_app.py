@@ -328,6 +328,7 @@ def test_bad_requests_get_http_400(payload, needle):
         (b"{not json", "invalid_json", "not JSON"),
         (b'{"prompt": "\xff"}', "invalid_utf8", "not UTF-8"),
         (json.dumps({"prompt": "Hi.", "voice": "zz_nobody"}).encode(), "invalid_voice", "'zz_nobody'"),
+        (json.dumps({"prompt": "Hi.", "voice": "af_bella+jf_alpha"}).encode(), "invalid_voice", "language"),
     ],
 )
 def test_every_refusal_has_the_one_error_shape_before_any_event(body, code, needle):

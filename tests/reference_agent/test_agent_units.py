@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import re
 
 import pytest
 from agent_standin import StandInTts, speech_for
 from strands import Agent
 
 from protocol import schemas
+from protocol.voices import KOKORO_VOICES, InvalidVoiceError, Voice
 from reference_agent.__main__ import build_parser as agent_parser
 from reference_agent.__main__ import settings_from_args
 from reference_agent.app import AgentSettings
@@ -205,6 +207,32 @@ def test_whole_reply_keeps_its_lines_so_the_tts_ends_a_segment_at_each():
 def test_bidi_chunker_follows_the_voice_language():
     assert _chunker_language("ff_siwis") == "f" and _chunker_language("jf_alpha") == "j"
     assert _chunker_language("xx_unknown") == "a"
+    assert _chunker_language("jf_alpha(2)+jf_nezumi(1)") == "j"  # a blend speaks its voices' language
+    assert _chunker_language("af_bella++") == "a"  # malformed: left for the TTS to refuse
+
+
+@pytest.mark.parametrize("voice", ["af_bella(2)+af_sky(1)", "af_sky+af_bella", "zf_xiaobei(.5)+zm_yunxi"])
+def test_the_agent_takes_the_blends_the_server_takes(voice):
+    # PROTOCOL.md §4.1: the agent checks a voice with the server's own code, so a blend is valid here too.
+    assert parse_request({"prompt": "hi", "voice": voice}).voice == voice  # passed on as written
+
+
+@pytest.mark.parametrize(
+    ("voice", "says"),
+    [
+        ("zz_nobody", "is not one of Kokoro-82M's 54 voices"),
+        ("af_bella+jf_alpha", "share one language"),
+        ("af_bella+zz_nobody", 'unknown voice "zz_nobody"'),
+        ("af_bella(0)+af_sky", "greater than 0"),
+        ("af_a+af_b+af_c+af_d+af_e", "at most 4"),
+    ],
+)
+def test_the_agent_refuses_the_voices_the_server_refuses(voice, says):
+    with pytest.raises(InvalidRequest, match=re.escape(says)) as info:
+        parse_request({"prompt": "hi", "voice": voice})
+    assert info.value.code == "invalid_voice" and repr(voice) in str(info.value)
+    with pytest.raises(InvalidVoiceError):  # the very check the server makes
+        Voice.parse(voice, KOKORO_VOICES)
 
 
 def test_speaker_waits_when_max_outstanding_requests_are_unanswered():

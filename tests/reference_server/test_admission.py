@@ -22,7 +22,8 @@ from protocol.errors import CLOSE_TRY_AGAIN_LATER, ErrorCode
 from protocol.limits import Limits
 from protocol.messages import SynthesisRequest
 from protocol.server_session import RequestAccepted, ServerSession
-from reference_server.runtime import Readiness, RequestAudio, Runtime
+from reference_server.request_audio import RequestAudio
+from reference_server.runtime import Readiness, Runtime
 from reference_server.scheduling import GUARD_S as SCHEDULER_GUARD_S
 from reference_server.scheduling import RESERVATION_S, DeadlineScheduler, Listener, Policy, first_turn_s
 from reference_server.settings import Settings

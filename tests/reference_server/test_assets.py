@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reference_server import assets
+from reference_server import asset_cache, assets
 from reference_server.assets import ONNX_MODEL, VOICES, AssetError, HashMismatchError
 
 PART_SIZES = (23_090_318, 23_090_318, 23_090_318, 23_090_317)
@@ -211,7 +211,7 @@ def test_command_line(cached, capsys):
 def test_hub_is_not_asked_under_hf_hub_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     lines = []
-    assert assets._fetch_official_torch(tmp_path, assets._Stamps(tmp_path), lines.append) is False
+    assert assets._fetch_official_torch(tmp_path, asset_cache.Stamps(tmp_path), lines.append) is False
     assert lines == ["HF_HUB_OFFLINE is set: not asking the Hugging Face hub"]
 
 
@@ -276,7 +276,7 @@ def test_a_wrong_asr_half_lands_nowhere(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     (cache / assets.ASR_DIR).mkdir(parents=True)
     with pytest.raises(HashMismatchError):
-        assets._write_asr_files(cache, assets._Stamps(cache), [assets.ASR_MODEL], lambda _: None)
+        assets._write_asr_files(cache, asset_cache.Stamps(cache), [assets.ASR_MODEL], lambda _: None)
     assert list((cache / assets.ASR_DIR).iterdir()) == []
 
 

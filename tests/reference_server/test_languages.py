@@ -18,7 +18,7 @@ import pytest
 from g2p_battery import NATIVE, VOICE_OF, key, load
 from test_backends import TORCH_READY, needs_torch, rms, seconds
 
-from protocol.voices import KOKORO_VOICES, LANGUAGES
+from protocol.voices import KOKORO_VOICES, LANGUAGES, VOICE_LANGUAGE
 
 PINNED = load()
 SPEED = 2.0
@@ -64,7 +64,7 @@ def test_both_backends_offer_all_54_voices_with_word_timings(onnx_backend):
 @pytest.mark.parametrize("code", sorted(LANGUAGES))
 def test_every_voice_speaks_its_native_sentence(backend, code):
     text = NATIVE[code]
-    voices = sorted(v for v in KOKORO_VOICES if v[0] == code)
+    voices = sorted(v for v in KOKORO_VOICES if VOICE_LANGUAGE[v] == code)
     assert voices and set(voices) <= backend.voices
     for voice in voices:
         segments = list(backend.synthesize(text, voice, SPEED))

@@ -19,7 +19,8 @@ from protocol.messages import SynthesisRequest
 from reference_server import assets
 from reference_server.backends.base import FRAME_SAMPLES, LEAD_IN_ERROR_BOUND, lead_in_frames
 from reference_server.backends.onnx_backend import OnnxBackend
-from reference_server.runtime import RequestAudio, Runtime
+from reference_server.request_audio import RequestAudio
+from reference_server.runtime import Runtime
 from reference_server.settings import Settings
 
 GUARD = 60.0

@@ -20,7 +20,8 @@ import pytest
 from bench.paced import SAMPLE_RATE, FakeClock, PacedBackend
 from bench.playback import underrun
 from protocol.messages import SynthesisRequest
-from reference_server.runtime import LEAD_S, PAUSE_S, RequestAudio, Runtime
+from reference_server.request_audio import LEAD_S, PAUSE_S, RequestAudio
+from reference_server.runtime import Runtime
 from reference_server.scheduling import (
     GUARD_S,
     DeadlineScheduler,

@@ -18,7 +18,8 @@ from bench.playback import underrun
 from bench.texts import REPLY
 from protocol.messages import SynthesisRequest
 from reference_agent.scripted import tokenize
-from reference_server.runtime import RequestAudio, Runtime
+from reference_server.request_audio import RequestAudio
+from reference_server.runtime import Runtime
 from reference_server.scheduling import Listener
 from reference_server.settings import Settings, SettingsError
 from reference_server.utterance import UtteranceAudio

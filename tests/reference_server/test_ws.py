@@ -598,7 +598,7 @@ def test_lookahead_synthesizes_the_next_request_while_this_one_is_sent(lookahead
         runtime = Runtime(settings, backend)
         await runtime.prepare()
         socket = _SocketDouble(requests, backend)
-        running = asyncio.create_task(ws.WebSocketSession(socket, runtime).run())
+        running = asyncio.create_task(ws.WebSocketConnection(socket, runtime).run())
         if lookahead:
             await asyncio.wait_for(_until(lambda: len(backend.calls) == 2), GUARD_S)
             assert socket.sent == []  # B is being synthesized; A's start is not even written
@@ -627,7 +627,7 @@ def test_session_task_failure_ends_the_session_with_internal_error(serve, monkey
     async def broken(self):
         raise RuntimeError("adapter bug")
 
-    monkeypatch.setattr(ws.WebSocketSession, "_feed", broken)
+    monkeypatch.setattr(ws.WebSocketConnection, "_feed", broken)
 
     async def scenario():
         async with open_session(server.ws_url) as conv:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from protocol.messages import Word
-from protocol.voices import is_blend, parse_voice
+from protocol.voices import Voice, is_blend
 from reference_server.backends import Segment
 
 SAMPLE_RATE = 24000
@@ -36,7 +36,7 @@ def voice_frequency(voice: str) -> float:
     """The tone frequency of ``voice`` in Hz (distinct per voice, so cross-talk is audible to an FFT); a
     blend's is the weighted mean of its voices' (PROTOCOL.md §4.1)."""
     if is_blend(voice):
-        blend = parse_voice(voice, VOICES)
+        blend = Voice.parse(voice, VOICES)
         return sum(w * voice_frequency(v) for v, w in zip(blend.voices, blend.weights, strict=True))
     return 300.0 + 100.0 * sorted(VOICES).index(voice)
 
