@@ -215,10 +215,21 @@ class BidiStream:
         timeout: seconds any single send, receive or the opening may wait (None: forever).
         client: the official client the stream belongs to, kept as :attr:`client` for callers that
             close it themselves (tests that make the client vanish mid-answer).
+        nodelay_peer: ``(host, port)`` whose connection :func:`set_tcp_nodelay` found no socket to yet
+            (the CRT may still be connecting when the call returns): tried once more when the response
+            headers prove the connection exists, in :meth:`opened`.
     """
 
-    def __init__(self, stream: Any, timeout: float | None = None, *, client: Any = None) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        timeout: float | None = None,
+        *,
+        client: Any = None,
+        nodelay_peer: tuple[str | None, int] | None = None,
+    ) -> None:
         self.client = client
+        self._nodelay_peer = nodelay_peer
         self.stream = stream
         self.timeout = timeout
         self.output: Any = None
@@ -253,6 +264,9 @@ class BidiStream:
             except BaseException:
                 self._open_failed = True
                 raise
+            if self._nodelay_peer is not None:
+                peer, self._nodelay_peer = self._nodelay_peer, None
+                await asyncio.to_thread(set_tcp_nodelay, *peer)
         return self.output
 
     async def send(
@@ -419,10 +433,13 @@ async def invoke_bidi_stream(
         target_variant=target_variant,
     )
     stream = await asyncio.wait_for(client.invoke_endpoint_with_bidirectional_stream(request), timeout)
+    retry = None
     if tcp_nodelay_peer is not None:
-        # In a thread: a host name is resolved (getaddrinfo blocks) and /proc is read.
-        await asyncio.to_thread(set_tcp_nodelay, *tcp_nodelay_peer)
-    return BidiStream(stream, timeout, client=client)
+        # In a thread: a host name is resolved (getaddrinfo blocks) and /proc is read. The call can return
+        # before the CRT has connected; then the stream tries again once it has opened.
+        if await asyncio.to_thread(set_tcp_nodelay, *tcp_nodelay_peer) == 0:
+            retry = tcp_nodelay_peer
+    return BidiStream(stream, timeout, client=client, nodelay_peer=retry)
 
 
 @contextlib.asynccontextmanager

@@ -278,3 +278,26 @@ def test_sagemaker_transport_imports_no_project_package_but_protocol():
 def test_the_simulator_never_imports_the_agent():
     back = [module for module, names in imported_packages("simulator").items() if "reference_agent" in names]
     assert not back
+
+
+def test_nagle_is_turned_off_again_once_the_stream_has_opened(monkeypatch):
+    """The official client can return the stream before the CRT has connected; a first
+    :func:`set_tcp_nodelay` then finds no socket, and the stream tries once more when the response headers
+    prove the connection exists (seen as a flaky read of 0 on a loaded machine)."""
+    import sagemaker_transport.client as client_module
+
+    calls: list[tuple[str | None, int]] = []
+    monkeypatch.setattr(client_module, "set_tcp_nodelay", lambda host, port: calls.append((host, port)) or 1)
+
+    class Stream:
+        async def await_output(self):
+            await asyncio.sleep(0)
+            return "output", object()
+
+    async def main() -> list[tuple[str | None, int]]:
+        retried = BidiStream(Stream(), 5, nodelay_peer=("127.0.0.1", 8443))
+        assert await retried.opened() == "output" and await retried.opened() == "output"
+        assert await BidiStream(Stream(), 5).opened() == "output"  # the first try found its socket
+        return calls
+
+    assert asyncio.run(main()) == [("127.0.0.1", 8443)]
