@@ -6,6 +6,7 @@ from typing import Any
 
 from conformance.engine import clauses, expect
 from conformance.engine.case import Level, Unimplemented, case
+from conformance.engine.describe import require_features
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.stream import Answer, ObservedStream
 from conformance.engine.texts import FAST, LONG, SENTENCES, SHORT, TWO_SENTENCES
@@ -288,13 +289,7 @@ def test_cancel_says_the_words_sent(conf: Probe, long_text: Recording) -> None:
             return answer, s.observer.errors_since(0)
 
     answer, errors = conf.run(scenario())
-    features = offered[0] if offered else None
-    if features is None:
-        raise Unimplemented(
-            "the server does not offer describe: a client cannot learn that it lists cancel_words"
-        )
-    if "cancel_words" not in features:
-        raise Unimplemented(f"the server does not list cancel_words in capabilities.features ({features})")
+    require_features(offered[0] if offered else None, "cancel_words")
     _require_cancel(errors)
     if not whole.complete.words:
         raise Unimplemented("the same request uncancelled carried no words: English has no word timings here")

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.engine import clauses, expect
-from conformance.engine.case import Level, Unimplemented, case
+from conformance.engine.case import Level, case
+from conformance.engine.describe import require_features
 from conformance.engine.observer import Answer, MarkView, Observer
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import BAD_MARKS, MARKED
@@ -35,13 +36,7 @@ def _marked(conf: Probe, recording: Recording) -> Observer:
     """The recording, judged by this case; UNIMPLEMENTED on a server that does not list marks."""
     conf.use(recording)
     observer = recording.replay()
-    features = recording.extra.get("features")
-    if features is None:
-        raise Unimplemented(
-            "the server does not offer describe, so a client cannot learn that it offers marks"
-        )
-    if "marks" not in features:
-        raise Unimplemented(f"the server does not list marks in capabilities.features ({features})")
+    require_features(recording.extra.get("features"), "marks")
     return observer
 
 

@@ -12,7 +12,7 @@ gets UNIMPLEMENTED: the feature is optional (§1.7).
 from __future__ import annotations
 
 from conformance.engine.case import Level, Unimplemented, case
-from conformance.engine.describe import ask
+from conformance.engine.describe import ask, require_features
 from conformance.engine.probe import Probe
 from conformance.engine.stream import Answer, ObservedStream
 
@@ -34,10 +34,7 @@ _PUNCTUATION = ".,;:!?\"'()"
 async def _offer(session: ObservedStream) -> str:
     """``describe``; the English voice to speak in. UNIMPLEMENTED without describe, ``lexicon`` or English."""
     offer = await ask(session, "lex-caps")
-    if offer is None:
-        raise Unimplemented("the server answered describe with unknown_type: it offers no lexicon (§1.7)")
-    if "lexicon" not in offer.features:
-        raise Unimplemented("capabilities.features does not list lexicon: the server offers none (§4.4)")
+    require_features(None if offer is None else offer.features, "lexicon")
     voices = [v.id for v in offer.capabilities().voices if v.language == "a"]
     if not voices:
         raise Unimplemented("the server has no American English voice to compare pronunciations in")

@@ -13,7 +13,7 @@ from typing import Any
 
 from conformance.engine import expect
 from conformance.engine.case import Level, Unimplemented, case
-from conformance.engine.describe import ask
+from conformance.engine.describe import ask, require_features
 from conformance.engine.observer import Answer, ErrorView
 from conformance.engine.probe import Probe
 from conformance.engine.stream import ObservedStream
@@ -501,9 +501,7 @@ def test_an_utterance_opened_with_marks_gets_them(conf: Probe) -> None:
     async def scenario() -> Answer:
         async with conf.session("utterance-marks") as s:
             offer = await ask(s, "utterance-marks-features")
-            features = set() if offer is None else set(offer.features)
-            if not {"utterance", "marks"} <= features:
-                raise Unimplemented(f"the server does not list both utterance and marks ({sorted(features)})")
+            require_features(None if offer is None else offer.features, "utterance", "marks")
             await _open(s, "um1", speed=FAST, marks=True)
             await s.fragment("append", "um1", "The first sentence is here. ")
             await s.fragment("append", "um1", "And the second one follows it.")

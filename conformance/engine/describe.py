@@ -11,14 +11,16 @@ readable message: a malformed ``capabilities`` frame is judged by the frame case
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.engine.case import Unimplemented
 from conformance.engine.stream import ObservedStream
 from protocol.limits import Limits
 from protocol.messages import Capabilities, Describe, read_server_control
 
-__all__ = ["Offer", "ask"]
+__all__ = ["Offer", "ask", "require_features"]
 
 
 @dataclass(frozen=True)
@@ -102,3 +104,27 @@ async def ask(session: ObservedStream, request_id: str = "caps") -> Offer | None
     if refusal.code == "unknown_type":
         return None
     raise AssertionError(f"describe was refused with {refusal.code}: {refusal.message[:200]!r}")
+
+
+def require_features(features: Collection[str] | None, *names: str) -> None:
+    """Go on only if the server lists every feature of ``names`` (§4.4): optional features are
+    UNIMPLEMENTED, not FAILED, where a server does not offer them (§1.7).
+
+    Args:
+        features: ``capabilities.features`` from the server's answer to ``describe`` (:func:`ask`), or
+            ``None`` when it does not offer ``describe``: then a client cannot learn that it offers any.
+        names: the features the case needs.
+
+    Raises:
+        conformance.engine.case.Unimplemented: ``features`` is ``None`` or lacks one of ``names``.
+    """
+    wanted = " and ".join(names)
+    if features is None:
+        raise Unimplemented(
+            f"the server does not offer describe, so a client cannot learn that it offers {wanted}"
+        )
+    missing = [name for name in names if name not in features]
+    if missing:
+        raise Unimplemented(
+            f"the server does not list {' and '.join(missing)} in capabilities.features ({sorted(features)})"
+        )
