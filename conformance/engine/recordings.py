@@ -135,26 +135,27 @@ async def _send_all(
         await session.send(request_message(request), data_type="BINARY")
 
 
-def pipelined(target: Target, loop: LoopThread) -> Recording:
-    """Three requests sent at once, then ``close``; the session is read to its end."""
+def _sent_at_once(
+    target: Target, loop: LoopThread, name: str, requests: tuple[SynthesisRequest, ...]
+) -> Recording:
+    """The session ``name``: ``requests`` sent at once, then ``close``; read to its end."""
 
     async def scenario(session: ObservedStream, recording: Recording) -> None:
-        await _send_all(session, recording, PIPELINED)
+        await _send_all(session, recording, requests)
         await session.close()
         await session.drain_after_close(recording.expect)
 
-    return record(target, loop, "pipelined", scenario)
+    return record(target, loop, name, scenario)
+
+
+def pipelined(target: Target, loop: LoopThread) -> Recording:
+    """Three requests sent at once, then ``close``; the session is read to its end."""
+    return _sent_at_once(target, loop, "pipelined", PIPELINED)
 
 
 def variations(target: Target, loop: LoopThread) -> Recording:
     """:data:`VARIATIONS` sent at once, then ``close``."""
-
-    async def scenario(session: ObservedStream, recording: Recording) -> None:
-        await _send_all(session, recording, tuple(VARIATIONS.values()))
-        await session.close()
-        await session.drain_after_close(recording.expect)
-
-    return record(target, loop, "variations", scenario)
+    return _sent_at_once(target, loop, "variations", tuple(VARIATIONS.values()))
 
 
 ENCODED = {
@@ -277,13 +278,7 @@ makes), the shouted one at speed 2 (as loud, in half the audio)."""
 
 def long_segment(target: Target, loop: LoopThread) -> Recording:
     """:data:`LONG_SEGMENT` sent at once, then ``close``."""
-
-    async def scenario(session: ObservedStream, recording: Recording) -> None:
-        await _send_all(session, recording, LONG_SEGMENT)
-        await session.close()
-        await session.drain_after_close(recording.expect)
-
-    return record(target, loop, "long-segment", scenario)
+    return _sent_at_once(target, loop, "long-segment", LONG_SEGMENT)
 
 
 def refusals(target: Target, loop: LoopThread) -> Recording:
