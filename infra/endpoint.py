@@ -154,49 +154,39 @@ class EndpointStack(cdk.Stack):
         )
         # The variant must exist before it can be registered.
         self.scalable_target.node.add_dependency(self.endpoint)
+        policy = autoscaling.CfnScalingPolicy
         if settings.scaling_metric == "concurrency":
-            autoscaling.CfnScalingPolicy(
-                self,
-                "ConcurrencyScaling",
-                policy_name=f"{settings.endpoint_name}-concurrency",
-                policy_type="TargetTrackingScaling",
-                scaling_target_id=self.scalable_target.ref,
-                target_tracking_scaling_policy_configuration=autoscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                    target_value=settings.target_concurrency,
-                    scale_in_cooldown=SCALE_IN_COOLDOWN_S,
-                    scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
-                    predefined_metric_specification=autoscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
-                        predefined_metric_type=CONCURRENCY_METRIC
-                    ),
-                ),
-            )
+            name, target_value = "concurrency", settings.target_concurrency
+            metric: dict[str, object] = {
+                "predefined_metric_specification": policy.PredefinedMetricSpecificationProperty(
+                    predefined_metric_type=CONCURRENCY_METRIC
+                )
+            }
         else:
-            autoscaling.CfnScalingPolicy(
-                self,
-                "GpuUtilizationScaling",
-                policy_name=f"{settings.endpoint_name}-gpu-utilization",
-                policy_type="TargetTrackingScaling",
-                scaling_target_id=self.scalable_target.ref,
-                target_tracking_scaling_policy_configuration=autoscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                    target_value=settings.target_gpu_utilization,
-                    scale_in_cooldown=SCALE_IN_COOLDOWN_S,
-                    scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
-                    customized_metric_specification=autoscaling.CfnScalingPolicy.CustomizedMetricSpecificationProperty(
-                        namespace="/aws/sagemaker/Endpoints",
-                        metric_name="GPUUtilization",
-                        statistic="Average",
-                        unit="Percent",
-                        dimensions=[
-                            autoscaling.CfnScalingPolicy.MetricDimensionProperty(
-                                name="EndpointName", value=settings.endpoint_name
-                            ),
-                            autoscaling.CfnScalingPolicy.MetricDimensionProperty(
-                                name="VariantName", value=VARIANT_NAME
-                            ),
-                        ],
-                    ),
-                ),
-            )
+            name, target_value = "gpu-utilization", settings.target_gpu_utilization
+            by = {"EndpointName": settings.endpoint_name, "VariantName": VARIANT_NAME}
+            metric = {
+                "customized_metric_specification": policy.CustomizedMetricSpecificationProperty(
+                    namespace="/aws/sagemaker/Endpoints",
+                    metric_name="GPUUtilization",
+                    statistic="Average",
+                    unit="Percent",
+                    dimensions=[policy.MetricDimensionProperty(name=n, value=v) for n, v in by.items()],
+                )
+            }
+        policy(
+            self,
+            "ConcurrencyScaling" if name == "concurrency" else "GpuUtilizationScaling",
+            policy_name=f"{settings.endpoint_name}-{name}",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=self.scalable_target.ref,
+            target_tracking_scaling_policy_configuration=policy.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=target_value,
+                scale_in_cooldown=SCALE_IN_COOLDOWN_S,
+                scale_out_cooldown=SCALE_OUT_COOLDOWN_S,
+                **metric,
+            ),
+        )
 
         cdk.CfnOutput(self, "EndpointName", value=self.endpoint.attr_endpoint_name)
         cdk.CfnOutput(self, "ModelDataUrl", value=self.model_data_url)
