@@ -33,6 +33,7 @@ __all__ = [
     "Voice",
     "is_blend",
     "language",
+    "language_code",
     "language_of",
     "parse_voice",
     "voice_gender",
@@ -165,6 +166,25 @@ def language(code_or_tag: str) -> Language:
         return _BY_NAME[key]
     except KeyError:
         raise KeyError(f"no Kokoro language has the code or tag {code_or_tag!r}") from None
+
+
+def language_code(code_or_tag: str) -> str:
+    """Kokoro's one-letter code for a language named by its code, BCP 47 tag, ISO 639 code or alias;
+    ``""`` when it names none of :data:`LANGUAGES`. The one place a tag becomes a Kokoro language: the
+    text front-end's normalization, sentence rules and segmenter all ask it.
+
+    Matching is as :func:`language`'s (case and ``_`` ignored, ``"en"`` is American English, ``"en-UK"``
+    British), then by the primary subtag alone: ``"fr-CA"`` gives ``"f"``, ``"en-AU"`` ``"a"``,
+    ``"zh-TW"`` ``"z"``.
+
+    Raises:
+        TypeError: ``code_or_tag`` is not a string.
+    """
+    if not isinstance(code_or_tag, str):
+        raise TypeError(f"a language must be a str, not {type(code_or_tag).__name__}")
+    key = code_or_tag.strip().lower().replace("_", "-")
+    found = _BY_NAME.get(key) or _BY_NAME.get(key.split("-")[0])
+    return "" if found is None else found.code
 
 
 def voice_gender(voice: str) -> str | None:

@@ -44,12 +44,12 @@ from protocol.lexicon import Lexicon, LexiconError, extract_inline, strip_marks
 from protocol.logs import log_event
 from protocol.messages import SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
-from protocol.voices import LANGUAGES, Voice
+from protocol.voices import LANGUAGES, Voice, language_code
 from reference_server.backends.base import AbortSignal, PassAborted, aborting
 from reference_server.runtime import Runtime, piece_sentences
 from reference_server.scheduling import Grant, Listener
 from speech.frontend import speech_pieces
-from speech.segmenter import Boundary, Segmenter, language_code, spoken_units
+from speech.segmenter import Boundary, Segmenter, spoken_units
 
 __all__ = [
     "FIRST_OVERLOAD",

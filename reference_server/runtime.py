@@ -23,12 +23,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from protocol.messages import Capabilities, SynthesisRequest
-from protocol.voices import LANGUAGE_TAGS, LANGUAGES, Voice
+from protocol.voices import LANGUAGE_TAGS, LANGUAGES, Voice, language_code
 from reference_server.assets import AssetError
 from reference_server.scheduling import GUARD_S, DeadlineScheduler, Listener, ModelSpeed
 from reference_server.telemetry import Metrics
 from speech.chunker import IncrementalSentenceChunker
-from speech.segmenter import DEFAULT_FIRST_UNITS, DEFAULT_MIN_UNITS, Segmenter, language_code, spoken_units
+from speech.segmenter import DEFAULT_FIRST_UNITS, DEFAULT_MIN_UNITS, Segmenter, spoken_units
 
 if TYPE_CHECKING:
     from reference_server.backends import Backend

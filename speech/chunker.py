@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import sentencex
 
+from protocol.voices import LANGUAGES, language_code
 from speech.markdown import MAX_LINK_TARGET_CHARS, NEWLINES, MarkdownStripper, strip_markdown
 
 __all__ = [
@@ -108,18 +109,6 @@ _ABBREVIATIONS = {
     "it": frozenset({"ca", "pag", "tel"}),
     "pt": frozenset({"aprox", "pág", "tel"}),
 }
-# Kokoro's language codes (PLAN #6, protocol.voices) and the ISO 639-1 code sentencex knows them by.
-_KOKORO_ISO = {
-    "a": "en",
-    "b": "en",
-    "e": "es",
-    "f": "fr",
-    "h": "hi",
-    "i": "it",
-    "j": "ja",
-    "p": "pt",
-    "z": "zh",
-}
 
 
 def sentence_language(language: str) -> str:
@@ -138,9 +127,8 @@ def sentence_language(language: str) -> str:
     primary = language.strip().replace("_", "-").split("-")[0].lower()
     if not primary:
         raise ValueError("language must not be empty")
-    if language.strip() in _KOKORO_ISO:
-        return _KOKORO_ISO[language.strip()]
-    return "zh" if primary == "cmn" else primary
+    code = language_code(language)
+    return LANGUAGES[code].primary if code else primary
 
 
 def _is_closer(char: str) -> bool:

@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from protocol.voices import language_code
 from speech.chunker import DEFAULT_MAX_CHUNK_CHARS, Chunk, IncrementalSentenceChunker
-from speech.normalization import normalize_text, normalizer_language
+from speech.normalization import normalize_text
 
 __all__ = ["SLICE_CHARS", "Piece", "SpeechFrontend", "speech_pieces", "speech_text"]
 
@@ -92,7 +93,7 @@ class SpeechFrontend:
         self.language = language
         self.markdown = markdown
         self.normalize = normalize
-        self._normalizer_language = normalizer_language(language)
+        self._normalizer_language = language_code(language)
 
     @property
     def pending(self) -> int:

@@ -64,10 +64,11 @@ from functools import cache
 
 from num2words import num2words
 
+from protocol.voices import language_code
 from speech.languages import CJK_LANGUAGES, LANGUAGES, en
 from speech.languages.base import CJK_PATTERNS, GROUPED_POINT, START, Currency, Language
 
-__all__ = ["normalize_spans", "normalize_text", "normalizer_language"]
+__all__ = ["normalize_spans", "normalize_text"]
 
 _MAX_CARDINAL_DIGITS = 15  # longer digit strings are identifiers: read digit by digit
 
@@ -104,29 +105,6 @@ _GENERIC = Language(
     clock=en.clock,
     date=en.american_date,
 )  # any other language: emoji and addresses only (no figure token reaches its clock or date)
-
-
-_KOKORO = {"en": "a", "es": "e", "fr": "f", "hi": "h", "it": "i", "ja": "j", "pt": "p", "zh": "z", "cmn": "z"}
-
-
-def normalizer_language(language: str) -> str:
-    """The Kokoro code whose rules :func:`normalize_text` applies, or ``""`` for the generic rules.
-
-    Accepts a Kokoro code (``"a"`` ... ``"z"``), a BCP 47 tag or an ISO 639 code: ``"en"`` and
-    ``"en-US"`` give ``"a"``, ``"en-GB"`` gives ``"b"``, ``"pt-BR"`` ``"p"``, ``"cmn"`` ``"z"``; any
-    other language gives ``""`` (emoji and addresses only).
-
-    Raises:
-        TypeError: ``language`` is not a string.
-    """
-    if not isinstance(language, str):
-        raise TypeError(f"language must be a str, not {type(language).__name__}")
-    tag = language.strip().replace("_", "-").lower()
-    if tag in ("a", "b", "e", "f", "h", "i", "j", "p", "z"):
-        return tag
-    if tag in ("en-gb", "en-uk"):
-        return "b"
-    return _KOKORO.get(tag.split("-")[0], "")
 
 
 # --- patterns ------------------------------------------------------------------------------------------
@@ -504,14 +482,14 @@ def normalize_spans(text: str, language: str) -> list[tuple[str, str]]:
     """The text as consecutive ``(written, spoken)`` pairs; the ``written`` parts concatenate to ``text``.
 
     ``spoken`` equals ``written`` except for the figures, symbols, abbreviations, addresses and emoji
-    listed in the module docstring. ``language`` as for :func:`normalizer_language`.
+    listed in the module docstring. ``language`` as for :func:`protocol.voices.language_code`.
 
     Raises:
         TypeError: ``text`` or ``language`` is not a string.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, not {type(text).__name__}")
-    reader = _reader(normalizer_language(language))
+    reader = _reader(language_code(language))
     spans: list[tuple[str, str]] = []
     position = 0
     for match in reader.pattern.finditer(text):
@@ -541,7 +519,8 @@ def normalize_spans(text: str, language: str) -> list[tuple[str, str]]:
 def normalize_text(text: str, language: str) -> str:
     """``text`` rewritten for the G2P of ``language`` (module docstring), whitespace collapsed.
 
-    ``language``: a Kokoro code or a BCP 47 / ISO 639 tag (:func:`normalizer_language`).
+    ``language``: a Kokoro code or a BCP 47 / ISO 639 tag (:func:`protocol.voices.language_code`); a
+    language it does not name gets the generic rules: emoji and addresses only.
 
     Raises:
         TypeError: ``text`` or ``language`` is not a string.

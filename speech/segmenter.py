@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from protocol.voices import LANGUAGE_TAGS
+from protocol.voices import language_code
 
 __all__ = [
     "BOUNDARY_WEIGHT",
@@ -55,7 +55,6 @@ __all__ = [
     "Cut",
     "Segmenter",
     "cuts",
-    "language_code",
     "spoken_units",
 ]
 
@@ -116,24 +115,6 @@ class Cut:
 
 
 # --- languages ----------------------------------------------------------------------------------------
-
-_BCP47 = {tag.lower(): code for code, tag in LANGUAGE_TAGS.items()}
-_BCP47.update({"en": "a", "pt": "p", "cmn": "z", "zh-cn": "z", "zh-hans": "z", "ja-jp": "j", "es-es": "e"})
-
-
-def language_code(language: str) -> str:
-    """Kokoro's language code (``"a"`` … ``"z"``) for a code or BCP 47 tag; ``""`` when unknown.
-
-    ``"a"``/``"en-US"`` → ``"a"``, ``"en-GB"`` → ``"b"``, ``"ja"`` → ``"j"``, ``"zh"``/``"cmn"`` → ``"z"``;
-    an unknown tag falls back to its primary subtag (``"fr-CA"`` → ``"f"``), else ``""`` (generic rules:
-    punctuation and word boundaries only).
-    """
-    if language in LANGUAGE_TAGS:
-        return language
-    tag = language.lower().replace("_", "-")
-    if tag in _BCP47:
-        return _BCP47[tag]
-    return _BCP47.get(tag.split("-")[0], "")
 
 
 def _words(text: str) -> frozenset[str]:
@@ -480,7 +461,7 @@ def cuts(text: str, language: str = "a") -> list[Cut]:
 
     Args:
         text: one sentence (or the rest of one), as the sentence chunker gives it.
-        language: a Kokoro language code or a BCP 47 tag (:func:`language_code`).
+        language: a Kokoro language code or a BCP 47 tag (:func:`protocol.voices.language_code`).
     """
     code = language_code(language)
     rules = _RULES.get(code, _RULES[""])
@@ -520,7 +501,7 @@ class Segmenter:
     """Chooses the next segment of a sentence within a budget of spoken units (§10.1).
 
     Args:
-        language: Kokoro language code or BCP 47 tag of the text (:func:`language_code`).
+        language: Kokoro language code or BCP 47 tag of the text (:func:`protocol.voices.language_code`).
         min_units: shortest segment and shortest rest, except a speech's first segment
             (:data:`DEFAULT_MIN_UNITS`).
         first_units: longest first segment when the budget allows less (:data:`DEFAULT_FIRST_UNITS`).

@@ -10,8 +10,8 @@ them; what it says, and the shapes only one language writes, come from here, by 
   (:class:`~speech.languages.base.CjkLanguage`).
 
 A tenth language: a module here that builds its :class:`~speech.languages.base.Language` (tables, digit
-grouping, clock, date, its own token patterns), registered below under its Kokoro code, with
-:func:`speech.normalization.normalizer_language` taught its language tags; its cases go in
+grouping, clock, date, its own token patterns), registered below under its Kokoro code (its tags are
+:data:`protocol.voices.LANGUAGES`', read by :func:`protocol.voices.language_code`); its cases go in
 tests/speech/test_normalization.py. A language in neither table gets the generic rules (emoji and
 addresses only).
 """

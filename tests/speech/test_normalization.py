@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from speech.normalization import normalize_spans, normalize_text, normalizer_language
+from protocol.voices import language_code
+from speech.normalization import normalize_spans, normalize_text
 
 CASES = {
     "a": [
@@ -327,15 +328,15 @@ def test_examples(language, written, spoken):
 
 
 def test_language_codes_and_tags():
-    assert [normalizer_language(tag) for tag in ("en", "en-US", "en-GB", "pt-BR", "pt_br", "cmn", "j")] == [
+    assert [language_code(tag) for tag in ("en", "en-US", "en-GB", "pt-BR", "pt_br", "cmn", "j")] == [
         "a", "a", "b", "p", "p", "z", "j",
     ]  # fmt: skip
-    assert normalizer_language("de") == ""
+    assert language_code("de") == ""
     assert normalize_text("Es kostet 5 € 👍", "de") == "Es kostet 5 €"
     with pytest.raises(TypeError):
         normalize_text(5, "a")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        normalizer_language(None)  # type: ignore[arg-type]
+        language_code(None)  # type: ignore[arg-type]
 
 
 TOKENS = [

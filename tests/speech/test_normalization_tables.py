@@ -11,8 +11,9 @@ import re
 import pytest
 
 from protocol.voices import LANGUAGES as KOKORO_LANGUAGES
+from protocol.voices import language_code
 from speech.languages import CJK_LANGUAGES, LANGUAGES
-from speech.normalization import normalize_text, normalizer_language
+from speech.normalization import normalize_text
 
 WORD_KEYS = frozenset(
     "percent minus to about times plus equals divided number dot slash at and cents_and".split()
@@ -25,7 +26,7 @@ def test_every_kokoro_language_has_tables_of_one_kind():
     assert not set(LANGUAGES) & set(CJK_LANGUAGES)
     for code, lang in [*LANGUAGES.items(), *CJK_LANGUAGES.items()]:
         assert lang.code == code
-        assert normalizer_language(code) == code
+        assert language_code(code) == code
 
 
 @pytest.mark.parametrize("code", sorted(LANGUAGES))

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol.voices import language_code
 from speech.segmenter import (
     DEFAULT_FIRST_UNITS,
     DEFAULT_MIN_UNITS,
     Boundary,
     Segmenter,
     cuts,
-    language_code,
     spoken_units,
 )
 
