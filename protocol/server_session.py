@@ -20,9 +20,8 @@ only through it too.
 An utterance (§15, opt-in with ``utterances=True``) is a request whose text arrives later; on top of
 the request's own states it is **open** until its ``end`` is accepted, it is cancelled, it times out, it
 fails or the session drains. Only an open utterance takes ``append``, ``flush`` and ``end``; only a
-closed one may complete. The session delivers its text as whole code
-points (surrogate halves joined, §15.2) in :class:`TextAppended` events, and the adapter decides where
-to cut it into segments.
+closed one may complete. The session delivers its text as whole code points (surrogate halves joined,
+§15.2) in :class:`TextAppended` events, and the adapter decides where to cut it into segments.
 
 Invariants kept by every transition:
 
