@@ -13,14 +13,15 @@ whatever :meth:`~ServerSession.data_to_send` returns, in order.
 The session's own states (open, draining, closed) and every move between them are one table,
 :data:`protocol.server_state.TRANSITIONS`; the session changes state only through it, and the diagram in
 PROTOCOL.md §7 is drawn from it. While draining, accepted requests are still answered; open utterances
-end as if ``end`` had arrived (§15.5).
+end as if ``end`` had arrived (§15.5). Each request's states (queued, active, cancelled, answered) are a
+second table, :data:`protocol.request_state.REQUEST_TRANSITIONS`, drawn in §6.1; a request changes state
+only through it too.
 
 An utterance (§15, opt-in with ``utterances=True``) is a request whose text arrives later; on top of
-the request's own states (queued, active, answered) it is **open** until its ``end`` is accepted, it is
-cancelled, it times out, it fails or the session drains. Only an open utterance takes ``append``,
-``flush`` and ``end``; only a closed one may complete. The session delivers its text as whole code
-points (surrogate halves joined, §15.2) in :class:`TextAppended` events, and the adapter decides where
-to cut it into segments.
+the request's own states it is **open** until its ``end`` is accepted, it is cancelled, it times out, it
+fails or the session drains. Only an open utterance takes ``append``, ``flush`` and ``end``; only a
+closed one may complete. The session delivers its text as whole code points (surrogate halves joined,
+§15.2) in :class:`TextAppended` events, and the adapter decides where to cut it into segments.
 
 Invariants kept by every transition:
 
@@ -66,7 +67,16 @@ from protocol.messages import (
     Word,
     parse_client_message,
 )
-from protocol.server_state import INITIAL, READS_MESSAGES, TRANSITIONS, SessionEvent, SessionState, next_state
+from protocol.request_state import REQUEST_INITIAL, PendingRequest, RequestEvent, RequestState
+from protocol.server_state import (
+    INITIAL,
+    READS_MESSAGES,
+    TRANSITIONS,
+    SessionEvent,
+    SessionState,
+    SessionStateError,
+    next_state,
+)
 
 __all__ = [
     "CloseRequested",
@@ -100,13 +110,6 @@ def _split_trailing_half(text: str) -> tuple[str, str]:
 def _join_halves(high: str, low: str) -> str:
     """The code point a high and a low surrogate half encode together (§15.2)."""
     return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
-
-
-class SessionStateError(RuntimeError):
-    """The adapter used a session out of order (a bug in the caller, never a protocol error).
-
-    Raised, for example, when audio is reported for a request that is not the one whose turn it is.
-    """
 
 
 # --- server side -------------------------------------------------------------------------------------
@@ -176,30 +179,6 @@ class CloseRequested:
 ServerEvent = (
     RequestAccepted | RequestCancelled | CloseRequested | TextAppended | UtteranceFlushed | UtteranceEnded
 )
-
-
-@dataclass(slots=True)
-class _Pending:
-    """Book-keeping for one accepted request until its ``synthesis_complete`` is queued.
-
-    The last four fields are an utterance's (§15): whether it still takes text, how many code points it
-    took (``max_text_chars`` bounds them), a high surrogate half waiting for its low half (§15.2), and
-    when its last message was accepted (for the idle timeout, §15.5). ``segments`` and ``marked_to_s``
-    are the ``marks`` sent so far and where the last one ended (§5.5).
-    """
-
-    request: SynthesisRequest
-    accepted_at: float
-    started: bool = False
-    cancelled: bool = False
-    audio_bytes: int = 0
-    utterance: bool = False
-    open: bool = False
-    text_chars: int = 0
-    held_half: str = ""
-    last_input: float = 0.0
-    segments: int = 0
-    marked_to_s: float = 0.0
 
 
 class ServerSession:
@@ -287,7 +266,7 @@ class ServerSession:
         :data:`protocol.server_state.TRANSITIONS`."""
         self.close_code: int | None = None
         """The WebSocket close code to use once :attr:`finished` (1000) or after a fatal error."""
-        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        self._pending: OrderedDict[str, PendingRequest] = OrderedDict()
         self._answered_cancelled: set[str] = set()
         self._outgoing: list[Frame] = []
         self._outgoing_bytes = 0
@@ -402,8 +381,8 @@ class ServerSession:
                 return []
         self._answered_cancelled.discard(request_id)  # the id is live again
         now = self._clock()
-        self._pending[request_id] = _Pending(
-            request=request, accepted_at=now, utterance=utterance, open=utterance, last_input=now
+        self._pending[request_id] = PendingRequest(
+            request=request, accepted_at=now, state=REQUEST_INITIAL[message_type], last_input=now
         )
         return [RequestAccepted(request, utterance=utterance)]
 
@@ -468,7 +447,7 @@ class ServerSession:
         if isinstance(message, Flush):
             events.append(UtteranceFlushed(request_id))
         elif isinstance(message, End):
-            pending.open = False
+            pending.move(RequestEvent.END)
             events.append(UtteranceEnded(request_id, "end"))
         return events
 
@@ -487,7 +466,8 @@ class ServerSession:
         events: list[ServerEvent] = []
         for request_id, pending in self._pending.items():
             if pending.open:
-                pending.open, pending.held_half = False, ""
+                pending.move(RequestEvent.CLOSE)
+                pending.held_half = ""
                 events.append(UtteranceEnded(request_id, reason))
         return events
 
@@ -499,7 +479,7 @@ class ServerSession:
         utterance moves it.
         """
         head = self._head()
-        if head is None or not head.open or not head.started or self.state is not SessionState.OPEN:
+        if head is None or not head.can(RequestEvent.TIMEOUT) or self.state is not SessionState.OPEN:
             return None
         return head.last_input + self.limits.utterance_idle_timeout_s
 
@@ -522,7 +502,8 @@ class ServerSession:
             request_id=request_id,
         )
         self._queue(notice.to_json())
-        head.open, head.held_half = False, ""
+        head.move(RequestEvent.TIMEOUT)
+        head.held_half = ""
         return [UtteranceEnded(request_id, "timeout")]
 
     def is_open(self, request_id: str) -> bool:
@@ -532,10 +513,10 @@ class ServerSession:
 
     def _cancel(self, request_id: str | None) -> list[ServerEvent]:
         if request_id is None:
-            targets = [p for p in self._pending.values() if not p.cancelled]
+            targets = [p for p in self._pending.values() if p.can(RequestEvent.CANCEL)]
         else:
             pending = self._pending.get(request_id)
-            if pending is None or pending.cancelled:
+            if pending is None or not pending.can(RequestEvent.CANCEL):
                 self._reject(
                     ProtocolError(
                         ErrorCode.UNKNOWN_REQUEST,
@@ -548,8 +529,8 @@ class ServerSession:
             targets = [pending]
         events: list[ServerEvent] = []
         for pending in targets:
-            pending.cancelled = True
-            pending.open, pending.held_half = False, ""  # a cancelled utterance takes no more text
+            pending.move(RequestEvent.CANCEL)
+            pending.held_half = ""  # a cancelled utterance takes no more text
             events.append(RequestCancelled(pending.request.request_id, pending.started))  # type: ignore[arg-type]
         self._answer_cancelled_head()
         return events
@@ -583,23 +564,24 @@ class ServerSession:
         if request_id in self._answered_cancelled:
             return False
         pending = self._require_head(request_id)
-        if pending.started:
-            raise SessionStateError(f"request {request_id!r} has already started")
-        pending.started = True
+        pending.move(RequestEvent.START)
+        self._send_start(pending, sample_rate)
+        return True
+
+    def _send_start(self, pending: PendingRequest, sample_rate: int | None = None) -> None:
         # §15.5: an utterance's idle clock runs from its synthesis_start or its last message.
         pending.last_input = max(pending.last_input, self._clock())
         request = pending.request
         if sample_rate is not None and sample_rate != request.sample_rate:
             pending.request = request = replace(request, sample_rate=sample_rate)
         start = SynthesisStart(
-            request_id=request_id,
+            request_id=request.request_id,
             sample_rate=request.sample_rate,
             voice=request.voice,
             speed=request.speed,
             encoding=request.encoding,
         )
         self._queue(start.to_json())
-        return True
 
     def audio(self, request_id: str, pcm: bytes) -> bool:
         """Queue PCM16LE mono audio for the started head request (§3.3, §5.2).
@@ -688,14 +670,11 @@ class ServerSession:
 
         Raises:
             SessionStateError: the request is not the started head request, or is an utterance that is
-                still open.
+                still open: more text may come (§15.4).
         """
         if request_id in self._answered_cancelled:
             return
-        pending = self._require_head(request_id)
-        if pending.open:
-            raise SessionStateError(f"utterance {request_id!r} is still open: more text may come (§15.4)")
-        self._finish(request_id, "cancelled" if pending.cancelled else "completed", words)
+        self._finish(self._require_head(request_id), RequestEvent.COMPLETE, words)
 
     def fail(self, request_id: str, message: str) -> None:
         """Report that synthesis of the head request failed (§9, ``internal_error``).
@@ -706,21 +685,22 @@ class ServerSession:
         if request_id in self._answered_cancelled:
             return
         pending = self._require_head(request_id)
-        pending.open, pending.held_half = False, ""  # a failed utterance takes no more text (§15.5)
+        pending.held_half = ""  # a failed utterance takes no more text (§15.5)
         error = ErrorFrame(code=ErrorCode.INTERNAL_ERROR, message=message, request_id=request_id, fatal=False)
         self._queue(error.to_json())
         if not pending.started:
-            self.start(request_id)
-        self._finish(request_id, "failed", None)
+            self._send_start(pending)
+        self._finish(pending, RequestEvent.FAIL, None)
 
-    def _finish(self, request_id: str, status: str, words: Iterable[Word] | None) -> None:
-        pending = self._require_head(request_id)
-        if not pending.started:
-            raise SessionStateError(f"synthesis_complete for {request_id!r} before its synthesis_start")
+    def _finish(self, pending: PendingRequest, event: RequestEvent, words: Iterable[Word] | None) -> None:
+        # The head request's last move: its final state is its status (§5.3).
+        pending.move(event)
         request = pending.request
+        request_id = request.request_id
+        assert request_id is not None
         complete = SynthesisComplete(
             request_id=request_id,
-            status=status,
+            status=pending.state.value,
             audio_bytes=pending.audio_bytes,
             total_duration_s=encoding(request.encoding).duration_s(pending.audio_bytes, request.sample_rate),
             elapsed_s=round(max(0.0, self._clock() - pending.accepted_at), 3),  # milliseconds (§5.3)
@@ -733,17 +713,17 @@ class ServerSession:
     def _answer_cancelled_head(self) -> None:
         # A request cancelled before it started is answered in its turn with an empty bracket, so the
         # one-start-one-complete rule of §6.1 has no exception and the adapter need not wait for it.
-        while (head := self._head()) is not None and head.cancelled and not head.started:
+        while (head := self._head()) is not None and head.state is RequestState.CANCELLED_QUEUED:
             request_id = head.request.request_id
             assert request_id is not None
-            self.start(request_id)
-            self._finish(request_id, "cancelled", None)
+            self._send_start(head)
+            self._finish(head, RequestEvent.ANSWER, None)
             self._answered_cancelled.add(request_id)
 
-    def _head(self) -> _Pending | None:
+    def _head(self) -> PendingRequest | None:
         return next(iter(self._pending.values()), None)
 
-    def _require_head(self, request_id: str) -> _Pending:
+    def _require_head(self, request_id: str) -> PendingRequest:
         head = self._head()
         if head is None or head.request.request_id != request_id:
             where = "queued behind another request" if request_id in self._pending else "not pending"

@@ -7,8 +7,8 @@ session never fires it). :class:`ServerSession` changes its state only through t
 tests/protocol/test_server_state.py fails when the two differ. Print the drawing with
 ``python -m protocol.server_state``.
 
-What happens to one request (queued, active, answered; an utterance open until it ends, §15) is the
-session's bookkeeping, not a session state: see the invariants in :mod:`protocol.server_session`.
+What happens to one request (queued, active, answered; an utterance open until it ends, §15) is a second
+table, in :mod:`protocol.request_state`, drawn into §6.1.
 """
 
 from __future__ import annotations
@@ -22,9 +22,19 @@ __all__ = [
     "TRANSITIONS",
     "SessionEvent",
     "SessionState",
+    "SessionStateError",
     "next_state",
     "render_mermaid",
 ]
+
+
+class SessionStateError(RuntimeError):
+    """The adapter used a session out of order (a bug in the caller, never a protocol error).
+
+    Raised, for example, when audio is reported for a request that is not the one whose turn it is, or
+    when a request is moved along a pair that :data:`protocol.request_state.REQUEST_TRANSITIONS` does not
+    hold.
+    """
 
 
 class SessionState(enum.Enum):

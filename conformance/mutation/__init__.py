@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODULES: tuple[str, ...] = (
     "protocol/server_session.py",
     "protocol/server_state.py",
+    "protocol/request_state.py",
     "protocol/messages/jsontext.py",
     "protocol/messages/fields.py",
     "protocol/messages/client.py",
