@@ -54,6 +54,7 @@ from reference_server.telemetry import RequestRecord
 __all__ = [
     "MP3_AVAILABLE",
     "MP3_BIT_RATE_KBPS",
+    "admit",
     "busy_error",
     "http_error",
     "invocations",
@@ -267,13 +268,10 @@ async def invocations(request: Request) -> Response:
         return _error(runtime, exc)
     if isinstance(parsed, Describe):  # §4.4: the capabilities object, no synthesis, no invocation slot
         return JSONResponse(runtime.capabilities.answering(parsed.request_id).to_dict())
-    if not runtime.try_open_invocation():
-        return _error(runtime, busy_error())
-    listener = Listener()
-    busy = runtime.busy(parsed.request, listener)
-    if busy is not None:  # §10.2, §11.6: 503 server_busy at once rather than a silent wait
-        runtime.close_invocation()
-        return _error(runtime, ProtocolError(ErrorCode.SERVER_BUSY, busy, parsed.request.request_id))
+    try:
+        listener = admit(runtime, parsed.request)
+    except ProtocolError as exc:
+        return _error(runtime, exc)
     return await _answer(runtime, parsed, listener)
 
 
@@ -282,25 +280,51 @@ def busy_error() -> ProtocolError:
     return ProtocolError(ErrorCode.QUEUE_FULL, "the server is busy; try again later")
 
 
-def stream_audio(
-    runtime: Runtime, parsed: InvocationsRequest, headers: dict[str, str] | None = None
-) -> Response | None:
-    """A streamed binary response of ``parsed`` (its ``format``, chunked as synthesized), the same body
-    ``POST /invocations`` sends with ``stream: true`` (§11.2, §11.3, §11.5, §11.7); ``None`` when the
-    server is busy (``max_invocations`` responses in flight: the caller refuses, :func:`busy_error`).
+def admit(runtime: Runtime, request: SynthesisRequest) -> Listener:
+    """Take an invocation slot for a response that speaks ``request``, and its place in the model's line.
 
-    Other routes that speak (:mod:`reference_server.openai_speech`) answer through this, so they share
-    the invocation slot, the log line, the metrics and the encoders with ``POST /invocations``.
+    Every HTTP route that speaks admits through here, so all refuse alike (§10.2, §10.3, §11.6).
+
+    Returns:
+        The listener the request's audio is reserved for; the slot is the caller's to release (the
+        response's :class:`_Slot`).
+
+    Raises:
+        ProtocolError: ``queue_full`` while ``max_invocations`` responses are in flight
+            (:func:`busy_error`); ``server_busy`` when the request's first audio would come later than
+            ``first_audio_budget_s`` (503 at once rather than a silent wait). No slot is held then.
     """
     if not runtime.try_open_invocation():
-        return None
+        raise busy_error()
+    listener = Listener()
+    busy = runtime.busy(request, listener)
+    if busy is not None:
+        runtime.close_invocation()
+        raise ProtocolError(ErrorCode.SERVER_BUSY, busy, request.request_id)
+    return listener
+
+
+def stream_audio(
+    runtime: Runtime, parsed: InvocationsRequest, headers: dict[str, str] | None = None
+) -> Response:
+    """A streamed binary response of ``parsed`` (its ``format``, chunked as synthesized), the same body
+    ``POST /invocations`` sends with ``stream: true`` (§11.2, §11.3, §11.5, §11.7).
+
+    Other routes that speak (:mod:`reference_server.openai_speech`) answer through this, so they share
+    admission (:func:`admit`), the invocation slot, the log line, the metrics and the encoders with
+    ``POST /invocations``.
+
+    Raises:
+        ProtocolError: the server refuses the response for now (:func:`admit`).
+    """
+    listener = admit(runtime, parsed.request)
     slot = _Slot(runtime)
     if parsed.request.request_id is None:
         parsed = replace(parsed, request=replace(parsed.request, request_id=runtime.new_http_request_id()))
     record = RequestRecord("http", parsed.request)
     content_type = media_type(parsed.format, parsed.request.sample_rate, parsed.request.encoding)
     return _AudioResponse(
-        _binary_stream(runtime, parsed, record), slot, media_type=content_type, headers=headers
+        _binary_stream(runtime, parsed, record, listener), slot, media_type=content_type, headers=headers
     )
 
 

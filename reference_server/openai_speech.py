@@ -268,10 +268,7 @@ async def speech(request: Request) -> Response:
         voice_blends=runtime.voice_blends,
     )
     assert not isinstance(parsed, Describe)  # the translated body has no "type"
-    response = http.stream_audio(runtime, parsed, headers={"X-Kokoro-Speed": f"{speed:g}"})
-    if response is None:
-        raise http.busy_error()
-    return response
+    return http.stream_audio(runtime, parsed, headers={"X-Kokoro-Speed": f"{speed:g}"})
 
 
 def _json_bytes(obj: dict[str, Any]) -> bytes:

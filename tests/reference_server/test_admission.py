@@ -207,7 +207,8 @@ def test_busy_is_answered_on_every_route_and_ping_stays_healthy(serve):
     """With a budget no promise can meet, once the model is measured and work waits for it: a request that
     would begin a speech gets the per-message ``server_busy`` and its session lives on; a request that
     continues a speech is served; a new session gets the fatal ``server_busy`` and 1013; ``POST
-    /invocations`` 503; ``/ping`` 200. With nothing ahead in line a request is served, however slow."""
+    /invocations`` and ``POST /v1/audio/speech`` 503; ``/ping`` 200. With nothing ahead in line a request is
+    served, however slow."""
     backend = ToneBackend(gated=True)
     server = serve(backend, limits=Limits(first_audio_budget_s=1e-6))
     permits = backend.segment_permits
@@ -250,12 +251,16 @@ def test_busy_is_answered_on_every_route_and_ping_stays_healthy(serve):
             async with httpx.AsyncClient(timeout=GUARD_S) as client:
                 answer = await client.post(f"{server.http_url}/invocations", json={"text": "Hello."})
                 assert (answer.status_code, answer.json()["error"]["code"]) == (503, "server_busy")
+                # The OpenAI-compatible route admits as /invocations does (reference_server.http.admit).
+                speech = {"model": "tts-1", "input": "Hello.", "voice": "af_heart"}
+                answer = await client.post(f"{server.http_url}/v1/audio/speech", json=speech)
+                assert (answer.status_code, answer.json()["error"]["code"]) == (503, "server_busy")
                 assert (await client.get(f"{server.http_url}/ping")).status_code == 200
             permits.release(100)
             for conversation, request_id in ((blocker, blocked), (waiter, waiting), (speaker, continued)):
                 done = await conversation.until_complete(request_id)
                 assert done.complete.status == "completed"
-            assert server.runtime.busy_refusals == 3
+            assert server.runtime.busy_refusals == 4
         wait_for(lambda: server.runtime.sessions == 0, what="session slots to be released")
 
     run(scenario())
