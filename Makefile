@@ -119,7 +119,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff format --check .
 
 test: $(TORCH_ASSETS) $(ASR_ASSETS) $(CHROMIUM_STAMP) lint
-	HF_HUB_OFFLINE=1 $(PY) -m pytest tests
+	HF_HUB_OFFLINE=1 $(PY) -m pytest tests --durations=25
 
 # The report (index.html, junit.xml, index.json) and its screenshot are written even when cases fail.
 conformance: $(CONFORMANCE_STAMP) $(ASSETS) $(CHROMIUM_STAMP)

@@ -86,12 +86,13 @@ def next_state(state: SessionState, event: SessionEvent) -> SessionState:
     """The state a session in ``state`` moves to on ``event``.
 
     Raises:
-        KeyError: the table has no such transition (the event cannot happen in that state).
+        SessionStateError: the table has no such transition (the event cannot happen in that state), as
+            :func:`protocol.request_state.next_request_state` raises for a request.
     """
     try:
         return TRANSITIONS[(state, event)]
     except KeyError:
-        raise KeyError(f"no transition from {state.value} on {event.value}") from None
+        raise SessionStateError(f"a session that is {state.value} cannot take {event.value}") from None
 
 
 def render_mermaid() -> str:

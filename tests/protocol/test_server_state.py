@@ -92,7 +92,7 @@ def test_table_covers_every_state_and_event():
 
 def test_next_state_refuses_a_missing_pair():
     assert next_state(SessionState.OPEN, SessionEvent.CLOSE) is SessionState.DRAINING
-    with pytest.raises(KeyError):
+    with pytest.raises(SessionStateError, match="closed cannot take"):
         next_state(SessionState.CLOSED, SessionEvent.ABORT)
 
 
