@@ -213,6 +213,14 @@ class WebSocketConnection:
             return None
         return max(0.0, now - self._last_activity)
 
+    def _release_slot(self) -> None:
+        """Give the session's slot back (``max_sessions``, §10) before its close frame goes out: a client
+        that has seen its session close may open the next one at once, and must not find the slot still
+        held by the session it just ended."""
+        if not self.slot_released:
+            self.slot_released = True
+            self.runtime.close_session()
+
     def evict(self, idle_s: float) -> None:
         """End this idle session so that a new one may take its slot (§7.5): the fatal ``session_idle``,
         then close 1001."""
@@ -555,10 +563,12 @@ class WebSocketConnection:
                 continue  # more was queued while sending
             if self._going_away:
                 self.close_code = CLOSE_GOING_AWAY
+                self._release_slot()
                 await websocket.close(CLOSE_GOING_AWAY)
                 return
             if session.finished:
                 self.close_code = session.close_code or 1000
+                self._release_slot()
                 await websocket.close(self.close_code)
                 return
             self._flushed.set()

@@ -418,6 +418,24 @@ def test_too_many_sessions_is_fatal_with_1013(serve):
     run(scenario())
 
 
+def test_a_session_whose_close_was_seen_has_given_its_slot_back(serve):
+    """A client that saw its session close (1000) can open the next one at once, even where that one slot
+    is the server's last: the slot is given back before the close frame is sent, not after the socket
+    is gone (a soak test once opened its session in that gap and got too_many_sessions)."""
+    server = serve(ToneBackend(), limits=Limits(max_sessions=1))
+
+    async def scenario():
+        for n in range(30):
+            async with open_session(server.ws_url) as conv:
+                answer = await conv.until_complete(await conv.request(f"Round {n}."))
+                assert answer.complete.status == "completed", conv.errors
+                await conv.send({"type": "close"})
+                assert await conv.until_closed() == 1000
+                assert not conv.errors
+
+    run(scenario())
+
+
 def test_concurrent_sessions_are_isolated(serve):
     backend = ToneBackend()
     server = serve(backend, synthesis_workers=2)
