@@ -176,28 +176,49 @@ class SessionLexicon:
         return cls(lexicon=obj["lexicon"], request_id=obj.get("request_id"))
 
 
-@dataclass(frozen=True, slots=True)
-class Cancel:
-    """Cancel one queued or active request, or all of them when ``request_id`` is ``None`` (§4.2)."""
+class _OptionalId:
+    """The shared form of ``cancel`` and ``describe`` (§4.2, §4.4): a control message whose one member is an
+    optional ``request_id``.
 
-    request_id: str | None = None
+    A subclass is a frozen dataclass with ``request_id: str | None = None`` that sets :attr:`type`.
+    """
+
+    __slots__ = ()
+
+    type: ClassVar[str]
+    """The message's ``type`` member, also the name of its schema."""
+    request_id: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type": "cancel"}`` plus ``request_id`` when set."""
-        obj: dict[str, Any] = {"type": "cancel"}
+        """``{"type": ...}`` plus ``request_id`` when set."""
+        obj: dict[str, Any] = {"type": self.type}
         if self.request_id is not None:
             obj["request_id"] = self.request_id
         return obj
 
     def to_json(self) -> str:
-        """Compact JSON text of :meth:`to_dict`."""
+        """Compact JSON text of :meth:`to_dict`; a ``describe`` is also a valid ``POST /invocations`` body
+        (§11.1)."""
         return compact_json(self.to_dict())
 
     @classmethod
-    def parse(cls, obj: dict[str, Any], options: ParseOptions) -> Cancel:
-        """Check a decoded ``cancel`` message (§4.2) and build it (``ProtocolError``: bad ``request_id``)."""
-        check_fields(obj, schema="cancel", order=("request_id",), options=options)
-        return cls(request_id=obj.get("request_id"))
+    def parse(cls, obj: dict[str, Any], options: ParseOptions) -> Self:
+        """Check a decoded message of this type against its schema and build it.
+
+        Raises:
+            ProtocolError: a bad ``request_id`` (§9.2), or a member the schema does not know.
+        """
+        check_fields(obj, schema=cls.type, order=("request_id",), options=options)
+        return cls(request_id=obj.get("request_id"))  # type: ignore[call-arg]  # a dataclass's fields
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel(_OptionalId):
+    """Cancel one queued or active request, or all of them when ``request_id`` is ``None`` (§4.2)."""
+
+    type: ClassVar[str] = "cancel"
+
+    request_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,31 +401,16 @@ UtteranceMessage = Utterance | Append | Flush | End
 
 
 @dataclass(frozen=True, slots=True)
-class Describe:
+class Describe(_OptionalId):
     """Ask the server what it offers; it answers at once with one ``capabilities`` frame (§4.4).
 
     ``request_id`` is echoed in the answer; it names no synthesis request and is not checked for
     duplicates.
     """
 
+    type: ClassVar[str] = "describe"
+
     request_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"type": "describe"}`` plus ``request_id`` when set."""
-        obj: dict[str, Any] = {"type": "describe"}
-        if self.request_id is not None:
-            obj["request_id"] = self.request_id
-        return obj
-
-    def to_json(self) -> str:
-        """Compact JSON text of :meth:`to_dict`; also a valid ``POST /invocations`` body (§11.1)."""
-        return compact_json(self.to_dict())
-
-    @classmethod
-    def parse(cls, obj: dict[str, Any], options: ParseOptions) -> Describe:
-        """Check a decoded ``describe`` message or body (§4.4) and build it (``ProtocolError``: bad id)."""
-        check_fields(obj, schema="describe", order=("request_id",), options=options)
-        return cls(request_id=obj.get("request_id"))
 
 
 ClientMessage = (
