@@ -102,6 +102,15 @@ def _first_character(text: str, words: list[dict[str, Any]]) -> list[dict[str, A
     return words
 
 
+def _one_character(text: str, words: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every span cut to its first code point: a word of several characters no longer covers them."""
+    for word in words:
+        start, end = word.get("text_start"), word.get("text_end")
+        if isinstance(start, int) and isinstance(end, int) and end > start:
+            word["text_end"] = start + 1
+    return words
+
+
 SPAN_DEFECTS: tuple[Defect, ...] = (
     Defect(
         "spans-in-utf16",
@@ -151,6 +160,14 @@ SPAN_DEFECTS: tuple[Defect, ...] = (
         ("14.4.2",),
         incoming=_remember_text,
         outgoing=_words_rewritten(_first_character),
+    ),
+    Defect(
+        "spans-one-character",
+        "Points every word at its first character alone, so a word of a script without spaces (今天天气) "
+        "does not cover what it reads (§14.4)",
+        ("R14.4-6", "R14.4-4"),
+        ("14.4.3", "14.4.1"),
+        outgoing=_words_rewritten(_one_character),
     ),
 )
 """The §14.4 rows of :data:`conformance.mutants.defects.table.DEFECTS`."""
