@@ -281,7 +281,7 @@ class RequestAudio:
         # §14.4: where each character of the marked text is in the request's text (an inline form's
         # marks stand for its brackets), the last step of every word's span.
         self._marked_sources = inline_sources(request.text) if inline else None
-        self._source_length = len(request.text)
+        self._source_length: int | None = len(request.text)  # None: an utterance's text is still growing
         words = getattr(request, "lexicon", None) or {}
         self.lexicon: Lexicon | None = Lexicon(words, inline) if words or inline else None
         # Passed to the backend only when there is one, so a backend without lexicons still serves the rest.
@@ -333,9 +333,10 @@ class RequestAudio:
                 start, end = (
                     (marked[start], marked[end - 1] + 1)
                     if end > start
-                    else ((marked[start] if start < len(marked) else self._source_length),) * 2
+                    else ((marked[start] if start < len(marked) else len(self._request.text)),) * 2
                 )
-            end = min(end, self._source_length)
+            if self._source_length is not None:
+                end = min(end, self._source_length)
             out.append(replace(word, text_start=min(start, end), text_end=end))
         return tuple(out)
 

@@ -80,6 +80,7 @@ class UtteranceAudio(RequestAudio):
         self.chars = 0
         """Code points received so far (for the request's log line)."""
         self._flushed = 0  # code points before the front-end's current text (it restarts at a flush)
+        self._source_length = None  # spans count the fragments' texts joined (§14.4, §15.2): no bound yet
 
     def append(self, text: str) -> None:
         """Add text; every segment it completes becomes ready to synthesize."""
