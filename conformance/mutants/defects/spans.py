@@ -39,8 +39,10 @@ def _words_rewritten(change: WordsChange, types: tuple[str, ...] = ("synthesis_c
             words = obj.get("words")
             if obj.get("type") not in types or not isinstance(words, list):
                 return obj
-            text = _texts(session).get(str(obj.get("request_id")), "")
-            return {**obj, "words": change(text, [dict(w) for w in words if isinstance(w, dict)])}
+            text = _texts(session).get(str(obj.get("request_id")))
+            if text is None and change is not _no_spans:  # a request it did not see (an utterance)
+                return obj
+            return {**obj, "words": change(text or "", [dict(w) for w in words if isinstance(w, dict)])}
 
         return one
 
@@ -82,6 +84,8 @@ def _with_markup(text: str, words: list[dict[str, Any]]) -> list[dict[str, Any]]
     for word in words:
         start, end = word.get("text_start"), word.get("text_end")
         if not isinstance(start, int) or not isinstance(end, int):
+            continue
+        if not 0 <= start <= end <= len(text):
             continue
         while start > 0 and text[start - 1] in "*_~`":
             start -= 1
@@ -156,8 +160,8 @@ SPAN_DEFECTS: tuple[Defect, ...] = (
         "spans-first-character",
         "Points the words read out from a figure at its first character ('$' of '$12.50') instead of the "
         "whole token (§14.4)",
-        ("R14.4-5",),
-        ("14.4.2",),
+        ("R14.4-5", "R14.4-6"),
+        ("14.4.2", "14.4.3"),
         incoming=_remember_text,
         outgoing=_words_rewritten(_first_character),
     ),
@@ -165,8 +169,9 @@ SPAN_DEFECTS: tuple[Defect, ...] = (
         "spans-one-character",
         "Points every word at its first character alone, so a word of a script without spaces (今天天气) "
         "does not cover what it reads (§14.4)",
-        ("R14.4-6", "R14.4-4"),
-        ("14.4.3", "14.4.1"),
+        ("R14.4-6", "R14.4-4", "R14.4-5"),
+        ("14.4.3", "14.4.1", "14.4.2"),
+        incoming=_remember_text,
         outgoing=_words_rewritten(_one_character),
     ),
 )
