@@ -37,11 +37,11 @@ FEATURES: tuple[str, ...] = (
     "cancel",
     "describe",
     "cancel_words",
+    "text_spans",
     "utterance",
     "marks",
     "voice_blend",
     "lexicon",
-    "text_spans",
 )
 """Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.1, §4.2,
 §4.4, §4.5, §5.3, §5.5, §14.3, §15.1). ``cancel_words``: a cancelled request's ``synthesis_complete``
