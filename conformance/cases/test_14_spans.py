@@ -155,7 +155,7 @@ def test_words_spoken_as_written_point_at_their_characters(conf: Probe) -> None:
     "14.4.2",
     "§14.4",
     Level.MUST,
-    requirements=("R14.4-5", "R14.4-3"),
+    requirements=("R14.4-5", "R14.4-3", "R14.4-2"),
     requirement="For a word that normalization wrote in place of a written token (a figure, an amount, a "
     "time, a symbol, an abbreviation read out, §14.2), MUST give every word read from that token the span "
     "of the whole token",
@@ -203,7 +203,7 @@ def _cjk(char: str) -> bool:
     "14.4.3",
     "§14.4",
     Level.MUST,
-    requirements=("R14.4-6", "R14.4-3"),
+    requirements=("R14.4-6", "R14.4-3", "R14.4-2"),
     requirement="in a language whose G2P rewrites the text itself (Japanese and Chinese numerals, §14.1) the "
     "span of such a word SHOULD be the smallest the server can tell, and MUST still cover the characters "
     "the word reads.",
