@@ -11,8 +11,10 @@ A word counts as **heard** when the player has played it to its end: ``end_s * 1
 word cut off in the middle is not heard (the listener heard a fragment, not the word).
 
 Word timings name the words as the server spoke them, which may differ from the text the client sent
-(§14.2: figures read out, markdown dropped). Each word is looked for in the text, in order and
-ignoring case; a word not found there (``forty-two`` for ``42``) takes no span of its own. The text
+(§14.2: figures read out, markdown dropped). A word that carries its span of the text (``text_start``,
+``text_end``: a server that lists the feature ``text_spans``, §14.4) takes that span, so ``forty-two``
+cuts the text after ``$42`` and the text is cut in the original, markdown and all. A word without one is
+looked for in the text, in order and ignoring case; a word not found there takes no span of its own. The text
 between two words that were found is heard when every word spoken between them was heard; text after
 the last word found is never counted as heard, since it may not have been spoken at all (a cancelled
 request's words end where its audio ends).
@@ -51,12 +53,18 @@ class Heard:
 
 
 def _spans(text: str, words: Sequence[Word]) -> list[tuple[int, int] | None]:
-    """Each word's ``(start, end)`` character span in ``text``, found in order ignoring case; ``None`` for a
-    word not found after the previous one."""
+    """Each word's ``(start, end)`` span in ``text`` (code points): the span it carries (§14.4) when that
+    lies in ``text``, else found in order ignoring case; ``None`` for a word not found after the previous
+    one."""
     folded = text.casefold()
     spans: list[tuple[int, int] | None] = []
     position = 0
     for word in words:
+        carried = word.span
+        if carried is not None and carried[1] <= len(text):
+            spans.append(carried)
+            position = max(position, carried[1])
+            continue
         needle = word.word.strip().casefold()
         # casefold() keeps the length of most text; where it does not (ß → ss), the match is not trusted.
         found = folded.find(needle, position) if needle and len(folded) == len(text) else -1

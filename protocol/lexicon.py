@@ -39,6 +39,7 @@ __all__ = [
     "extract_inline",
     "inline_close",
     "inline_index",
+    "inline_sources",
     "lexicon_json",
     "parse_lexicon",
     "strip_marks",
@@ -242,6 +243,29 @@ def extract_inline(text: str, *, max_entries: int) -> tuple[str, tuple[LexiconEn
         return text, ()
     marked = INLINE_PATTERN.sub(mark, _MARKS.sub("", text))
     return marked, tuple(entries)
+
+
+def inline_sources(text: str) -> tuple[int, ...]:
+    """For each character of :func:`extract_inline`'s marked text, its index in ``text`` (PROTOCOL.md
+    §14.4): a form's word keeps its own characters' indices, its opening mark stands for the ``[`` and
+    its closing mark for the ``)``, so a span that covers the marked word covers the whole form
+    ``[word](/phonemes/)`` as written. Indices are code points. Call it on a text that
+    :func:`extract_inline` accepted.
+    """
+    if "](/" not in text:
+        return tuple(range(len(text)))
+    kept = [i for i, char in enumerate(text) if not _MARKS.match(char)]
+    stripped = _MARKS.sub("", text)
+    out: list[int] = []
+    position = 0
+    for match in INLINE_PATTERN.finditer(stripped):
+        out += kept[position : match.start()]
+        out.append(kept[match.start()])
+        out += kept[match.start(1) : match.end(1)]
+        out.append(kept[match.end() - 1])
+        position = match.end()
+    out += kept[position:]
+    return tuple(out)
 
 
 def lexicon_json(entries: Mapping[str, Any]) -> dict[str, Any]:

@@ -84,14 +84,25 @@ def schema_name(event_type: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One TTS synthesis request of a reply: the text sent and the audio bytes its answer reported."""
+    """One TTS synthesis request of a reply: the text sent and the audio bytes its answer reported.
+
+    Attributes:
+        words: the answer's word timings (seconds from the segment's first sample, PROTOCOL.md §5.3),
+            each with its span of the *reply* (the ``text_delta`` texts joined, in code points) where
+            the TTS gave spans of the text sent (§14.4, ``text_spans``); ``None`` when it gave no words.
+    """
 
     text: str
     audio_bytes: int
+    words: tuple[dict[str, Any], ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"text", "audio_bytes"}`` as carried in ``audio_stream_end.segments``."""
-        return {"text": self.text, "audio_bytes": self.audio_bytes}
+        """``{"text", "audio_bytes"}`` as carried in ``audio_stream_end.segments``, with ``words`` when
+        the TTS gave word timings."""
+        out: dict[str, Any] = {"text": self.text, "audio_bytes": self.audio_bytes}
+        if self.words is not None:
+            out["words"] = list(self.words)
+        return out
 
 
 class AgentEventWriter:

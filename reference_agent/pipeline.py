@@ -54,6 +54,7 @@ from reference_agent.request import AgentRequest
 from reference_agent.tts import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_OUTSTANDING,
+    SourcedText,
     Speaker,
     TtsConnect,
     TtsEndpoint,
@@ -62,7 +63,9 @@ from reference_agent.tts import (
     TtsUnavailable,
     close_session,
 )
-from speech.chunker import IncrementalSentenceChunker, strip_markdown
+from speech.chunker import IncrementalSentenceChunker
+from speech.markdown import MarkdownStripper
+from speech.spans import NonSpaceSources
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_S",
@@ -123,10 +126,44 @@ class WholeReply:
         return []
 
     def flush(self) -> str | None:
-        """The whole reply, cleaned, or ``None`` if nothing but whitespace is left."""
-        lines = strip_markdown("".join(self._parts)).split("\n")
+        """The whole reply, cleaned, or ``None`` if nothing but whitespace is left; a
+        :class:`~reference_agent.tts.SourcedText` that knows where its characters are in the reply."""
+        stripper = MarkdownStripper()
+        clean, sources = stripper.feed_sourced("".join(self._parts))
+        tail, more = stripper.flush_sourced()
         self._parts.clear()
-        return "\n".join(" ".join(words) for line in lines if (words := line.split())) or None
+        lines = (clean + tail).split("\n")
+        text = "\n".join(" ".join(words) for line in lines if (words := line.split()))
+        if not text:
+            return None
+        where = NonSpaceSources()  # only whitespace changed since the stripper: its sources hold
+        where.add(clean + tail, sources + more)
+        return SourcedText(text, where.map(text))
+
+
+class SentenceSegments:
+    """The ``bidi`` segmenter: :class:`speech.chunker.IncrementalSentenceChunker` in the voice's language,
+    each chunk a :class:`~reference_agent.tts.SourcedText` that knows where it is in the reply."""
+
+    def __init__(self, language: str) -> None:
+        self._chunker = IncrementalSentenceChunker(language=language, sourced=True)
+
+    def feed(self, fragment: str) -> list[str]:
+        """Take the next piece of the reply; return the sentences complete so far."""
+        return [self._sourced(chunk) for chunk in self._chunker.feed_chunks(fragment)]
+
+    def flush(self) -> str | None:
+        """The reply ended: what is left, as one text (the chunker's :meth:`flush` joins its chunks)."""
+        chunks = self._chunker.finish()
+        if not chunks:
+            return None
+        if len(chunks) == 1:
+            return self._sourced(chunks[0])
+        return " ".join(chunk.text for chunk in chunks)  # rare (held markdown completed a boundary)
+
+    @staticmethod
+    def _sourced(chunk: Any) -> str:
+        return SourcedText(chunk.text, chunk.source) if chunk.source is not None else chunk.text
 
 
 def _chunker_language(voice: str) -> str:
@@ -260,9 +297,7 @@ async def _run(
             writing = _write_stream(agent, prompt, speaker, writer, emit)
         else:
             segmenter: Segmenter = (
-                IncrementalSentenceChunker(language=_chunker_language(request.voice))
-                if request.mode == "bidi"
-                else WholeReply()
+                SentenceSegments(_chunker_language(request.voice)) if request.mode == "bidi" else WholeReply()
             )
             writing = _write(agent, prompt, segmenter, speaker, writer, emit)
         if turn is not None:

@@ -22,12 +22,13 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from protocol.client_session import ClientSession, ProtocolViolation
 from protocol.messages import SynthesisComplete
 from protocol.server_output import AudioReceived, ErrorReceived, SynthesisCompleted, SynthesisStarted
 from reference_agent.events import AgentErrorCode, Segment
+from speech.spans import SourceMap
 
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT_S",
@@ -126,6 +127,19 @@ TtsConnect = Callable[[TtsEndpoint], Awaitable[TtsStream]]
 """Opens a :class:`TtsStream`; raises :class:`TtsUnavailable` (or any exception) when it cannot."""
 
 
+class SourcedText(str):
+    """A text to say with where it is in the reply (PROTOCOL.md §14.4): the agent's segmenter cleans the
+    reply (markdown removed, whitespace collapsed) before the TTS reads it, so the spans the TTS gives of
+    the text sent are moved back into the reply by ``source`` (:class:`speech.spans.SourceMap`)."""
+
+    source: SourceMap
+
+    def __new__(cls, text: str, source: SourceMap) -> SourcedText:
+        made = super().__new__(cls, text)
+        made.source = source
+        return made
+
+
 class Speaker:
     """Speaks texts over one :class:`TtsStream` and yields the audio in order.
 
@@ -162,6 +176,9 @@ class Speaker:
         # checked, not the size of each part.
         self._client = ClientSession(check_frames=False)
         self._texts: dict[str, str] = {}
+        # Where each request's text is in the reply (§14.4); an utterance's text is the reply itself.
+        self._sources: dict[str, SourceMap | None] = {}
+        self._replies: set[str] = set()  # utterances of stream(): their spans are the reply's already
         self._utterance: str | None = None  # the open utterance of stream(), if any
         self._answered = asyncio.Condition()
         self._finished = False
@@ -200,6 +217,7 @@ class Speaker:
             text, voice=self.voice, speed=self.speed, sample_rate=self.sample_rate
         )
         self._texts[request_id] = text
+        self._sources[request_id] = text.source if isinstance(text, SourcedText) else None
         await self._send(frame)
         self._arm_deadline()
 
@@ -222,6 +240,7 @@ class Speaker:
             )
             self._utterance = request_id
             self._texts[request_id] = text
+            self._replies.add(request_id)
         else:
             frame = self._client.append(self._utterance, text)
             self._texts[self._utterance] += text
@@ -281,6 +300,26 @@ class Speaker:
             scope.reschedule(asyncio.get_running_loop().time())
         else:
             self._arm_deadline()
+
+    def _reply_words(self, frame: SynthesisComplete) -> tuple[dict[str, Any], ...] | None:
+        """The answer's words, each span moved from the text sent into the reply (§14.4); a word without
+        a span, or of a text whose place in the reply is not known, keeps none."""
+        request_id = frame.request_id
+        source = self._sources.pop(request_id, None)
+        reply = request_id in self._replies
+        self._replies.discard(request_id)
+        if frame.words is None:
+            return None
+        out = []
+        for word in frame.words:
+            entry = {"word": word.word, "start_s": word.start_s, "end_s": word.end_s}
+            span = word.span
+            if span is not None and source is not None and span[1] <= len(source.text):
+                entry["text_start"], entry["text_end"] = source.span(*span)
+            elif span is not None and reply:
+                entry["text_start"], entry["text_end"] = span
+            out.append(entry)
+        return tuple(out)
 
     async def _send(self, frame: bytes) -> None:
         try:
@@ -375,7 +414,7 @@ class Speaker:
             if frame.status != "completed" and not (self._cancelled and frame.status == "cancelled"):
                 raise TtsFailure(f"TTS request {frame.request_id} ended with status {frame.status}")
             text = self._texts.pop(frame.request_id, "")
-            self.segments.append(Segment(text, frame.audio_bytes))
+            self.segments.append(Segment(text, frame.audio_bytes, self._reply_words(frame)))
             self.answers.append((text, frame))
             async with self._answered:
                 self._answered.notify_all()

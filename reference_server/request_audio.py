@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from protocol.lexicon import Lexicon, LexiconError, extract_inline, strip_marks
+from protocol.lexicon import Lexicon, LexiconError, extract_inline, inline_sources, strip_marks
 from protocol.logs import log_event
 from protocol.messages import SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
@@ -48,8 +48,9 @@ from protocol.voices import LANGUAGES, Voice, language_code
 from reference_server.backends.base import AbortSignal, PassAborted, aborting
 from reference_server.runtime import Runtime, piece_sentences
 from reference_server.scheduling import Grant, Listener
-from speech.frontend import speech_pieces
+from speech.frontend import Piece, speech_pieces
 from speech.segmenter import Boundary, Segmenter, spoken_units
+from speech.spans import SourceMap
 
 __all__ = [
     "FIRST_OVERLOAD",
@@ -78,10 +79,12 @@ class OpenText:
         boundary: the kind of cut after them (:meth:`speech.segmenter.Segmenter.early_cut`): the
             segment that ends there keeps the pause of that boundary (:data:`PAUSE_S`), not a sentence's
             trailing silence, and the next piece continues the sentence (no lead-in of a new one).
+        source: where each character of ``text`` is in the utterance's text (§14.4), or ``None``.
     """
 
     text: str
     boundary: Boundary
+    source: SourceMap | None = None
 
 
 logger = logging.getLogger("reference_server")
@@ -183,6 +186,7 @@ class _SegmentWork:
     predicted: float
     budget_s: float | None
     queued_s: float
+    source: SourceMap | None = None  # where the segment's text is in the request's (§14.4)
     alignments: list[Any] = field(default_factory=list)
     sent: int = 0  # samples of its start already sent (the lead-in)
     compute_s: float = 0.0  # seconds of synthesis so far
@@ -274,6 +278,10 @@ class RequestAudio:
             self._text, inline = extract_inline(request.text, max_entries=0xFFFE)
         except LexiconError:  # the session does not read inline forms: the text is spoken as written
             self._text, inline = request.text, ()
+        # §14.4: where each character of the marked text is in the request's text (an inline form's
+        # marks stand for its brackets), the last step of every word's span.
+        self._marked_sources = inline_sources(request.text) if inline else None
+        self._source_length: int | None = len(request.text)  # None: an utterance's text is still growing
         words = getattr(request, "lexicon", None) or {}
         self.lexicon: Lexicon | None = Lexicon(words, inline) if words or inline else None
         # Passed to the backend only when there is one, so a backend without lexicons still serves the rest.
@@ -284,8 +292,10 @@ class RequestAudio:
         self.language = (self._voice.language or LANGUAGES["a"]).code
         # Sentences of the text taken, not yet begun, each with the boundary after it when the sentence
         # goes on in a later piece (OpenText), else None.
-        self._sentences: deque[tuple[str, Boundary | None]] = deque()
+        self._sentences: deque[tuple[str, Boundary | None, SourceMap | None]] = deque()
         self._rest = ""  # the rest of a sentence that was cut
+        self._rest_source: SourceMap | None = None  # where _rest is in the request's text
+        self._segments_source: SourceMap | None = None  # where the text of _segments is
         self._open: Boundary | None = None  # the boundary after _rest when its sentence goes on later
         self._continues = False  # the next sentence begun continues one whose start was spoken (OpenText)
         self._pending: _SegmentWork | None = None  # a segment whose lead-in went out before its decoding
@@ -296,14 +306,39 @@ class RequestAudio:
         """Set by :meth:`close`; with ``settings.abort_on_cancel`` it stops the model pass running for this
         request (:class:`~reference_server.backends.base.AbortSignal`); ``abort.aborted`` counts them."""
 
-    def _next_text(self) -> str | OpenText | object | None:
-        """The next text to synthesize (runs on a worker, under the lock): ``None`` when there is no
-        more, or :data:`WAIT_FOR_TEXT` when more may come later (utterances), or an :class:`OpenText`
-        (utterances whose listener is about to run dry)."""
+    def _next_text(self) -> Piece | str | OpenText | object | None:
+        """The next text to synthesize (runs on a worker, under the lock): a front-end :class:`Piece`
+        (with its map into the request's text, §14.4) or a string; ``None`` when there is no more, or
+        :data:`WAIT_FOR_TEXT` when more may come later (utterances), or an :class:`OpenText` (utterances
+        whose listener is about to run dry)."""
         if self._pieces is None:
-            self._pieces = speech_pieces(self._text, self._voice.code)
-        piece = next(self._pieces, None)
-        return None if piece is None else piece.text
+            self._pieces = speech_pieces(self._text, self._voice.code, sourced=True)
+        return next(self._pieces, None)
+
+    def _spanned(self, words: tuple[Word, ...] | None, source: SourceMap | None) -> tuple[Word, ...] | None:
+        """``words`` with their spans moved from the text the backend was given (``source.text``) into
+        the request's text (PROTOCOL.md §14.4), by the ranges the G2P gave each word; a word without
+        one, or a text without a map, gets none."""
+        if words is None:
+            return None
+        out = []
+        for word in words:
+            span = word.span
+            if span is None or source is None or span[1] > len(source.text):
+                out.append(replace(word, text_start=None, text_end=None))
+                continue
+            start, end = source.span(*span)
+            marked = self._marked_sources
+            if marked is not None:  # from the marked text into the text as the client wrote it
+                start, end = (
+                    (marked[start], marked[end - 1] + 1)
+                    if end > start
+                    else ((marked[start] if start < len(marked) else len(self._request.text)),) * 2
+                )
+            if self._source_length is not None:
+                end = min(end, self._source_length)
+            out.append(replace(word, text_start=min(start, end), text_end=end))
+        return tuple(out)
 
     async def next(self) -> AudioPiece | None:
         """The next segment's audio, or ``None`` when the request is fully spoken (or closed).
@@ -367,7 +402,9 @@ class RequestAudio:
         if words is not None:
             offset = self._offset_s
             words = tuple(
-                Word(w.word, round(offset + w.start_s, 3), round(offset + max(w.start_s, w.end_s), 3))
+                replace(
+                    w, start_s=round(offset + w.start_s, 3), end_s=round(offset + max(w.start_s, w.end_s), 3)
+                )
                 for w in words
             )
         audio_s = len(audio) / runtime.backend.sample_rate
@@ -383,7 +420,8 @@ class RequestAudio:
             text = self._next_text()
             if text is WAIT_FOR_TEXT or text is None:
                 return text if text is WAIT_FOR_TEXT else self._finish()
-            if isinstance(text, OpenText):
+            self._segments_source = getattr(text, "source", None)
+            if isinstance(text, (OpenText, Piece)):
                 text = text.text
             assert isinstance(text, str)
             self._segments = iter(
@@ -415,7 +453,7 @@ class RequestAudio:
                 queued_s,
             )
         )
-        return self._emit(segment.audio, segment.words, segment.text)
+        return self._emit(segment.audio, self._spanned(segment.words, self._segments_source), segment.text)
 
     def _advance_deadline(self, grant: Grant) -> AudioPiece | None:
         """``deadline`` segmentation: the longest good segment that fits the grant's budget."""
@@ -427,9 +465,9 @@ class RequestAudio:
                 if text is WAIT_FOR_TEXT or text is None:
                     return text if text is WAIT_FOR_TEXT else self._finish()
                 self._take_sentences(text)
-            self._rest, self._open = self._sentences.popleft()
+            self._rest, self._open, self._rest_source = self._sentences.popleft()
             self._continues = False
-        text = self._rest
+        text, source = self._rest, self._rest_source
         budget_s = runtime.settings.first_audio_target_s if grant.first else grant.budget_s
         if self._whole:
             max_units = math.inf
@@ -446,6 +484,8 @@ class RequestAudio:
             max_units = 0.0 if grant.first else math.inf
         cut = self._segmenter.next_cut(text, max_units, first=grant.first)
         segment_text, self._rest = text[: cut.position].strip(), text[cut.position :]
+        segment_source = None if source is None else source.slice(0, cut.position).strip()
+        self._rest_source = None if source is None else source.slice(cut.position, len(text))
         boundary = cut.kind
         if not self._rest and self._open is not None:  # the sentence goes on in a later piece
             boundary, self._open, self._continues = self._open, None, True
@@ -453,7 +493,9 @@ class RequestAudio:
         predicted = runtime.speed.predict_compute(units, self.language, request.speed)
         clock = runtime.scheduler.clock
         queued_s = self.listener.queued_s(clock())
-        work = _SegmentWork(segment_text, boundary, starts_sentence, units, predicted, budget_s, queued_s)
+        work = _SegmentWork(
+            segment_text, boundary, starts_sentence, units, predicted, budget_s, queued_s, segment_source
+        )
         started = clock()
         if grant.first and self._lead_in_early():
             alignments = list(
@@ -519,13 +561,14 @@ class RequestAudio:
         if words is not None:
             end_s = len(kept) / sample_rate
             words = tuple(
-                Word(
-                    w.word,
-                    min(end_s, max(0.0, w.start_s - removed_s)),
-                    min(end_s, max(0.0, w.end_s - removed_s)),
+                replace(
+                    w,
+                    start_s=min(end_s, max(0.0, w.start_s - removed_s)),
+                    end_s=min(end_s, max(0.0, w.end_s - removed_s)),
                 )
                 for w in words
             )
+            words = self._spanned(words, work.source)
         self._record(
             SegmentRecord(
                 work.units,
@@ -546,14 +589,14 @@ class RequestAudio:
             shift_s = sent / sample_rate
             start_s = self._offset_s - shift_s
             if words is not None:
-                words = tuple(Word(w.word, w.start_s - shift_s, w.end_s - shift_s) for w in words)
+                words = tuple(replace(w, start_s=w.start_s - shift_s, end_s=w.end_s - shift_s) for w in words)
             piece = self._emit(kept[sent:], words, segment_text)
             piece = replace(piece, start_s=round(start_s, 3))
         else:
             piece = self._emit(kept, words, segment_text)
         if not self._rest and not self._sentences:
             more = self._next_text()
-            if isinstance(more, (str, OpenText)):
+            if isinstance(more, (str, OpenText, Piece)):
                 self._take_sentences(more)
             elif more is None:
                 # The request is spoken: end it now rather than in one more turn of the scheduler,
@@ -563,16 +606,25 @@ class RequestAudio:
                     piece = replace(piece, pcm=piece.pcm + tail.pcm)
         return piece
 
-    def _take_sentences(self, text: str | OpenText | object) -> None:
-        """Queue the sentences of a piece of text; an :class:`OpenText`'s last one goes on later."""
-        if isinstance(text, OpenText):
-            sentences = piece_sentences(text.text, self.language)
-            self._sentences.extend((sentence, None) for sentence in sentences[:-1])
-            if sentences:
-                self._sentences.append((sentences[-1], text.boundary))
+    def _take_sentences(self, text: str | OpenText | Piece | object) -> None:
+        """Queue the sentences of a piece of text, each with its map into the request's text (§14.4);
+        an :class:`OpenText`'s last one goes on later."""
+        source = getattr(text, "source", None)
+        if isinstance(text, (OpenText, Piece)):
+            plain = text.text
         else:
             assert isinstance(text, str)
-            self._sentences.extend((sentence, None) for sentence in piece_sentences(text, self.language))
+            plain = text
+        sentences = piece_sentences(plain, self.language)
+        try:
+            maps: list[SourceMap | None] = (
+                list(source.parts(sentences)) if source else [None] * len(sentences)
+            )
+        except ValueError:  # the sentences do not cover the piece (cannot happen): words get no span
+            maps = [None] * len(sentences)
+        last = text.boundary if isinstance(text, OpenText) else None
+        for index, (sentence, sentence_source) in enumerate(zip(sentences, maps, strict=True)):
+            self._sentences.append((sentence, last if index == len(sentences) - 1 else None, sentence_source))
 
     def _synthesize(self, text: str) -> tuple[np.ndarray, tuple[Word, ...] | None]:
         """Run the backend on one segment's text; its passes (one, unless the text exceeds Kokoro's
@@ -590,7 +642,9 @@ class RequestAudio:
             if segment.words is None or words is None:
                 words = None
             else:
-                words.extend(Word(w.word, offset + w.start_s, offset + w.end_s) for w in segment.words)
+                words.extend(
+                    replace(w, start_s=offset + w.start_s, end_s=offset + w.end_s) for w in segment.words
+                )
             offset += len(segment.audio) / backend.sample_rate
         audio = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
         return audio, None if words is None or not parts else tuple(words)

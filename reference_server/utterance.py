@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from dataclasses import replace
 
 from protocol.messages import SynthesisRequest
 from protocol.voices import Voice
 from reference_server.request_audio import WAIT_FOR_TEXT, AudioPiece, OpenText, RequestAudio
 from reference_server.runtime import Runtime
 from reference_server.scheduling import GUARD_S, Listener
-from speech.frontend import SpeechFrontend
+from speech.frontend import Piece, SpeechFrontend
 from speech.segmenter import spoken_units
 
 __all__ = ["UtteranceAudio", "segment_frontend"]
@@ -50,7 +51,7 @@ def segment_frontend(voice: str) -> SpeechFrontend:
     so both paths cut a text at the same places; ``tests/reference_server/test_utterance.py`` holds them
     to it.
     """
-    return SpeechFrontend(Voice.parse(voice).code)
+    return SpeechFrontend(Voice.parse(voice).code, sourced=True)
 
 
 class UtteranceAudio(RequestAudio):
@@ -70,7 +71,7 @@ class UtteranceAudio(RequestAudio):
     def __init__(self, runtime: Runtime, request: SynthesisRequest, listener: Listener | None = None) -> None:
         super().__init__(runtime, request, listener)
         self._frontend = segment_frontend(request.voice)
-        self._ready: deque[str | OpenText] = deque()  # text certain and not yet synthesized, in order
+        self._ready: deque[Piece | OpenText] = deque()  # text certain and not yet synthesized, in order
         self._ended = False
         self._stepping = False  # a synthesis step of this utterance is queued or running
         self.released: list[tuple[float, OpenText]] = []
@@ -78,16 +79,19 @@ class UtteranceAudio(RequestAudio):
         self._more = asyncio.Event()  # a segment became ready, the utterance ended, or it was closed
         self.chars = 0
         """Code points received so far (for the request's log line)."""
+        self._flushed = 0  # code points before the front-end's current text (it restarts at a flush)
+        self._source_length = None  # spans count the fragments' texts joined (§14.4, §15.2): no bound yet
 
     def append(self, text: str) -> None:
         """Add text; every segment it completes becomes ready to synthesize."""
         self.chars += len(text)
-        self._take([piece.text for piece in self._frontend.feed(text)])
+        self._take(self._frontend.feed(text))
         self.release_early()
 
     def flush(self) -> None:
         """End a segment at the text received so far and make all of it ready (§15.3)."""
-        self._take([piece.text for piece in self._frontend.flush()])
+        self._take(self._frontend.flush())
+        self._flushed = self.chars
 
     def end(self) -> None:
         """No more text: the rest becomes ready, and :meth:`next` returns ``None`` after it (§15.4)."""
@@ -150,14 +154,19 @@ class UtteranceAudio(RequestAudio):
         piece = self._frontend.take(cut.position)
         if piece is None:
             return None
-        released = OpenText(piece.text, cut.kind)
+        released = OpenText(piece.text, cut.kind, piece.source)
         self.released.append((now, released))
         self._take([released])
         return released
 
-    def _take(self, segments: list[str | OpenText]) -> None:
+    def _take(self, segments: list[Piece] | list[OpenText]) -> None:
+        """Queue segments, their maps moved onto the utterance's whole text (§14.4, §15.2): the front-end
+        counts from its last flush."""
         if segments:
-            self._ready.extend(segments)
+            self._ready.extend(
+                replace(segment, source=segment.source.shifted(self._flushed)) if segment.source else segment
+                for segment in segments
+            )
             self._more.set()
 
     def _next_text(self) -> str | OpenText | object | None:

@@ -11,6 +11,8 @@ model's deltas. One module per stage (PROTOCOL.md §10.1, §14.2):
   the G2P of the language; each language's words and conventions are a module of ``speech.languages``.
 - ``speech.frontend``: the three stages above chained as one streaming ``SpeechFrontend``.
 - ``speech.segmenter``: where a server cuts a sentence into synthesis segments (§10.1).
+- ``speech.spans``: where each character of spoken text is in the text as written (§14.4): the maps
+  the stages above carry through their rewrites when asked (``sourced=True``).
 
 ``speech`` may import ``protocol`` (its voices and limits); ``protocol`` never imports ``speech``. This
 package imports none of its submodules: import the one you need.

@@ -30,6 +30,7 @@ import sentencex
 
 from protocol.voices import LANGUAGES, language_code
 from speech.markdown import MAX_LINK_TARGET_CHARS, NEWLINES, MarkdownStripper, strip_markdown
+from speech.spans import NonSpaceSources, SourceMap
 
 __all__ = [
     "DEFAULT_MAX_CHUNK_CHARS",
@@ -161,6 +162,8 @@ class Chunk:
 
     text: str
     hard_break: bool
+    source: SourceMap | None = None
+    """With ``sourced=True``: where each character of ``text`` is in the text fed (§14.4)."""
 
 
 class IncrementalSentenceChunker:
@@ -180,6 +183,8 @@ class IncrementalSentenceChunker:
             :data:`DEFAULT_MAX_CHUNK_CHARS` for the phoneme measurement behind the default.
         markdown: remove markdown syntax first (:mod:`speech.markdown`). Turn off for text that is
             already clean, or plain text in which ``*``, ``_``, ``[`` or a line-leading ``#`` are words.
+        sourced: each chunk carries its :class:`~speech.spans.SourceMap` into the text fed since the text
+            began (all fragments together, code points; :mod:`speech.spans`).
 
     Raises:
         TypeError: ``language`` is not a string, ``max_chunk_chars`` not an int, or a fragment not a string.
@@ -231,7 +236,12 @@ class IncrementalSentenceChunker:
     """
 
     def __init__(
-        self, language: str = "en", max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS, *, markdown: bool = True
+        self,
+        language: str = "en",
+        max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS,
+        *,
+        markdown: bool = True,
+        sourced: bool = False,
     ) -> None:
         iso = sentence_language(language)
         if not isinstance(max_chunk_chars, int) or isinstance(max_chunk_chars, bool):
@@ -244,6 +254,8 @@ class IncrementalSentenceChunker:
         self._quotative = iso == "ja"
         self._abbreviations = _ABBREVIATIONS.get(iso, frozenset())
         self._stripper = MarkdownStripper() if markdown else None
+        self._sources = NonSpaceSources() if sourced else None
+        self._fed = 0  # characters fed since the text began (the sources of text fed without markdown)
         self._buf = ""  # clean, whitespace-collapsed text; the pending chunk is _buf[_start:]
         self._start = 0  # start of the pending chunk (never a whitespace character)
         self._scan = 0  # every candidate before this index has been decided: no boundary
@@ -261,7 +273,15 @@ class IncrementalSentenceChunker:
         """Like :meth:`feed`, returning :class:`Chunk` objects."""
         if not isinstance(fragment, str):
             raise TypeError(f"fragment must be a str, not {type(fragment).__name__}")
-        return self._push(self._stripper.feed(fragment) if self._stripper else fragment)
+        if self._sources is None:
+            return self._push(self._stripper.feed(fragment) if self._stripper else fragment)
+        if self._stripper:
+            clean, sources = self._stripper.feed_sourced(fragment)
+        else:
+            clean, sources = fragment, range(self._fed, self._fed + len(fragment))
+        self._fed += len(fragment)
+        self._sources.add(clean, sources)
+        return self._push(clean)
 
     def finish(self) -> list[Chunk]:
         """End the text; return the remaining chunks (usually one or none) and reset.
@@ -270,12 +290,23 @@ class IncrementalSentenceChunker:
         turned out to be text); then the pending chunk ends with the text. The last chunk may lack
         letters (a text of punctuation only).
         """
-        chunks = self._push(self._stripper.flush()) if self._stripper else []
+        if self._stripper and self._sources is not None:
+            clean, sources = self._stripper.flush_sourced()
+            self._sources.add(clean, sources)
+            chunks = self._push(clean)
+        else:
+            chunks = self._push(self._stripper.flush()) if self._stripper else []
         rest = _normalize(self._buf[self._start :])
         self._buf, self._start, self._scan = "", 0, 0
         if rest:
-            chunks.append(Chunk(rest, False))
+            chunks.append(self._chunk(rest, False))
+        if self._sources is not None:
+            self._sources.clear()
+            self._fed = 0
         return chunks
+
+    def _chunk(self, text: str, hard_break: bool) -> Chunk:
+        return Chunk(text, hard_break, None if self._sources is None else self._sources.map(text))
 
     def flush(self) -> str | None:
         """End the text; return what is left as one string (``None`` if nothing) and reset.
@@ -312,7 +343,7 @@ class IncrementalSentenceChunker:
             start += 1
         self._start = start
         self._scan = max(self._scan, start)
-        return Chunk(text, False)
+        return self._chunk(text, False)
 
     def _push(self, clean: str) -> list[Chunk]:
         self._append(clean)
@@ -326,7 +357,7 @@ class IncrementalSentenceChunker:
             self._start = start
             self._scan = max(self._scan, start)
             if text:
-                chunks.append(Chunk(text, hard))
+                chunks.append(self._chunk(text, hard))
         if self._start > len(self._buf) // 2:  # drop consumed text, amortized O(1) per character
             self._buf = self._buf[self._start :]
             self._scan -= self._start

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from protocol.voices import language_code
 from speech.chunker import DEFAULT_MAX_CHUNK_CHARS, Chunk, IncrementalSentenceChunker
-from speech.normalization import normalize_text
+from speech.normalization import normalize_spans, normalize_text
+from speech.spans import SourceMap, normalized
 
 __all__ = ["SLICE_CHARS", "Piece", "SpeechFrontend", "speech_pieces", "speech_text"]
 
@@ -51,11 +52,14 @@ class Piece:
         hard_break: the piece ends at a line break or block edge (heading, list item, table row,
             paragraph) rather than at a sentence end inside a line, a length cut or the end of the text;
             a synthesizer may pause longer after it.
+        source: with ``sourced=True``, where each character of ``text`` is in the text fed since it began
+            (code points, :mod:`speech.spans`): carried through markdown, whitespace and normalization.
     """
 
     text: str
     written: str
     hard_break: bool
+    source: SourceMap | None = None
 
 
 class SpeechFrontend:
@@ -75,6 +79,7 @@ class SpeechFrontend:
             when the synthesizer normalizes itself (the reference agent leaves it to the TTS server).
         max_chunk_chars: the chunker's cap on a chunk as written (:data:`DEFAULT_MAX_CHUNK_CHARS`); a
             normalized piece may be longer (figures expand into words).
+        sourced: each piece carries its :class:`~speech.spans.SourceMap` (PROTOCOL.md §14.4).
 
     Raises:
         TypeError: ``language`` is not a string, ``max_chunk_chars`` not an int, a fragment not a string.
@@ -88,8 +93,11 @@ class SpeechFrontend:
         markdown: bool = True,
         normalize: bool = True,
         max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS,
+        sourced: bool = False,
     ) -> None:
-        self._chunker = IncrementalSentenceChunker(language, max_chunk_chars, markdown=markdown)
+        self._chunker = IncrementalSentenceChunker(
+            language, max_chunk_chars, markdown=markdown, sourced=sourced
+        )
         self.language = language
         self.markdown = markdown
         self.normalize = normalize
@@ -128,19 +136,29 @@ class SpeechFrontend:
     def _pieces(self, chunks: list[Chunk]) -> list[Piece]:
         pieces = []
         for chunk in chunks:
-            text = normalize_text(chunk.text, self._normalizer_language) if self.normalize else chunk.text
+            source = chunk.source
+            if not self.normalize:
+                text = chunk.text
+            elif source is None:
+                text = normalize_text(chunk.text, self._normalizer_language)
+            else:
+                source = normalized(normalize_spans(chunk.text, self._normalizer_language), source)
+                text = source.text
             if any(char.isalnum() for char in text):
-                pieces.append(Piece(text, chunk.text, chunk.hard_break))
+                pieces.append(Piece(text, chunk.text, chunk.hard_break, source))
         return pieces
 
 
-def speech_pieces(text: str, language: str = "a", *, markdown: bool = True) -> Iterator[Piece]:
-    """The pieces of a whole text, lazily: the text is fed :data:`SLICE_CHARS` characters at a time.
+def speech_pieces(
+    text: str, language: str = "a", *, markdown: bool = True, sourced: bool = False
+) -> Iterator[Piece]:
+    """The pieces of a whole text, lazily: the text is fed :data:`SLICE_CHARS` characters at a time;
+    ``sourced``: each with its map into ``text`` (:class:`Piece`).
 
     Raises:
         TypeError, ValueError: as :class:`SpeechFrontend` (when the generator starts).
     """
-    frontend = SpeechFrontend(language, markdown=markdown)
+    frontend = SpeechFrontend(language, markdown=markdown, sourced=sourced)
     for start in range(0, len(text), SLICE_CHARS):
         yield from frontend.feed(text[start : start + SLICE_CHARS])
     yield from frontend.flush()

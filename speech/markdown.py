@@ -124,6 +124,11 @@ class MarkdownStripper:
 
     def _reset(self) -> None:
         self._out: list[str] = []
+        self._sources: list[int] = []  # for each character of _out's text, its index in the input
+        self._pos = -1  # index in the input of the character being read (or replayed from a held run)
+        self._count = 0  # input characters read since the text began
+        self._held_at = 0  # index in the input of _held's first character (or of the "[" / "!" / "\\")
+        self._prefix_at = 0  # index in the input of _prefix's first character
         self._prev = "\n"  # last character emitted (or seen as text), for the inside-a-word test
         self._line_start = True  # only marker characters so far on this line (held in _prefix)
         self._prefix = ""
@@ -148,16 +153,36 @@ class MarkdownStripper:
 
     def feed(self, fragment: str) -> str:
         """Consume ``fragment``; return the clean text decided so far (possibly ``""``)."""
+        return self.feed_sourced(fragment)[0]
+
+    def feed_sourced(self, fragment: str) -> tuple[str, list[int]]:
+        """:meth:`feed`, with the source of each character returned: its index in the text read since the
+        last :meth:`flush` (all fragments together), in code points (PROTOCOL.md §14.4).
+
+        A character of the input that is kept is sourced at its own index; a character the stripper adds
+        (the ``", "`` between table cells, the line break of a block tag or a closing fence) at the index
+        of the input character that made it. The sources are carried through every rule, never searched
+        for afterwards; they are not increasing where a held construct is replayed (never backwards past
+        the text already returned).
+
+        Raises:
+            TypeError: ``fragment`` is not a string.
+        """
         if not isinstance(fragment, str):
             raise TypeError(f"fragment must be a str, not {type(fragment).__name__}")
         for char in fragment:
+            self._pos = self._count
+            self._count += 1
             self._char(char)
-        out = "".join(self._out)
-        self._out.clear()
-        return out
+        return self._take()
 
     def flush(self) -> str:
         """End the text: return the text still held (see the class docstring) and reset."""
+        return self.flush_sourced()[0]
+
+    def flush_sourced(self) -> tuple[str, list[int]]:
+        """:meth:`flush`, with each character's source as :meth:`feed_sourced` gives it."""
+        self._pos = max(self._count - 1, 0)  # what the end of the text adds is sourced at its last character
         if self._fence:
             pass  # an unclosed code block: nothing of it is spoken
         elif self._line_start:
@@ -165,15 +190,31 @@ class MarkdownStripper:
                 self._prefix_line_ends(at_end=True)
         else:
             self._resolve(None)
-        out = "".join(self._out)
+        out = self._take()
         self._reset()
         return out
 
+    def _take(self) -> tuple[str, list[int]]:
+        out, sources = "".join(self._out), self._sources
+        self._out, self._sources = [], []
+        return out, sources
+
     # --- output -------------------------------------------------------------------------------------
 
-    def _emit(self, text: str) -> None:
+    def _emit(self, text: str, at: int | None = None) -> None:
+        """Output ``text``: input characters from index ``at`` on, or (``None``) text the stripper adds,
+        sourced at the character being read."""
         self._out.append(text)
+        self._sources.extend(range(at, at + len(text)) if at is not None else [self._pos] * len(text))
         self._prev = text[-1]
+
+    def _replay(self, text: str, at: int) -> None:
+        """Read again, inline, held characters that were input from index ``at`` on."""
+        pos = self._pos
+        for offset, char in enumerate(text):
+            self._pos = at + offset
+            self._inline(char)
+        self._pos = pos
 
     # --- lines --------------------------------------------------------------------------------------
 
@@ -186,6 +227,8 @@ class MarkdownStripper:
                 self._prefix_line_ends(at_end=False)
                 return
             if char in _PREFIX_CHARS and len(self._prefix) < MAX_LINE_PREFIX_CHARS:
+                if not self._prefix:
+                    self._prefix_at = self._pos
                 self._prefix += char
                 return
             if self._line_begins(char):
@@ -208,21 +251,20 @@ class MarkdownStripper:
         elif rest.startswith("|"):
             self._row = True
             rest = rest[1:]
-        for held in rest:
-            self._inline(held)
+        self._replay(rest, self._prefix_at + len(prefix) - len(rest))
         return False
 
     def _prefix_line_ends(self, *, at_end: bool) -> None:
         """A line (or the text) ended while it held only marker characters."""
         prefix, self._prefix = self._prefix, ""
-        rest = prefix.lstrip(" \t>").rstrip(" \t")
+        lead = prefix.lstrip(" \t>")
+        rest = lead.rstrip(" \t")
         if not at_end and (fence := _FENCE.fullmatch(rest)):
             self._open_fence(fence.group(1))
             return
         if rest and not (_is_rule(rest) or _is_empty_item(rest) or rest.startswith("|")):
             self._line_start = False
-            for held in rest:
-                self._inline(held)
+            self._replay(rest, self._prefix_at + len(prefix) - len(lead))
             if at_end:
                 self._resolve(None)
                 return
@@ -290,16 +332,16 @@ class MarkdownStripper:
         elif mode == "bang":
             self._mode = "text"
             if char == "[":
-                self._mode, self._held = "bracket", ""  # an image: its "!" is dropped
+                self._mode, self._held, self._held_at = "bracket", "", self._pos + 1  # an image: "!" dropped
                 return
-            self._text_char("!")
+            self._text_char("!", self._held_at)
             self._text(char)
         elif mode == "escape":
             self._mode = "text"
             if char.isascii() and not char.isalnum() and not char.isspace():
-                self._text_char(char)  # escaped punctuation is text, never a marker
+                self._text_char(char, self._pos)  # escaped punctuation is text, never a marker
                 return
-            self._text_char("\\")
+            self._text_char("\\", self._held_at)
             self._text(char)
         else:
             self._tag(char)
@@ -313,19 +355,18 @@ class MarkdownStripper:
             self._end_emphasis(char)
             self._held = ""
         elif mode == "bracket":
-            for held_char in held:
-                self._text_char(held_char)
+            self._text_chars(held, self._held_at)
         elif mode == "after_bracket":
             pass  # a citation or task box at a line end is dropped with its content
         elif mode == "target":
             if char is not None:
-                self._text_chars(held)  # whitespace in a target: it was not one
+                self._text_chars(held, self._held_at)  # whitespace in a target: it was not one
         elif mode == "bang":
-            self._text_char("!")
+            self._text_char("!", self._held_at)
         elif mode == "escape":
-            self._text_char("\\")
+            self._text_char("\\", self._held_at)
         elif mode == "tag":
-            self._text_chars(held)
+            self._text_chars(held, self._held_at)
         # ticks: an opening run at a line end opens nothing; code: the line end closes the span
 
     def _text(self, char: str) -> None:
@@ -343,6 +384,7 @@ class MarkdownStripper:
                 self._row_space = True
                 self._prev = " "
                 return
+        self._held_at = self._pos + (char == "[")
         if char in _EMPHASIS:
             self._mode, self._held = "emphasis", char
         elif char == "`":
@@ -358,10 +400,10 @@ class MarkdownStripper:
         elif char == "<":
             self._mode, self._held = "tag", char
         else:
-            self._text_char(char)
+            self._text_char(char, self._pos)
 
-    def _text_char(self, char: str) -> None:
-        """Emit one character of text, with the table-row spacing owed before it."""
+    def _text_char(self, char: str, at: int) -> None:
+        """Emit one character of text, input at index ``at``, with the table-row spacing owed before it."""
         if self._row:
             if char == " " or char == "\t":
                 self._row_space = True
@@ -373,11 +415,11 @@ class MarkdownStripper:
                 self._emit(" ")
             self._row_separator = self._row_space = False
             self._row_text = True
-        self._emit(char)
+        self._emit(char, at)
 
-    def _text_chars(self, text: str) -> None:
-        for char in text:
-            self._text_char(char)
+    def _text_chars(self, text: str, at: int) -> None:
+        for offset, char in enumerate(text):
+            self._text_char(char, at + offset)
 
     def _end_emphasis(self, char: str | None) -> None:
         run, self._held, self._mode = self._held, "", "text"
@@ -387,9 +429,9 @@ class MarkdownStripper:
             or run == "~"  # a single tilde: ~5
             or (before_space and char.isspace() and char not in NEWLINES)  # a * b
         ):
-            self._text_chars(run)
+            self._text_chars(run, self._held_at)
         elif char is None and run == "~":
-            self._text_char(run)
+            self._text_char(run, self._held_at)
 
     def _code(self, char: str) -> None:
         if char == "`":
@@ -404,14 +446,14 @@ class MarkdownStripper:
             self._mode = "text"  # a span ends with its line; a stray backtick is just dropped
             self._text(char)
             return
-        self._text_chars("`" * ticks + char)  # a run of another length is content
+        self._text_chars("`" * ticks + char, self._pos - ticks)  # a run of another length is content
 
     def _bracket(self, char: str) -> None:
         held = self._held
         if char == "]":
             self._droppable = _CITATION.fullmatch(held) is not None
             if not self._droppable:
-                self._text_chars(held)
+                self._text_chars(held, self._held_at)
                 held = ""
             self._mode, self._held = "after_bracket", held
             return
@@ -419,7 +461,7 @@ class MarkdownStripper:
             self._held += char
             return
         self._mode, self._held = "text", ""
-        self._text_chars(held)
+        self._text_chars(held, self._held_at)
         self._text(char)
 
     def _after_bracket(self, char: str) -> None:
@@ -427,8 +469,8 @@ class MarkdownStripper:
         self._mode, self._held, self._droppable = "text", "", False
         if char == "(":
             if droppable:
-                self._text_chars(held)  # "[1](url)" is a link whose text is 1
-            self._mode, self._held, self._target_depth = "target", "(", 0
+                self._text_chars(held, self._held_at)  # "[1](url)" is a link whose text is 1
+            self._mode, self._held, self._target_depth, self._held_at = "target", "(", 0, self._pos
             return
         self._text(char)  # a citation or task box: dropped with its content
 
@@ -438,7 +480,7 @@ class MarkdownStripper:
             return
         if char.isspace() or len(self._held) >= MAX_LINK_TARGET_CHARS:
             held, self._mode, self._held = self._held, "text", ""
-            self._text_chars(held)  # not a link target after all: keep it as text
+            self._text_chars(held, self._held_at)  # not a link target after all: keep it as text
             self._text(char)
             return
         self._target_depth += (char == "(") - (char == ")")
@@ -448,7 +490,7 @@ class MarkdownStripper:
         held = self._held
         if len(held) == 1 and not (char.isascii() and (char.isalpha() or char == "/")):
             self._mode, self._held = "text", ""
-            self._text_char("<")  # "x < y", "<=": text
+            self._text_char("<", self._held_at)  # "x < y", "<=": text
             self._text(char)
             return
         if char == ">":
@@ -457,14 +499,14 @@ class MarkdownStripper:
             return
         if char in NEWLINES or char == "<" or len(held) >= MAX_HTML_TAG_CHARS:
             self._mode, self._held = "text", ""
-            self._text_chars(held)
+            self._text_chars(held, self._held_at)
             self._text(char)
             return
         self._held += char
 
     def _end_tag(self, tag: str) -> None:
         if autolink := _AUTOLINK.fullmatch(tag):
-            self._text_chars(autolink.group(1))
+            self._text_chars(autolink.group(1), self._held_at + autolink.start(1))
             return
         match = _HTML_TAG.fullmatch(tag)
         name = match.group(1).lower() if match else ""
@@ -472,7 +514,7 @@ class MarkdownStripper:
             self._emit("\n")
             self._row_separator = self._row_space = self._row_text = False
         elif name not in _HTML_INLINE:
-            self._text_chars(tag)
+            self._text_chars(tag, self._held_at)
 
 
 def _is_rule(line: str) -> bool:

@@ -222,7 +222,16 @@ class CompleteView:
         raw = reading.obj.get("words")
         if isinstance(raw, list):
             try:
-                words = tuple(Word(w["word"], float(w["start_s"]), float(w["end_s"])) for w in raw)
+                words = tuple(
+                    Word(
+                        w["word"],
+                        float(w["start_s"]),
+                        float(w["end_s"]),
+                        w.get("text_start"),
+                        w.get("text_end"),
+                    )
+                    for w in raw
+                )
             except (TypeError, KeyError, ValueError):
                 words = None
         return cls(

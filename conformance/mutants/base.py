@@ -62,7 +62,7 @@ from protocol.sse import encode_event
 from protocol.voices import KOKORO_VOICES, LANGUAGES, Voice, is_blend
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 from speech.chunker import IncrementalSentenceChunker
-from speech.frontend import speech_text
+from speech.frontend import speech_pieces, speech_text
 
 __all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer"]
 
@@ -71,9 +71,10 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 _TOKEN = re.compile(r"\S+")
 _EDGE_PUNCTUATION = "\"'()[]{}«»“”‘’.,;:!?¡¿…—-"
 
-WORD_TIMINGS = frozenset({"a", "b"})
-"""Languages whose requests the tone server gives word timings (§5.3, §14.1): English, as Kokoro's G2P
-does everywhere; the others are listed with ``word_timings: false``."""
+WORD_TIMINGS = frozenset({"a", "b", "j", "z"})
+"""Languages whose requests the tone server gives word timings (§5.3, §14.1): English, and Japanese and
+Chinese (one word per spoken token, whose spans a §14.4 case checks in a script without spaces); the
+others are listed with ``word_timings: false``."""
 
 
 class ToneSynthesizer:
@@ -90,6 +91,8 @@ class ToneSynthesizer:
 
     seconds_per_char = 0.06
     syllable_seconds = 0.25
+    word_timings: frozenset[str] = WORD_TIMINGS
+    """Languages :meth:`words` times (the server lists them, :attr:`ToneServer.word_timings`)."""
     padding_s = 0.1
     work_factor = 0.35
 
@@ -154,23 +157,50 @@ class ToneSynthesizer:
         return float_to_pcm16((wave * envelope).astype(np.float32))
 
     def words(
-        self, segment: str, voice: str, start_s: float, end_s: float, lexicon: Lexicon | None = None
+        self,
+        segment: str,
+        voice: str,
+        start_s: float,
+        end_s: float,
+        lexicon: Lexicon | None = None,
+        at: int | None = None,
     ) -> tuple[Word, ...] | None:
         """Word timings of a segment spanning ``[start_s, end_s]`` of its request's audio (§5.3): its spoken
         tokens, each as long as its letters (:meth:`pronounce`), between the padding at either end;
-        ``None`` for a language without word timings (:data:`WORD_TIMINGS`)."""
-        if Voice.parse(voice).code not in WORD_TIMINGS:
+        ``None`` for a language without word timings (:data:`WORD_TIMINGS`). ``at``: where the segment
+        starts in its request's text; each word then carries its span of that text (§14.4), as the
+        reference front-end maps it (:func:`word_spans`)."""
+        if Voice.parse(voice).code not in self.word_timings:
             return None
+        spans = self.word_spans(segment, voice) if at is not None else None
         tokens = [self.pronounce(t, lexicon) for t in _TOKEN.findall(self.spoken(segment, voice))]
+        if spans is not None and len(spans) != len(tokens):
+            spans = None  # pragma: no cover - the spoken text is the front-end's pieces joined
         if not tokens:
             return ()
         pad = min(self.padding_s / 2, (end_s - start_s) / 4)
         t, step = start_s + pad, (end_s - start_s - 2 * pad) / max(1, sum(n for _, n in tokens))
         out = []
-        for token, letters in tokens:
-            out.append(Word(token, round(t, 3), round(t + step * letters, 3)))
+        for index, (token, letters) in enumerate(tokens):
+            span = (
+                (None, None) if spans is None or at is None else (at + spans[index][0], at + spans[index][1])
+            )
+            out.append(Word(token, round(t, 3), round(t + step * letters, 3), *span))
             t += step * letters
         return tuple(out)
+
+    def word_spans(self, segment: str, voice: str) -> list[tuple[int, int]] | None:
+        """The span of ``segment`` each token of :meth:`spoken` reads (§14.4): the reference front-end's
+        map (:mod:`speech.spans`) carried through markdown and normalization; ``None`` when it fails."""
+        try:
+            pieces = list(speech_pieces(segment, Voice.parse(voice).code or "a", sourced=True))
+        except (TypeError, ValueError):
+            return None
+        out = []
+        for piece in pieces:
+            assert piece.source is not None
+            out += [piece.source.span(*match.span()) for match in _TOKEN.finditer(piece.text)]
+        return out
 
     def work_s(self, pcm: bytes, sample_rate: int) -> float:
         """Seconds of emulated work for ``pcm``."""
@@ -234,6 +264,7 @@ class ToneConnection:
         """Requests whose ``synthesis_complete`` was queued."""
         self.spoken_s: dict[str, float] = {}
         """Seconds of audio synthesized so far, per request: where its next segment starts (§5.5)."""
+        self.segment_at: dict[str, int] = {}  # where the next segment is looked for in its text (§14.4)
         self.words: dict[str, list[Word]] = {}
         """Word timings of each request's audio sent so far, when its language has them (§5.3)."""
         self.segment_words: dict[str, tuple[Word, ...] | None] = {}
@@ -426,7 +457,9 @@ class ToneConnection:
         end = start + len(pcm) / 2 / request.sample_rate
         self.spoken_s[request_id] = end
         lexicon = self.lexicons.get(request_id)
-        words = synth.words(segment, request.voice, start, end, lexicon)
+        at = request.text.find(segment, self.segment_at.get(request_id, 0)) if request.text else -1
+        self.segment_at[request_id] = at + len(segment) if at >= 0 else 0
+        words = synth.words(segment, request.voice, start, end, lexicon, at if at >= 0 else None)
         self.segment_words[request_id] = words
         self.session.marks(request_id, strip_marks(synth.spoken(segment, request.voice)), start, end, words)
 

@@ -37,6 +37,7 @@ FEATURES: tuple[str, ...] = (
     "cancel",
     "describe",
     "cancel_words",
+    "text_spans",
     "utterance",
     "marks",
     "voice_blend",
@@ -45,7 +46,8 @@ FEATURES: tuple[str, ...] = (
 """Optional features of this version a server can list in ``capabilities.features`` (§1.5, §4.1, §4.2,
 §4.4, §4.5, §5.3, §5.5, §14.3, §15.1). ``cancel_words``: a cancelled request's ``synthesis_complete``
 carries the word timings of the audio sent (§5.3); ``lexicon``: pronunciation lexicons and inline
-pronunciations (§4.5, §14.3)."""
+pronunciations (§4.5, §14.3); ``text_spans``: every word timing carries the span of the request's text it
+reads (§14.4)."""
 SAMPLE_RATES: tuple[int, ...] = (8000, 16000, 22050, 24000)
 """Output sample rates a request may ask for, in Hz (§4.1)."""
 DEFAULT_SAMPLE_RATE = 24000

@@ -89,15 +89,24 @@ class ServerFrame:
 
 @dataclass(frozen=True, slots=True)
 class Word:
-    """One word's timing within a request's audio, in seconds from its first sample (§5.3).
+    """One word's timing within a request's audio, in seconds from its first sample (§5.3), and, on a
+    server with the feature ``text_spans``, the span of the request's text it speaks (§14.4).
+
+    Attributes:
+        text_start, text_end: the half-open range ``[text_start, text_end)`` of the request's original
+            ``text`` (an utterance's: its fragments' texts joined, §15.2) the word reads, in Unicode code
+            points (Python ``str`` indices); both ``None`` when the server gives no span.
 
     Raises:
-        ValueError: a time is negative or not finite, or ``start_s > end_s``.
+        ValueError: a time is negative or not finite, or ``start_s > end_s``; a span bound is not an
+            int, is negative, comes without the other, or ``text_start > text_end``.
     """
 
     word: str
     start_s: float
     end_s: float
+    text_start: int | None = None
+    text_end: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.word, str):
@@ -106,15 +115,36 @@ class Word:
         _check_seconds("end_s", self.end_s)
         if self.start_s > self.end_s:
             raise ValueError(f"word starts after it ends ({self.start_s} > {self.end_s})")
+        if (self.text_start is None) != (self.text_end is None):
+            raise ValueError("text_start and text_end come together")
+        if self.text_start is not None:
+            for name, value in (("text_start", self.text_start), ("text_end", self.text_end)):
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ValueError(f"{name} must be a non-negative integer")
+            assert self.text_end is not None
+            if self.text_start > self.text_end:
+                raise ValueError(f"word's text span is reversed ({self.text_start} > {self.text_end})")
+
+    @property
+    def span(self) -> tuple[int, int] | None:
+        """``(text_start, text_end)``, or ``None`` when the word carries no span."""
+        if self.text_start is None or self.text_end is None:
+            return None
+        return self.text_start, self.text_end
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"word", "start_s", "end_s"}``."""
-        return {"word": self.word, "start_s": self.start_s, "end_s": self.end_s}
+        """``{"word", "start_s", "end_s"}``, with ``"text_start"`` and ``"text_end"`` when it has a span."""
+        out: dict[str, Any] = {"word": self.word, "start_s": self.start_s, "end_s": self.end_s}
+        if self.text_start is not None:
+            out["text_start"], out["text_end"] = self.text_start, self.text_end
+        return out
 
     @classmethod
     def from_dict(cls, obj: dict[str, Any]) -> Word:
-        """The word of a ``{"word", "start_s", "end_s"}`` object that validated against its schema."""
-        return cls(obj["word"], float(obj["start_s"]), float(obj["end_s"]))
+        """The word of a ``{"word", "start_s", "end_s"[, "text_start", "text_end"]}`` object that
+        validated against its schema."""
+        start, end = obj.get("text_start"), obj.get("text_end")
+        return cls(obj["word"], float(obj["start_s"]), float(obj["end_s"]), start, end)
 
 
 def _words_tuple(words: Iterable[Word]) -> tuple[Word, ...]:

@@ -292,7 +292,8 @@ def word_timings(segment: PhonemeSegment, durations: Sequence[int]) -> tuple[Wor
 
     # Symbol i of the phonemes is token i + 1 (token 0 is the start token).
     return tuple(
-        Word(word.text, seconds(ends[word.start]), seconds(ends[word.end])) for word in segment.words
+        Word(word.text, seconds(ends[word.start]), seconds(ends[word.end]), *(word.source or (None, None)))
+        for word in segment.words
     )
 
 

@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 from protocol.lexicon import Lexicon, LexiconEntry, inline_index, strip_marks
 from protocol.voices import LANGUAGES, Language, language_of
 from speech.chunker import DEFAULT_MAX_CHUNK_CHARS, IncrementalSentenceChunker
+from speech.spans import SourceMap
 
 __all__ = [
     "ESPEAK_LANGUAGES",
@@ -118,11 +119,15 @@ class WordSpan:
         text: the word as the language's G2P cuts the text (§14.1).
         start: index in :attr:`PhonemeSegment.phonemes` of its first spoken symbol.
         end: one past its last spoken symbol (punctuation around it is not part of the span).
+        source: the half-open range of the text phonemized that the word reads, in code points (the text
+            given to :meth:`G2P.phonemize`, or to :meth:`Phonemizer.segments`, which shifts it); ``None``
+            when unknown. Found by the word's position among the G2P's words, never by searching.
     """
 
     text: str
     start: int
     end: int
+    source: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +163,51 @@ def sentence_chunker(
     language: Language, max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS
 ) -> IncrementalSentenceChunker:
     """The sentence chunker a request's text is cut with before G2P (plain text, the language's rules)."""
-    return IncrementalSentenceChunker(language.primary, max_chunk_chars, markdown=False)
+    return IncrementalSentenceChunker(language.primary, max_chunk_chars, markdown=False, sourced=True)
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def word_sources(text: str, words: list[tuple[str, str]], per_token: bool) -> list[tuple[int, int]]:
+    """Where each of a G2P's ``words`` is in ``text`` (PROTOCOL.md §14.4), by position.
+
+    A G2P with one word per whitespace-separated token (:attr:`G2P.word_per_token`) gives the i-th word
+    the i-th token. Another (Japanese, Chinese) gives the words consecutive runs of the text: each word's
+    characters, whitespace and the marks of inline forms aside, must be the next ones of the text; from
+    the first word that is not (the G2P rewrote the text: numerals read out), every word left gets the
+    rest of the text, so a span always covers what its word reads.
+    """
+    tokens = [match.span() for match in _TOKEN.finditer(text)]
+    if per_token and len(tokens) == len(words):
+        return tokens
+    out: list[tuple[int, int]] = []
+    position = 0
+    for word, _ in words:
+        start = None
+        matched = True
+        for char in word:
+            if char.isspace():
+                continue
+            while position < len(text) and (text[position].isspace() or inline_mark(text[position])):
+                position += 1
+            if position >= len(text) or text[position] != char:
+                matched = False
+                break
+            start = position if start is None else start
+            position += 1
+        if not matched:
+            rest = len(text) - len(text[position:].lstrip()) if position < len(text) else len(text)
+            end = len(text.rstrip())
+            out += [(min(rest, end), end)] * (len(words) - len(out))
+            return out
+        out.append((position, position) if start is None else (start, position))
+    return out
+
+
+def inline_mark(char: str) -> bool:
+    """``char`` is one of the private-use marks around an inline form's word (§14.3)."""
+    return "\U000f0000" <= char <= "\U000fffff"
 
 
 class G2P(abc.ABC):
@@ -204,13 +253,14 @@ class G2P(abc.ABC):
                 phonemes, words = self._pronounce(text, lexicon)
             else:
                 phonemes, words = self._convert(strip_marks(text))
+        sources = word_sources(text, words, self.word_per_token)
         text = strip_marks(text)
         kept = "".join(symbol for symbol in phonemes if symbol in self.vocab)
-        spans = _align(kept, words, self.vocab)
+        spans = _align(kept, words, self.vocab, sources)
         if spans is None:  # cannot happen by construction; speak the words as they were phonemized
             pieces = ("".join(s for s in p if s in self.vocab).strip() for _, p in words)
             kept = " ".join(piece for piece in pieces if piece)
-            spans = _align(kept, words, self.vocab)
+            spans = _align(kept, words, self.vocab, sources)
             assert spans is not None
         return PhonemeSegment(text.strip(), kept, spans)
 
@@ -347,12 +397,18 @@ def _words_of(text: str, lexicon: Lexicon) -> Iterator[str | Pronounced]:
         yield " ".join(run)
 
 
-def _align(phonemes: str, words: list[tuple[str, str]], vocab: frozenset[str]) -> tuple[WordSpan, ...] | None:
+def _align(
+    phonemes: str,
+    words: list[tuple[str, str]],
+    vocab: frozenset[str],
+    sources: list[tuple[int, int]] | None = None,
+) -> tuple[WordSpan, ...] | None:
     """Each word's spoken span in ``phonemes``, matching the words' symbols in order and skipping
-    whitespace; ``None`` when the words do not spell the string."""
+    whitespace; ``None`` when the words do not spell the string. ``sources``: each word's range of the
+    text (:func:`word_sources`), carried into its span."""
     spans = []
     position = 0
-    for word, word_phonemes in words:
+    for index, (word, word_phonemes) in enumerate(words):
         spoken = []
         for symbol in word_phonemes:
             if symbol not in vocab or symbol.isspace():
@@ -365,7 +421,8 @@ def _align(phonemes: str, words: list[tuple[str, str]], vocab: frozenset[str]) -
                 spoken.append(position)
             position += 1
         if spoken:
-            spans.append(WordSpan(word, spoken[0], spoken[-1] + 1))
+            source = sources[index] if sources is not None else None
+            spans.append(WordSpan(word, spoken[0], spoken[-1] + 1, source))
     if phonemes[position:].strip():
         return None
     return tuple(spans)
@@ -617,14 +674,23 @@ class Phonemizer:
         """
         g2p = self.g2p[language_of(voice).code]
         chunker = sentence_chunker(g2p.language, self.max_chunk_chars)
-        sentences = chunker.feed(text)
-        last = chunker.flush()
-        if last is not None:
-            sentences.append(last)
-        for sentence in sentences:
-            for segment in fit(g2p.phonemize(sentence, lexicon), g2p.word_joiner):
+        chunks = chunker.feed_chunks(text) + chunker.finish()
+        for chunk in chunks:
+            phonemized = g2p.phonemize(chunk.text, lexicon)
+            if chunk.source is not None:  # the words' ranges, from the sentence's into the text's
+                phonemized = _shifted(phonemized, chunk.source)
+            for segment in fit(phonemized, g2p.word_joiner):
                 if segment.token_count:
                     yield segment
+
+
+def _shifted(segment: PhonemeSegment, source: SourceMap) -> PhonemeSegment:
+    """``segment`` with its words' ranges moved from its sentence (``source.text``) into the text."""
+    words = tuple(
+        WordSpan(w.text, w.start, w.end, None if w.source is None else source.span(*w.source))
+        for w in segment.words
+    )
+    return PhonemeSegment(segment.text, segment.phonemes, words)
 
 
 def fit(segment: PhonemeSegment, joiner: str = " ", limit: int = MAX_TOKENS) -> Iterator[PhonemeSegment]:
@@ -636,9 +702,11 @@ def fit(segment: PhonemeSegment, joiner: str = " ", limit: int = MAX_TOKENS) -> 
     while segment.token_count > limit:
         cut = _cut(segment, limit)
         skip = 1 if segment.phonemes[cut] == " " else 0
-        head_words = tuple(WordSpan(w.text, w.start, min(w.end, cut)) for w in segment.words if w.start < cut)
+        head_words = tuple(
+            WordSpan(w.text, w.start, min(w.end, cut), w.source) for w in segment.words if w.start < cut
+        )
         tail_words = tuple(
-            WordSpan(w.text, w.start - cut - skip, w.end - cut - skip)
+            WordSpan(w.text, w.start - cut - skip, w.end - cut - skip, w.source)
             for w in segment.words
             if w.start >= cut
         )

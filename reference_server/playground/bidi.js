@@ -197,18 +197,56 @@ export function locate(text, from, needle, until = text.length) {
 }
 
 /**
+ * The words' own spans of the text (§14.4, feature `text_spans`): each word's `text_start`/`text_end`
+ * count code points of the request's text, which starts at `base` in `text`; a JavaScript string counts
+ * UTF-16 units, so an emoji outside the BMP is one position there and two here. `null` unless every word
+ * carries a span.
+ *
+ * @param {string} text the whole text typed
+ * @param {number} base where the request's text starts in `text` (UTF-16 units)
+ * @param {{word: string, start_s: number, end_s: number, text_start?: number, text_end?: number}[]} words
+ * @returns {{start: number, end: number, start_s: number, end_s: number, estimated: boolean}[] | null}
+ */
+export function spannedWords(text, base, words) {
+  if (!Array.isArray(words) || !words.length) return null;
+  if (!words.every((w) => Number.isInteger(w.text_start) && Number.isInteger(w.text_end))) return null;
+  // Walk the code points once: the spans' starts do not decrease (§14.4), their ends may.
+  const units = [base]; // units[k]: where code point k of the request's text starts in `text`
+  const unitOf = (point) => {
+    while (units.length <= point) {
+      const at = units[units.length - 1];
+      if (at >= text.length) return text.length;
+      units.push(at + (text.codePointAt(at) > 0xffff ? 2 : 1));
+    }
+    return Math.min(units[point], text.length);
+  };
+  return words.map((w) => ({
+    start: unitOf(w.text_start),
+    end: unitOf(w.text_end),
+    start_s: w.start_s,
+    end_s: w.end_s,
+    estimated: false,
+  }));
+}
+
+/**
  * Spans of words in `text` with their times (seconds from the request's first sample, §5.3).
  *
- * With the server's word timings, each word is found in order inside [start, end). Without them (the
- * language has none, §14.1) the segment's time is shared among its words by their length in letters: an
- * estimate, marked as such.
+ * Words that carry their spans of the request's text (§14.4) are placed by them (`base`: where the
+ * request's text starts in `text`), through figures read out and markdown. Otherwise, with the server's
+ * word timings, each word is found in order inside [start, end). Without them (the language has none,
+ * §14.1) the segment's time is shared among its words by their length in letters: an estimate, marked as
+ * such.
  *
  * @param {string} text the whole text typed
  * @param {{start: number, end: number}} where the segment's place in `text`
  * @param {{start_s: number, end_s: number, words?: {word: string, start_s: number, end_s: number}[]}} mark
+ * @param {number} [base] where the request's text starts in `text`
  * @returns {{start: number, end: number, start_s: number, end_s: number, estimated: boolean}[]}
  */
-export function wordSpans(text, where, mark) {
+export function wordSpans(text, where, mark, base = 0) {
+  const spanned = spannedWords(text, base, mark.words);
+  if (spanned) return spanned;
   const spans = [];
   if (Array.isArray(mark.words) && mark.words.length) {
     let cursor = where.start;

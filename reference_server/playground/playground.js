@@ -11,7 +11,17 @@
 // window.playground exposes the live figures (stats()) for people in the console and for the browser
 // test (tests/reference_server/test_playground_browser.py).
 
-import { ENCODINGS, PATH, audioDecoder, classify, locate, takeSentences, tokenize, wordSpans } from "./bidi.js";
+import {
+  ENCODINGS,
+  PATH,
+  audioDecoder,
+  classify,
+  locate,
+  spannedWords,
+  takeSentences,
+  tokenize,
+  wordSpans,
+} from "./bidi.js";
 import { Player } from "./player.js";
 
 const $ = (id) => document.getElementById(id);
@@ -434,11 +444,16 @@ function onMarks(frame) {
   const request = page.requests.get(frame.request_id);
   if (!request || request.run !== page.run || request.dropped) return;
   const text = request.run.text;
-  const where = locate(text, request.cursor, frame.text ?? "");
+  // Words with their spans of the text (§14.4) place the segment too: its text as spoken ("twelve
+  // dollars") is not in the text typed ("$12"), so it could not be found there.
+  const spanned = spannedWords(text, request.offset, frame.words);
+  const where = spanned
+    ? { start: Math.min(...spanned.map((w) => w.start)), end: Math.max(...spanned.map((w) => w.end)) }
+    : locate(text, request.cursor, frame.text ?? "");
   if (!where) return;
-  request.cursor = where.end;
+  request.cursor = Math.max(request.cursor, where.end);
   request.segments.push({ ...where, start_s: frame.start_s, end_s: frame.end_s });
-  request.spans.push(...wordSpans(text, where, frame));
+  request.spans.push(...(spanned ?? wordSpans(text, where, frame, request.offset)));
 }
 
 function onComplete(frame) {
@@ -457,7 +472,7 @@ function onComplete(frame) {
   if (!request.segments.length && Array.isArray(frame.words) && frame.words.length) {
     const next = run.requests[run.requests.indexOf(request) + 1];
     const where = { start: request.offset, end: next ? next.offset : run.text.length };
-    request.spans = wordSpans(run.text, where, { words: frame.words, start_s: 0, end_s: 0 });
+    request.spans = wordSpans(run.text, where, { words: frame.words, start_s: 0, end_s: 0 }, request.offset);
   }
   if (run.writingDone && run.requests.every((r) => r.status !== null)) run.serverDone = true;
 }

@@ -96,3 +96,21 @@ def test_heard_of_without_word_timings():
         heard_of(TEXT, _complete("completed", None), 1000)
     with pytest.raises(NoWordTimings):
         heard_of(TEXT, _complete("cancelled", None, duration_s=1.0), 5000)
+
+
+def test_words_with_spans_cut_the_text_where_they_point():
+    """A word that carries its span (§14.4, text_spans) cuts there, also where its text is not in the text
+    ("twelve dollars" for "$12"), and the markdown written around it stays with it."""
+    text = "It costs **$12** now."
+    words = [
+        Word("It", 0.0, 0.2, 0, 2),
+        Word("costs", 0.2, 0.5, 3, 8),
+        Word("twelve", 0.5, 0.8, 11, 14),
+        Word("dollars", 0.8, 1.1, 11, 14),
+        Word("now.", 1.1, 1.4, 17, 21),
+    ]
+    assert split_heard(text, words, 1100).heard == "It costs **$12"
+    assert split_heard(text, words, 700).heard == "It costs"
+    # Without spans the read-out words are not found, and the cut falls back to "costs".
+    plain = [Word(w.word, w.start_s, w.end_s) for w in words]
+    assert split_heard(text, plain, 1100).heard == "It costs"

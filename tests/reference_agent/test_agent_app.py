@@ -76,7 +76,8 @@ def test_bidi_stream_conforms_and_speaks_sentence_by_sentence():
     expected = [*chunker.feed(DEFAULT_REPLY), chunker.flush()]
     assert session.texts == expected and len(expected) == 5
     assert events[0]["mode"] == "bidi"
-    assert events[-2]["segments"] == [{"text": t, "audio_bytes": n} for t, n in _segment_sizes(session)]
+    segments = [{k: v for k, v in s.items() if k != "words"} for s in events[-2]["segments"]]  # §14.4 aside
+    assert segments == [{"text": t, "audio_bytes": n} for t, n in _segment_sizes(session)]
     assert session.input_closed and session.closed  # input ended only after the output was drained
 
 
@@ -128,7 +129,8 @@ def test_stream_mode_pipes_every_token_into_one_utterance(caplog):
     assert sent[-1] == {"type": "end", "request_id": sent[0]["request_id"]}
     assert first_index(events, "audio_chunk") < last_index(events, "text_delta")
     assert events[0]["mode"] == "stream"
-    assert events[-2]["segments"] == [{"text": DEFAULT_REPLY, "audio_bytes": len(session.produced)}]
+    segments = [{k: v for k, v in s.items() if k != "words"} for s in events[-2]["segments"]]  # §14.4 aside
+    assert segments == [{"text": DEFAULT_REPLY, "audio_bytes": len(session.produced)}]
 
 
 def test_stream_mode_keeps_the_utterance_open_while_the_model_pauses(monkeypatch):
@@ -361,14 +363,14 @@ def test_ping_answers():
 
 
 def test_an_agent_that_never_flushes_the_chunker_is_caught(monkeypatch):
-    from speech.chunker import IncrementalSentenceChunker
+    from reference_agent.pipeline import SentenceSegments
 
-    class NeverFlushes(IncrementalSentenceChunker):
+    class NeverFlushes(SentenceSegments):
         def flush(self):
             super().flush()
             return None
 
-    monkeypatch.setattr("reference_agent.pipeline.IncrementalSentenceChunker", NeverFlushes)
+    monkeypatch.setattr("reference_agent.pipeline.SentenceSegments", NeverFlushes)
     factory = StandInFactory()
     app = create_app(settings(), tts_connect=factory)
     _, body = invoke(app, {"prompt": "p", "scripted": {"reply": UNPUNCTUATED}})

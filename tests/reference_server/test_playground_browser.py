@@ -233,3 +233,61 @@ def test_plays_a_mulaw_stream_at_8_khz(page):
     assert figures["samplesScheduled"] == request["samples"] == request["audio_bytes"] == request["bytes"]
     assert figures["samplesScheduled"] >= 0.8 * 8000  # "Hello there." lasts at least 0.8 s
     assert figures["peak"] > 0.02, "the graph rendered silence"
+
+
+SPANS_TEXT = "# Prices\nIt costs **$12.50** today, said Dr. Smith 🎉 at 10:30."
+"""Markdown, a figure read out, an astral emoji and a time: the words spoken are not the text shown."""
+SPANS_SCREENSHOT = Path("/tmp/spans-playground.png")
+
+
+def test_highlights_the_text_as_written_through_figures_and_markdown(page):
+    """With text_spans (§14.4) the page highlights the characters each word reads in the text as typed:
+    "$12.50" while "twelve dollars and fifty cents" plays, "today," after the markdown and the emoji."""
+    assert "text_spans" in stats(page)["features"]
+    page.fill("#text", SPANS_TEXT)
+    page.fill("#pace", "80")
+    page.click("#speak")
+    page.wait_for_function("() => window.playground.stats().highlighted === '$12.50'", timeout=WAIT_MS)
+    shown = page.evaluate("() => document.querySelector('#transcript .word').textContent")
+    assert shown == "$12.50"
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=ARTEFACTS / "spans.png", full_page=True)
+    page.screenshot(path=SPANS_SCREENSHOT, full_page=True)
+    seen = set()
+    while stats(page)["state"] == "speaking":
+        highlighted = stats(page)["highlighted"]
+        if highlighted:
+            seen.add(highlighted)
+        page.wait_for_timeout(40)
+    # Every highlight is a piece of the text as written, markup left out; the time reads "10:30".
+    assert seen <= {
+        "Prices",
+        "It",
+        "costs",
+        "$12.50",
+        "today,",
+        "said",
+        "Dr.",
+        "Smith",
+        "at",
+        "10:30",
+        "10:30.",
+    }
+    assert {"$12.50", "Smith"} <= seen, seen
+    assert stats(page)["state"] == "done"
+
+
+def test_word_spans_count_code_points_in_the_browser(page):
+    """bidi.js turns code point spans (§14.4) into the UTF-16 indices of the page's string."""
+    spans = page.evaluate(
+        """async () => {
+        const b = await import('./bidi.js');
+        const text = 'Say: 🎉 hi 🎉 there';
+        const words = [{word: 'hi', start_s: 0, end_s: 1, text_start: 2, text_end: 4},
+                       {word: 'there', start_s: 1, end_s: 2, text_start: 7, text_end: 12}];
+        const ours = b.wordSpans(text, {start: 0, end: text.length}, {words}, 5);
+        const none = b.spannedWords(text, 0, [{word: 'x', start_s: 0, end_s: 1}]);
+        return {spans: ours.map((s) => text.slice(s.start, s.end)), none};
+      }"""
+    )
+    assert spans == {"spans": ["hi", "there"], "none": None}

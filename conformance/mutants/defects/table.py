@@ -78,6 +78,7 @@ from conformance.mutants.defects.requests import (
     _unknown_cancel_swallowed,
 )
 from conformance.mutants.defects.run_level import RUN_LEVEL_DEFECTS
+from conformance.mutants.defects.spans import SPAN_DEFECTS
 from conformance.mutants.defects.utterances import (
     _UTTERANCE_TYPES,
     _blank_fragment_refused,
@@ -752,5 +753,6 @@ DEFECTS: tuple[Defect, ...] = (
         incoming=_blank_fragment_refused,
     ),
     *RUN_LEVEL_DEFECTS,
+    *SPAN_DEFECTS,
 )
 """Every one-defect mutant of the table, in spec order, then :data:`RUN_LEVEL_DEFECTS`."""
