@@ -35,7 +35,10 @@ Hooks (override in a subclass; each has a correct default):
   (an utterance's text, §15), :meth:`~SessionDriver.wait_ready` (a model still loading);
 * the session's life: :meth:`~SessionDriver.on_accepted`, :meth:`~SessionDriver.on_cancelled`,
   :meth:`~SessionDriver.on_close_requested`, :meth:`~SessionDriver.on_done`,
-  :meth:`~SessionDriver.should_close`, :meth:`~SessionDriver.closing_code`, :meth:`~SessionDriver.on_closing`.
+  :meth:`~SessionDriver.should_close`, :meth:`~SessionDriver.closing_code`, :meth:`~SessionDriver.on_closing`,
+  :meth:`~SessionDriver.end`;
+* the request's answer: :meth:`~SessionDriver.mark`, :meth:`~SessionDriver.take_words`,
+  :meth:`~SessionDriver.before_complete`, :meth:`~SessionDriver.complete_words`.
 
 The transport is a :class:`Transport`; :class:`StarletteTransport` adapts a Starlette WebSocket.
 """
@@ -177,6 +180,7 @@ class Job:
     Attributes:
         request: the accepted request.
         utterance: whether its text arrives later (§15).
+        begun: the synthesizer has taken it; started: the session started it (its ``synthesis_start``).
         audio: what :meth:`SessionDriver.open_audio` returned for it, once opened.
         state: the driver subclass's own bookkeeping for the request (telemetry, an utterance's text).
         words: word timings of the audio queued so far (``None``: none given).
@@ -186,6 +190,7 @@ class Job:
         self.request = request
         self.utterance = utterance
         self.begun = False
+        self.started = False
         self.cancelled = False
         self.finished = False
         self.error: BaseException | None = None
@@ -440,6 +445,10 @@ class SessionDriver:
     def on_closing(self) -> None:
         """The Close frame is about to go out (a server gives the session's slot back here)."""
 
+    async def end(self, code: int) -> None:
+        """Send the Close frame with ``code`` and end the connection (§7.1)."""
+        await self.transport.close(code)
+
     # -- reader ------------------------------------------------------------------------------------
 
     async def read(self) -> None:
@@ -622,6 +631,7 @@ class SessionDriver:
             status = "cancelled"
             try:
                 if session.start(request_id):
+                    job.started = True
                     self._deadline_moved.set()  # an utterance's idle clock starts now (§15.5)
                     self.kick()
                     status = await self._send_audio(job)
@@ -638,18 +648,15 @@ class SessionDriver:
         request_id = job.request_id
         while (piece := await job.get()) is not None:
             if piece.text is not None:
-                # §5.5: what this segment says, before its audio (only if the request asked).
-                session.marks(request_id, piece.text, piece.start_s, piece.end_s, piece.words)
+                self.mark(job, piece)
             if piece.pcm:
                 if not session.audio(request_id, piece.pcm):
                     break  # cancelled: the rest of the request is dropped
                 self.on_audio_queued(job, piece)
-            # A cancelled request's words are those of the audio sent (§4.2, §5.3 cancel_words): a
-            # segment's words join the list only once its audio was queued, and queued audio is sent.
-            if piece.words is not None:
-                job.words = [*(job.words or []), *piece.words]
+            self.take_words(job, piece)
             # Backpressure: the next piece waits until this one is on the wire.
             await self.flush()
+        self.before_complete(job)
         if job.error is not None and not session.is_cancelled(request_id):
             session.fail(request_id, "synthesis failed")
             return "failed"
@@ -657,8 +664,24 @@ class SessionDriver:
         session.complete(request_id, self.complete_words(job))
         return "cancelled" if cancelled else "completed"
 
+    def mark(self, job: Job, piece: AudioPiece) -> None:
+        """Queue the ``marks`` frame of a piece that speaks text, before its audio (§5.5; the session makes
+        one only if the request asked)."""
+        self.session.marks(job.request_id, piece.text or "", piece.start_s, piece.end_s, piece.words)
+
     def on_audio_queued(self, job: Job, piece: AudioPiece) -> None:
         """A piece's audio was queued for the client (telemetry counts it here)."""
+
+    def take_words(self, job: Job, piece: AudioPiece) -> None:
+        """A piece was handed to the session: its words join the request's. A cancelled request's words are
+        those of the audio sent (§4.2, §5.3 ``cancel_words``): a piece's words join only once its audio was
+        queued (a cancel breaks off before), and queued audio is always sent."""
+        if piece.words is not None:
+            job.words = [*(job.words or []), *piece.words]
+
+    def before_complete(self, job: Job) -> None:
+        """The started request's audio is all queued (or it was cancelled, or failed); its
+        ``synthesis_complete`` is queued next."""
 
     # -- writer ------------------------------------------------------------------------------------
 
@@ -694,7 +717,7 @@ class SessionDriver:
             if self.should_close():
                 self.close_code = self.closing_code()
                 self.on_closing()
-                await transport.close(self.close_code)
+                await self.end(self.close_code)
                 return
             self._flushed.set()
 
