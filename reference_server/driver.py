@@ -388,8 +388,8 @@ class SessionDriver:
         return _no_audio()
 
     def cancel_audio(self, job: Job) -> None:
-        """Stop the job's synthesis now (cancel, disconnect, shutdown); by default the synthesizer stops
-        after the piece being made."""
+        """Stop the job's synthesis now: it was cancelled, or the session ends (disconnect, shutdown) before
+        its synthesis finished. By default the synthesizer stops after the piece being made."""
 
     def on_text(self, job: Job, text: str) -> None:
         """Text of an open utterance arrived (§15.3)."""
@@ -512,7 +512,8 @@ class SessionDriver:
     def _stop(self, job: Job) -> None:
         if not job.cancelled:
             job.stop()
-            self.cancel_audio(job)
+            if not job.finished:  # its synthesis may still run (or wait for an utterance's text)
+                self.cancel_audio(job)
 
     # -- idle watch (§15.5) ------------------------------------------------------------------------
 
