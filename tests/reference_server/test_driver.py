@@ -239,7 +239,20 @@ def test_a_failing_synthesis_hook_fails_its_request_and_the_session_goes_on(serv
 
 
 class UtteranceDriver(HookDriver):
-    """Records the utterance hooks; speaks nothing until the utterance ends."""
+    """Records the utterance hooks; speaks nothing until the utterance ends (its synthesis must not end while
+    the utterance is open: the session refuses to complete it)."""
+
+    def on_accepted(self, job: Job) -> None:
+        job.state = asyncio.Event()  # set by end
+
+    def open_audio(self, job: Job) -> AsyncIterator[AudioPiece]:
+        self.calls.append(("open", job.request_id))
+        return self._after_end(job)
+
+    async def _after_end(self, job: Job) -> AsyncIterator[AudioPiece]:
+        await job.state.wait()
+        async for piece in self._speak(job):
+            yield piece
 
     def on_text(self, job: Job, text: str) -> None:
         self.calls.append(("text", text))
@@ -249,6 +262,7 @@ class UtteranceDriver(HookDriver):
 
     def on_utterance_end(self, job: Job, reason: str) -> None:
         self.calls.append(("end", reason))
+        job.state.set()
 
 
 def test_an_utterances_text_reaches_its_hooks_in_order(serve) -> None:
@@ -264,7 +278,8 @@ def test_an_utterances_text_reaches_its_hooks_in_order(serve) -> None:
         {"type": "close"},
     ]
     frames, code = asyncio.run(converse(server.url, messages))
-    assert kinds(frames)[0] == "synthesis_start" and kinds(frames)[-1] == "synthesis_complete"
+    assert kinds(frames) == ["synthesis_start", "audio", "audio", "synthesis_complete"]
+    assert frames[-1]["status"] == "completed"
     hooks = [c for c in server.calls if c[0] in ("open", "text", "flush", "end")]
     assert hooks == [("open", "u"), ("text", "Hello "), ("flush",), ("text", "there."), ("end", "end")]
     assert code == 1000
