@@ -297,11 +297,12 @@ class ToneConnection(SessionDriver):
 
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[AudioPiece]:
         """The request's audio, segment by segment (:meth:`piece`), each after its emulated work; with the
-        server's ``whole_text_first`` every segment is synthesized before the first is handed on (§10.1)."""
+        server's ``whole_text_first`` every segment (an utterance's: once it has ended) is synthesized before
+        the first is handed on (§10.1)."""
         synth = self.server.synth
         request, lexicon = self.pronunciations(request)
         if self.server.whole_text_first:
-            texts = synth.segments(request.text)
+            texts = [segment async for segment in self.segments(request)]  # an utterance's, once it ended
             rate = request.sample_rate
             pcms = [synth.render(s, request.voice, request.speed, rate, lexicon) for s in texts]
             await self.work(sum(synth.work_s(p, request.sample_rate) for p in pcms))

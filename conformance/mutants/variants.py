@@ -159,6 +159,7 @@ class _InterleaveConnection(ToneConnection):
         self._close_requested = False
 
     def on_accepted(self, job: Job) -> None:
+        super().on_accepted(job)  # an utterance's text is gathered as the base server gathers it
         # Every request is answered at once, on its own task: brackets overlap and audio interleaves.
         self._unanswered += 1
         asyncio.get_running_loop().create_task(self._answer(job.request))
