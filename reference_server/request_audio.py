@@ -46,6 +46,7 @@ from protocol.messages import SynthesisRequest, Word
 from protocol.pcm import StreamResampler, float_to_pcm16
 from protocol.voices import LANGUAGES, Voice, language_code
 from reference_server.backends.base import AbortSignal, PassAborted, aborting
+from reference_server.driver import AudioPiece
 from reference_server.runtime import Runtime, piece_sentences
 from reference_server.scheduling import Grant, Listener
 from speech.frontend import Piece, speech_pieces
@@ -122,27 +123,6 @@ cannot keep up (simulated on bench/paced.py: 3 listeners at 2x real time wait 6.
 
 _SILENCE_RATIO = 0.02
 """A sample is sound when its magnitude is above this share of the segment's peak (-34 dB)."""
-
-
-@dataclass(frozen=True, slots=True)
-class AudioPiece:
-    """One segment's audio, ready to send.
-
-    Attributes:
-        pcm: PCM16LE mono at the request's sample rate (even length; may be empty when the resampler
-            holds everything back).
-        words: word timings of this segment in seconds from the start of the request's audio, or
-            ``None`` when the backend gives none.
-        text: the text the segment speaks (the backend's, whitespace-normalized); ``None`` for the
-            resampler's tail at the end of a request, which is no segment of its own.
-        start_s, end_s: the segment's span on the same timeline as ``words`` (its ``marks``, §5.5).
-    """
-
-    pcm: bytes
-    words: tuple[Word, ...] | None
-    text: str | None = None
-    start_s: float = 0.0
-    end_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from conformance.mutants.base import ToneConnection, ToneServer
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.messages import ErrorFrame, SynthesisRequest
+from reference_server.driver import AudioPiece
 
 __all__ = [
     "AssignsWithoutSkipping",
@@ -144,18 +145,13 @@ class _SharedModelConnection(ToneConnection):
 
     server: _SharedModelServer
 
-    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
-        synth = self.server.synth
-        async for segment in self.segments(request):
-            pcm = synth.render(segment, request.voice, request.speed, request.sample_rate)
-            self.server.speaking += 1
-            try:
-                async with self.server.model:
-                    await asyncio.sleep(synth.work_s(pcm, request.sample_rate))
-            finally:
-                self.server.speaking -= 1
-            self.mark(request, segment, pcm)
-            yield pcm
+    async def work(self, seconds: float) -> None:
+        self.server.speaking += 1
+        try:
+            async with self.server.model:
+                await super().work(seconds)
+        finally:
+            self.server.speaking -= 1
 
 
 class _SharedModelServer(ToneServer):
@@ -181,11 +177,11 @@ class _CountingConnection(ToneConnection):
 
     server: UnhealthyWhenBusy
 
-    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[AudioPiece]:
         self.server.speaking += 1
         try:
-            async for pcm in super().synthesize(request):
-                yield pcm
+            async for piece in super().synthesize(request):
+                yield piece
         finally:
             self.server.speaking -= 1
 

@@ -48,7 +48,7 @@ class _AwsSampleConnection(ToneConnection):
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
         return [sample_shape(f) if isinstance(f, str) else f for f in frames]
 
-    async def end(self) -> None:
+    async def end(self, code: int) -> None:
         return  # the handler returns without a Close frame: uvicorn drops the connection (1006)
 
 

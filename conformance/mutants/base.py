@@ -2,10 +2,12 @@
 
 :class:`ToneServer` serves the three routes of PROTOCOL.md §2 with Starlette and uvicorn. Its sessions run
 the team's sans-I/O :class:`protocol.server_session.ServerSession` (parsing, error codes, brackets, safe audio
-cutting, cancel, draining on close), so the server is correct by construction; each mutant
-(:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneConnection` or :class:`ToneServer` to
-break one rule. Speech is a deterministic tone (:class:`ToneSynthesizer`) whose length follows the text, so
-every case that checks plausibility passes on the unbroken server: it is the control of the teeth test.
+cutting, cancel, draining on close) on the reference server's own driver
+(:class:`reference_server.driver.SessionDriver`), so the server is correct by construction; each mutant
+(:mod:`conformance.mutants.variants`) overrides one hook of :class:`ToneConnection` (the driver's hooks and
+the tone's) or sets one flag of :class:`ToneServer` to break one rule. Speech is a deterministic tone
+(:class:`ToneSynthesizer`) whose length follows the text, so every case that checks plausibility passes on
+the unbroken server: it is the control of the teeth test.
 A voice blend's tone lies at the weighted mean of its voices' pitches (§4.1), and ``POST /invocations``
 encodes Ogg/Opus, FLAC and AAC with the reference server's encoders where PyAV is installed (§11.7).
 """
@@ -48,18 +50,10 @@ from protocol.messages import (
     parse_invocations_request,
 )
 from protocol.pcm import float_to_pcm16, wav_header
-from protocol.server_session import (
-    CloseRequested,
-    RequestAccepted,
-    RequestCancelled,
-    ServerEvent,
-    ServerSession,
-    TextAppended,
-    UtteranceEnded,
-    UtteranceFlushed,
-)
+from protocol.server_session import ServerSession
 from protocol.sse import encode_event
 from protocol.voices import KOKORO_VOICES, LANGUAGES, Voice, is_blend
+from reference_server.driver import AudioPiece, Job, SessionDriver, StarletteTransport
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 from speech.chunker import IncrementalSentenceChunker
 from speech.frontend import speech_pieces, speech_text
@@ -231,20 +225,25 @@ class ToneUtterance:
         self.take([rest] if rest else [])
 
 
-class ToneConnection:
-    """One accepted WebSocket connection driven by a :class:`ServerSession` (the protocol's server session,
-    ``self.session``): a reader, a synthesis worker, a writer and an utterance idle watch around it.
+class ToneConnection(SessionDriver):
+    """One accepted WebSocket connection of a :class:`ToneServer`: the project's session driver
+    (:class:`reference_server.driver.SessionDriver`) with :class:`ToneSynthesizer` as its synthesis hook.
 
-    The hooks a mutant may override are :meth:`receive`, :meth:`on_accepted`, :meth:`on_refused`,
-    :meth:`on_close_requested`, :meth:`on_text`, :meth:`on_flush`, :meth:`on_utterance_end`, :meth:`work`,
-    :meth:`synthesize`, :meth:`complete_words`, :meth:`after_complete`, :meth:`outgoing`,
-    :meth:`should_close`, :meth:`end` and :meth:`close_code`.
+    One request is synthesized at a time (``lookahead`` 0). The hooks a mutant may override are the
+    driver's (:meth:`receive`, :meth:`outgoing`, :meth:`on_accepted`, :meth:`on_cancelled`,
+    :meth:`on_close_requested`, :meth:`on_text`, :meth:`on_flush`, :meth:`on_utterance_end`,
+    :meth:`mark`, :meth:`take_words`, :meth:`before_complete`, :meth:`complete_words`, :meth:`on_done`,
+    :meth:`should_close`, :meth:`closing_code`, :meth:`end`, :meth:`watch_idle`) and the tone's own:
+    :meth:`on_refused`, :meth:`synthesize` (the request's :class:`AudioPiece` s), :meth:`segments`,
+    :meth:`pronunciations` and :meth:`work` (the emulated synthesis work).
     """
+
+    lookahead = 0
 
     def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
         self.server = server
         self.websocket = websocket
-        self.session = ServerSession(
+        session = ServerSession(
             server.limits,
             known_voices=server.voices,
             on_reject=lambda _: self.on_refused(),
@@ -254,184 +253,98 @@ class ToneConnection:
             marks=server.marks,
             lexicon=server.lexicon,
         )
-        self.lexicons: dict[str, Lexicon | None] = {}
-        """The pronunciations of each request being synthesized (§14.3)."""
+        super().__init__(session, StarletteTransport(websocket))
         self.utterances: dict[str, ToneUtterance] = {}
-        """Accepted utterances not yet answered, by request id."""
+        """Accepted utterances not yet answered, by request id (each also its job's ``state``)."""
         self.closing = True
         """Close the WebSocket once the session is finished (§7.1); a mutant may clear it."""
         self.answered = 0
-        """Requests whose ``synthesis_complete`` was queued."""
+        """Requests answered by the feeder (started, then completed, cancelled or failed)."""
         self.spoken_s: dict[str, float] = {}
         """Seconds of audio synthesized so far, per request: where its next segment starts (§5.5)."""
-        self.segment_at: dict[str, int] = {}  # where the next segment is looked for in its text (§14.4)
-        self.words: dict[str, list[Word]] = {}
-        """Word timings of each request's audio sent so far, when its language has them (§5.3)."""
-        self.segment_words: dict[str, tuple[Word, ...] | None] = {}
-        """Word timings of each request's segment noted by :meth:`mark` whose audio is not queued yet."""
-        self._wake = asyncio.Event()
-        self._outbox = asyncio.Event()
-        self._deadline_moved = asyncio.Event()
-        self.last_activity = time.monotonic()
-        """When the last message arrived or the last frames were sent (§7.5)."""
+        self.segment_at: dict[str, int] = {}
+        """Where each request's next segment is looked for in its text (its words' spans, §14.4)."""
         self.slot_released = False
         """The session gave its slot up to a new one (:meth:`evict`)."""
 
     def idle_for(self, now: float) -> float | None:
         """Seconds the session has been idle (§7.5), ``None`` while it holds requests or is ending."""
-        if self.session.pending_ids or self.session.close_code is not None or self.slot_released:
-            return None
-        return now - self.last_activity
+        return None if self.slot_released else super().idle_for(now)
 
-    def evict(self) -> None:
+    def evict(self, message: str = "idle; the slot was given to a new session") -> None:
         """Give the slot up to a new session (§7.5): the fatal ``session_idle``, then close 1001."""
         self.slot_released = True
-        self.session.abort(ErrorCode.SESSION_IDLE, "idle; the slot was given to a new session")
-        self.kick()
-
-    async def run(self) -> None:
-        """Serve until the client disconnects or the session is finished and closed."""
-        tasks = {
-            asyncio.create_task(self.read()),
-            asyncio.create_task(self.write()),
-            asyncio.create_task(self.work()),
-            asyncio.create_task(self.watch_idle()),
-        }
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if not task.cancelled() and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    def kick(self) -> None:
-        """Wake the writer: frames may be waiting in the session."""
-        self._outbox.set()
-
-    # -- reader ----------------------------------------------------------------------------------------
-
-    async def receive(self) -> bytes | str | None:
-        """The next client message, TEXT (``str``) or BINARY (``bytes``); ``None`` on disconnect (§3.1)."""
-        message = await self.websocket.receive()
-        if message["type"] == "websocket.disconnect":
-            return None
-        data = message.get("bytes")
-        return data if data is not None else message.get("text", "")
-
-    async def read(self) -> None:
-        while (data := await self.receive()) is not None:
-            self.act(self.session.receive_frame(data))
-            self.last_activity = time.monotonic()
-            self._deadline_moved.set()
-            self.kick()
-            await asyncio.sleep(0)  # §10.3: one message at a time, then GET /ping and the other sessions
-
-    def act(self, events: list[ServerEvent]) -> None:
-        """Act on the session's events (refusals reach :meth:`on_refused` through the session)."""
-        for event in events:
-            if isinstance(event, CloseRequested):
-                self.on_close_requested()
-            elif isinstance(event, RequestAccepted):
-                if event.utterance:
-                    self.utterances[event.request.request_id] = ToneUtterance()  # type: ignore[index]
-                self.on_accepted(event.request)
-            elif isinstance(event, RequestCancelled):
-                utterance = self.utterances.get(event.request_id)
-                if utterance is not None:
-                    utterance.changed.set()
-                self._wake.set()
-            elif isinstance(event, TextAppended):
-                self.on_text(self.utterances[event.request_id], event.text)
-            elif isinstance(event, UtteranceFlushed):
-                self.on_flush(self.utterances[event.request_id])
-            elif isinstance(event, UtteranceEnded):
-                self.on_utterance_end(self.utterances[event.request_id], event.reason)
-
-    def on_text(self, utterance: ToneUtterance, text: str) -> None:
-        """Text of an open utterance arrived: every segment it completes is ready to speak (§15.3)."""
-        utterance.take(utterance.chunker.feed(text))
-
-    def on_flush(self, utterance: ToneUtterance) -> None:
-        """``flush``: everything held is ready to speak now (§15.3)."""
-        utterance.flush()
-
-    def on_utterance_end(self, utterance: ToneUtterance, reason: str) -> None:
-        """The utterance takes no more text (``end``, ``close`` or the idle timeout): speak the rest."""
-        utterance.flush()
-        utterance.ended = True
-        utterance.changed.set()
-
-    async def watch_idle(self) -> None:
-        """End an active utterance that got no message for ``utterance_idle_timeout_s`` (§15.5)."""
-        while True:
-            self._deadline_moved.clear()
-            deadline = self.session.deadline()
-            if deadline is None:
-                await self._deadline_moved.wait()
-                continue
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                    await self._deadline_moved.wait()
-                    continue
-            self.act(self.session.expire())
-            self.kick()
-
-    def on_accepted(self, request: SynthesisRequest) -> None:
-        """A request joined the queue; the worker answers it in its turn."""
-        self._wake.set()
+        super().evict(message)
 
     def on_refused(self) -> None:
         """A message was refused (its error frame is queued). The session goes on (§6.3)."""
 
-    def on_close_requested(self) -> None:
-        """``close`` arrived; the writer closes once the accepted requests are answered (§7.1)."""
+    # -- utterances (§15) ------------------------------------------------------------------------------
 
-    # -- worker ----------------------------------------------------------------------------------------
+    def on_accepted(self, job: Job) -> None:
+        """A request joined the queue; an utterance gets its :class:`ToneUtterance` (the job's ``state``)."""
+        if job.utterance:
+            job.state = self.utterances[job.request_id] = ToneUtterance()
 
-    async def work(self) -> None:
-        """Answer requests one at a time, in order (§6.2)."""
-        session = self.session
-        while True:
-            request = session.next_request()
-            if request is None:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            request_id = request.request_id
-            assert request_id is not None
-            if session.start(request_id):
-                self._deadline_moved.set()  # an utterance's idle clock starts now (§15.5)
-                self.kick()
-                async for pcm in self.synthesize(request):
-                    if not session.audio(request_id, pcm):
-                        break  # cancelled (§4.2)
-                    self.sent(request_id)
-                    self.kick()
-                session.complete(request_id, self.complete_words(request))
-                self.after_complete(request_id)
-            self.words.pop(request_id, None)
-            self.lexicons.pop(request_id, None)
-            self.segment_words.pop(request_id, None)
-            self.spoken_s.pop(request_id, None)
-            self.utterances.pop(request_id, None)
-            self.kick()
+    def on_text(self, job: Job, text: str) -> None:
+        """Text of an open utterance arrived: every segment it completes is ready to speak (§15.3)."""
+        utterance: ToneUtterance = job.state
+        utterance.take(utterance.chunker.feed(text))
 
-    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
-        """The request's audio, segment by segment, off the event loop's critical path (§8).
+    def on_flush(self, job: Job) -> None:
+        """``flush``: everything held is ready to speak now (§15.3)."""
+        job.state.flush()
 
-        Each segment goes through :meth:`mark` before it is yielded; a mutant that synthesizes its own way
-        does the same."""
+    def on_utterance_end(self, job: Job, reason: str) -> None:
+        """The utterance takes no more text (``end``, ``close`` or the idle timeout): speak the rest."""
+        utterance: ToneUtterance = job.state
+        utterance.flush()
+        utterance.ended = True
+        utterance.changed.set()
+
+    def cancel_audio(self, job: Job) -> None:
+        """Wake the synthesis of a cancelled utterance waiting for its text."""
+        if isinstance(job.state, ToneUtterance):
+            job.state.changed.set()
+
+    def on_done(self, job: Job, status: str) -> None:
+        """The request is answered: forget what was kept for it."""
+        if job.started:
+            self.answered += 1
+        self.spoken_s.pop(job.request_id, None)
+        self.utterances.pop(job.request_id, None)
+
+    # -- synthesis -------------------------------------------------------------------------------------
+
+    def open_audio(self, job: Job) -> AsyncIterator[AudioPiece]:
+        return self.synthesize(job.request)
+
+    async def work(self, seconds: float) -> None:
+        """Emulate ``seconds`` of synthesis work: off the event loop's critical path (§8), or on it when the
+        server's ``blocking_work`` is set (the loop then serves nothing meanwhile)."""
+        if self.server.blocking_work:
+            time.sleep(seconds)
+        else:
+            await asyncio.sleep(seconds)
+
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[AudioPiece]:
+        """The request's audio, segment by segment (:meth:`piece`), each after its emulated work; with the
+        server's ``whole_text_first`` every segment (an utterance's: once it has ended) is synthesized before
+        the first is handed on (§10.1)."""
         synth = self.server.synth
         request, lexicon = self.pronunciations(request)
-        self.lexicons[request.request_id or ""] = lexicon
+        if self.server.whole_text_first:
+            texts = [segment async for segment in self.segments(request)]  # an utterance's, once it ended
+            rate = request.sample_rate
+            pcms = [synth.render(s, request.voice, request.speed, rate, lexicon) for s in texts]
+            await self.work(sum(synth.work_s(p, request.sample_rate) for p in pcms))
+            for text, pcm in zip(texts, pcms, strict=True):
+                yield self.piece(request, text, pcm, lexicon)
+            return
         async for segment in self.segments(request):
             pcm = synth.render(segment, request.voice, request.speed, request.sample_rate, lexicon)
-            await asyncio.sleep(synth.work_s(pcm, request.sample_rate))
-            self.mark(request, segment, pcm)
-            yield pcm
+            await self.work(synth.work_s(pcm, request.sample_rate))
+            yield self.piece(request, segment, pcm, lexicon)
 
     def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
         """The request with its inline forms marked, and what it is spoken with (§14.3): its lexicon (the
@@ -447,42 +360,21 @@ class ToneConnection:
             return request, None
         return replace(request, text=text), Lexicon(words, inline)
 
-    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
-        """A segment's audio ``pcm`` is about to be sent: note its word timings and, if the request asked
-        for marks, queue its ``marks`` frame (§5.5) ahead of the audio."""
+    def piece(
+        self, request: SynthesisRequest, segment: str, pcm: bytes, lexicon: Lexicon | None = None
+    ) -> AudioPiece:
+        """A segment's audio ``pcm`` with its span in the request's audio and its word timings (§5.3, §5.5):
+        the next segment starts where this one ends."""
         request_id = request.request_id
         assert request_id is not None
         synth = self.server.synth
         start = self.spoken_s.get(request_id, 0.0)
         end = start + len(pcm) / 2 / request.sample_rate
         self.spoken_s[request_id] = end
-        lexicon = self.lexicons.get(request_id)
         at = request.text.find(segment, self.segment_at.get(request_id, 0)) if request.text else -1
         self.segment_at[request_id] = at + len(segment) if at >= 0 else 0
         words = synth.words(segment, request.voice, start, end, lexicon, at if at >= 0 else None)
-        self.segment_words[request_id] = words
-        self.session.marks(request_id, strip_marks(synth.spoken(segment, request.voice)), start, end, words)
-
-    def sent(self, request_id: str) -> None:
-        """The last segment :meth:`mark` noted had its audio queued: its words join the request's (§5.3)."""
-        words = self.segment_words.pop(request_id, None)
-        if words is not None:
-            self.words.setdefault(request_id, []).extend(words)
-
-    def complete_words(self, request: SynthesisRequest) -> list[Word] | None:
-        """The ``words`` of the request's ``synthesis_complete``: those of the audio sent, also when it was
-        cancelled (§5.3 ``cancel_words``; ``[]`` when a cancel left no word sent); ``None`` for a language
-        without word timings."""
-        request_id = request.request_id
-        assert request_id is not None
-        words = self.words.get(request_id)
-        if (
-            words is None
-            and self.session.is_cancelled(request_id)
-            and Voice.parse(request.voice).code in self.server.word_timings
-        ):
-            return []
-        return words
+        return AudioPiece(pcm, words, strip_marks(synth.spoken(segment, request.voice)), start, end)
 
     async def segments(self, request: SynthesisRequest) -> AsyncIterator[str]:
         """The request's segments; an utterance's as they become ready, until it has ended (§15.3)."""
@@ -500,41 +392,11 @@ class ToneConnection:
                 utterance.changed.clear()
                 await utterance.changed.wait()
 
-    def after_complete(self, request_id: str) -> None:
-        """A request's ``synthesis_complete`` was queued."""
-        self.answered += 1
-
-    # -- writer ----------------------------------------------------------------------------------------
-
-    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
-        """The frames about to be sent (``str``: TEXT, ``bytes``: BINARY); a mutant may rewrite them."""
-        return frames
-
-    async def write(self) -> None:
-        while True:
-            await self._outbox.wait()
-            self._outbox.clear()
-            for frame in self.outgoing(self.session.data_to_send()):
-                if isinstance(frame, str):
-                    await self.websocket.send_text(frame)
-                else:
-                    await self.websocket.send_bytes(frame)
-                self.last_activity = time.monotonic()
-            if self.should_close():
-                await self.end()
-                return
+    # -- closing ---------------------------------------------------------------------------------------
 
     def should_close(self) -> bool:
         """Whether to close the WebSocket now: the session is finished (drained after close, §7.1)."""
-        return self.closing and self.session.finished
-
-    async def end(self) -> None:
-        """End the session: send the WebSocket Close frame with :meth:`close_code` (§7.1)."""
-        await self.websocket.close(self.close_code())
-
-    def close_code(self) -> int:
-        """The WebSocket close code (1000 after close, §7.1)."""
-        return self.session.close_code or 1000
+        return self.closing and super().should_close()
 
 
 IDLE_TIMEOUT_S = 3.0
@@ -565,6 +427,10 @@ class ToneServer:
     """Offer pronunciation lexicons and inline pronunciations (§4.5, §14.3)."""
     word_timings: frozenset[str] = WORD_TIMINGS
     """Languages listed with ``word_timings: true`` in ``capabilities`` (§14.1)."""
+    whole_text_first = False
+    """Synthesize a request's whole text before handing on its first segment (a mutant's defect, §10.1)."""
+    blocking_work = False
+    """Do the emulated synthesis work on the event loop (``time.sleep``: a mutant's defect, §8)."""
 
     def __init__(self) -> None:
         self.limits = Limits(utterance_idle_timeout_s=IDLE_TIMEOUT_S, idle_eviction_s=EVICTION_S)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 from conformance.mutants.base import ToneConnection, ToneServer, ToneSynthesizer
 from protocol.lexicon import INLINE_PATTERN, PHONEMES, Lexicon, strip_marks
 from protocol.messages import Marks, SynthesisRequest, Word
+from reference_server.driver import AudioPiece, Job
 
 __all__ = [
     "CancelWordsAll",
@@ -37,16 +39,15 @@ class _MarksForAllConnection(ToneConnection):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.unasked: dict[str, int] = {}
 
-    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
-        start = self.spoken_s.get(request.request_id or "", 0.0)
-        super().mark(request, segment, pcm)
+    def mark(self, job: Job, piece: AudioPiece) -> None:
+        super().mark(job, piece)
+        request = job.request
         if request.marks or request.request_id is None:
             return
         # Queued where the session would queue it: before the segment's audio, inside the bracket.
         count = self.unasked.get(request.request_id, 0)
         self.unasked[request.request_id] = count + 1
-        text = self.server.synth.spoken(segment, request.voice)
-        end = self.spoken_s[request.request_id]
+        text, start, end = piece.text or "", piece.start_s, piece.end_s
         frame = Marks(request_id=request.request_id, segment=count, text=text, start_s=start, end_s=end)
         # The session itself refuses to make this frame: the defect puts it in the session's outbox.
         self.session._outgoing.append(frame.to_json())
@@ -76,11 +77,12 @@ class _FinishesAbandonedConnection(ToneConnection):
             await asyncio.sleep(0.05)  # the worker goes on synthesizing the abandoned requests
 
     async def write(self) -> None:
-        try:
-            await super().write()
-        except Exception:  # a send failed: the connection is gone (the reader may not know yet)
-            self.gone = True
-            await asyncio.Future()  # the worker goes on until read() ends the session
+        while True:
+            try:
+                await super().write()
+                return
+            except Exception:  # a send failed: the connection is gone (the reader may not know yet)
+                self.gone = True  # the worker goes on (into the void) until read() ends the session
 
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
         return [] if self.gone else frames  # nowhere to send them
@@ -98,10 +100,10 @@ class FinishesAbandoned(ToneServer):
 
 
 class _CancelWordsNoneConnection(ToneConnection):
-    def complete_words(self, request: SynthesisRequest) -> list[Word] | None:
-        if self.session.is_cancelled(request.request_id or ""):
+    def complete_words(self, job: Job) -> list[Word] | None:
+        if self.session.is_cancelled(job.request_id):
             return None  # as before version 1.1 added cancel_words, which it lists all the same
-        return super().complete_words(request)
+        return super().complete_words(job)
 
 
 class CancelWordsNone(ToneServer):
@@ -112,9 +114,10 @@ class CancelWordsNone(ToneServer):
 
 
 class _CancelWordsAllConnection(ToneConnection):
-    def complete_words(self, request: SynthesisRequest) -> list[Word] | None:
-        if not self.session.is_cancelled(request.request_id or ""):
-            return super().complete_words(request)
+    def complete_words(self, job: Job) -> list[Word] | None:
+        request = job.request
+        if not self.session.is_cancelled(job.request_id):
+            return super().complete_words(job)
         # The words of the whole text, as if every segment had been sent: what the client wrote.
         synth, start, words = self.server.synth, 0.0, []
         for segment in synth.segments(request.text):
@@ -132,9 +135,18 @@ class CancelWordsAll(ToneServer):
 
 
 class _CancelWordsUnsentConnection(ToneConnection):
-    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
-        super().mark(request, segment, pcm)
-        self.sent(request.request_id or "")  # counted when synthesized, before its audio is queued
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[AudioPiece]:
+        synth, job = self.server.synth, self.jobs[request.request_id or ""]
+        request, lexicon = self.pronunciations(request)
+        async for segment in self.segments(request):
+            pcm = synth.render(segment, request.voice, request.speed, request.sample_rate, lexicon)
+            piece = self.piece(request, segment, pcm, lexicon)
+            super().take_words(job, piece)  # counted when its synthesis starts, before its audio is queued
+            await self.work(synth.work_s(pcm, request.sample_rate))
+            yield piece
+
+    def take_words(self, job: Job, piece: AudioPiece) -> None:
+        pass  # already counted
 
 
 class CancelWordsUnsent(ToneServer):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 from conformance.mutants.base import ToneConnection, ToneServer, ToneSynthesizer
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisRequest
-from protocol.server_session import RequestCancelled, ServerEvent, SessionStateError
+from reference_server.driver import AudioPiece, Job
 
 __all__ = [
     "BigFrames",
@@ -31,7 +30,8 @@ __all__ = [
 
 
 class _LateCancelConnection(ToneConnection):
-    """Holds a cancel until the active request's audio is all queued, then lets the session see it."""
+    """Holds a cancel while a request is pending, and lets the session see it only once the active request's
+    audio is all queued."""
 
     held: list[bytes | str]
 
@@ -43,9 +43,7 @@ class _LateCancelConnection(ToneConnection):
                 continue
             return data
 
-    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
-        async for pcm in super().synthesize(request):
-            yield pcm
+    def before_complete(self, job: Job) -> None:
         # The whole request was synthesized and streamed; only now is the cancel acted on, so the request
         # still ends "cancelled", with audio_bytes counting every frame sent.
         for data in getattr(self, "held", []):
@@ -72,75 +70,70 @@ class LateCancel(ToneServer):
 class _CancelThenStreamConnection(ToneConnection):
     """Answers a cancel of the active request at once with its ``synthesis_complete`` (status cancelled,
     the audio sent so far), then goes on synthesizing that request and sends the rest of its audio anyway,
-    in frames outside any bracket, before the next request's ``synthesis_start``."""
+    in frames outside any bracket, before the next request's ``synthesis_start``.
+
+    Hooks only: :meth:`on_cancelled` starts the stray synthesis of the segments not yet queued
+    (:meth:`on_audio_queued` counts them); :meth:`outgoing` lets the session's frames out up to that
+    request's ``synthesis_complete``, then the stray audio, and holds the session's later frames until the
+    stray audio is all out."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.active: str | None = None
-        self.answered_early: set[str] = set()
+        self.queued: dict[str, int] = {}  # segments of each request whose audio was queued
         self.stray: list[bytes | str] = []
+        self.streaming: str | None = None  # the cancelled request whose audio goes on
+        self.completed = False  # its synthesis_complete went out
+        self.held: list[bytes | str] = []
 
-    def act(self, events: list[ServerEvent]) -> None:
-        super().act(events)
-        active = self.active
-        for event in events:
-            if not isinstance(event, RequestCancelled) or event.request_id != active or active is None:
-                continue
-            if active in self.answered_early or active in self.utterances:
-                continue  # an utterance is cancelled as the base server does
-            try:
-                self.session.complete(active)  # at once, while its synthesis goes on
-            except SessionStateError:
-                continue
-            self.answered_early.add(active)
+    def on_audio_queued(self, job: Job, piece: AudioPiece) -> None:
+        self.queued[job.request_id] = self.queued.get(job.request_id, 0) + 1
+
+    def on_cancelled(self, job: Job, started: bool) -> None:
+        if not started or job.utterance or self.streaming is not None:
+            return  # an utterance, or a queued request, is cancelled as the base server does
+        self.streaming, self.completed = job.request_id, False
+        asyncio.get_running_loop().create_task(self._stream_rest(job.request))
+
+    async def _stream_rest(self, request: SynthesisRequest) -> None:
+        synth = self.server.synth
+        segments = synth.segments(request.text)[self.queued.get(request.request_id or "", 0) :]
+        for segment in segments:
+            pcm = synth.render(segment, request.voice, request.speed, request.sample_rate)
+            await self.work(synth.work_s(pcm, request.sample_rate))
+            # The bracket is closed; the audio is sent all the same.
+            self.stray += cut_audio_frames(pcm, self.session.limits.max_audio_frame_bytes)
             self.kick()
-
-    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
-        if request.request_id not in self.answered_early:  # no bracket left to mark
-            super().mark(request, segment, pcm)
-
-    async def work(self) -> None:
-        session = self.session
-        while True:
-            request = session.next_request()
-            if request is None:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            request_id = request.request_id
-            assert request_id is not None
-            if session.start(request_id):
-                self.active = request_id
-                self._deadline_moved.set()
-                self.kick()
-                async for pcm in self.synthesize(request):
-                    if request_id in self.answered_early:
-                        # The bracket is closed; the audio is sent all the same.
-                        self.stray += cut_audio_frames(pcm, session.limits.max_audio_frame_bytes)
-                    elif not session.audio(request_id, pcm):
-                        break  # cancelled while it could not be answered at once (an utterance)
-                    self.sent(request_id)
-                    self.kick()
-                self.active = None
-                while self.stray:  # out before the next bracket opens
-                    self.kick()
-                    await asyncio.sleep(0.005)
-                if request_id not in self.answered_early:
-                    session.complete(request_id, self.complete_words(request))
-                self.after_complete(request_id)
-            self.words.pop(request_id, None)
-            self.segment_words.pop(request_id, None)
-            self.spoken_s.pop(request_id, None)
-            self.utterances.pop(request_id, None)
-            self.kick()
+        self.streaming = None
+        self.kick()
 
     def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
-        stray, self.stray = self.stray, []
-        return [*frames, *stray]
+        out: list[bytes | str] = []
+        for frame in frames:
+            if self.completed:
+                self.held.append(frame)  # after the stray audio
+                continue
+            out.append(frame)
+            obj = _control(frame)
+            if self.streaming and obj.get("type") == "synthesis_complete":
+                self.completed = obj.get("request_id") == self.streaming
+        if self.completed or self.streaming is None:
+            out += self.stray
+            self.stray = []
+        if self.streaming is None and not self.stray:
+            out += self.held
+            self.held, self.completed = [], False
+        return out
 
     def should_close(self) -> bool:
         # After close, a request answered early is still streamed to its end before the Close frame.
-        return super().should_close() and self.active is None and not self.stray
+        return super().should_close() and self.streaming is None and not self.stray and not self.held
+
+
+def _control(frame: bytes | str) -> dict[str, Any]:
+    if not isinstance(frame, str):
+        return {}
+    obj = json.loads(frame)
+    return obj if isinstance(obj, dict) else {}
 
 
 class CancelThenStream(ToneServer):
@@ -151,23 +144,11 @@ class CancelThenStream(ToneServer):
     connection_class = _CancelThenStreamConnection
 
 
-class _WholeTextFirstConnection(ToneConnection):
-    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
-        synth = self.server.synth
-        texts = synth.segments(request.text)
-        segments = [synth.render(s, request.voice, request.speed, request.sample_rate) for s in texts]
-        # Every segment is synthesized before the first byte leaves.
-        await asyncio.sleep(sum(synth.work_s(p, request.sample_rate) for p in segments))
-        for text, pcm in zip(texts, segments, strict=True):
-            self.mark(request, text, pcm)
-            yield pcm
-
-
 class WholeTextFirst(ToneServer):
     """Synthesizes a request's whole text before sending its first audio frame (§10.1)."""
 
     name = "whole-text"
-    connection_class = _WholeTextFirstConnection
+    whole_text_first = True
 
 
 class _SegmentFramesConnection(ToneConnection):

@@ -16,6 +16,7 @@ from starlette.websockets import WebSocket
 from conformance.mutants.base import ToneConnection, ToneServer, ToneUtterance
 from protocol.frames import cut_audio_frames
 from protocol.messages import SynthesisComplete, SynthesisRequest, SynthesisStart
+from reference_server.driver import AudioPiece, Job
 
 __all__ = [
     "BlockingSynthesis",
@@ -113,23 +114,12 @@ class JsonObjectAudioFrame(ToneServer):
     connection_class = _JsonFrameConnection
 
 
-class _BlockingConnection(ToneConnection):
-    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
-        synth = self.server.synth
-        texts = synth.segments(request.text)
-        pcm = [synth.render(s, request.voice, request.speed, request.sample_rate) for s in texts]
-        # The whole request is synthesized on the event loop: no ping, message or /ping is served meanwhile.
-        time.sleep(sum(synth.work_s(p, request.sample_rate) for p in pcm))
-        for text, piece in zip(texts, pcm, strict=True):
-            self.mark(request, text, piece)
-            yield piece
-
-
 class BlockingSynthesis(ToneServer):
     """Synthesizes on the event loop, so pings go unanswered while it works (§8, §2.2, §2.3)."""
 
     name = "blocking"
-    connection_class = _BlockingConnection
+    whole_text_first = True
+    blocking_work = True  # the whole request is synthesized on the event loop: nothing is served meanwhile
 
 
 class _IgnoresCloseConnection(ToneConnection):
@@ -168,17 +158,22 @@ class _InterleaveConnection(ToneConnection):
         self._unanswered = 0
         self._close_requested = False
 
-    def on_accepted(self, request: SynthesisRequest) -> None:
+    def on_accepted(self, job: Job) -> None:
+        super().on_accepted(job)  # an utterance's text is gathered as the base server gathers it
         # Every request is answered at once, on its own task: brackets overlap and audio interleaves.
         self._unanswered += 1
-        asyncio.get_running_loop().create_task(self._answer(request))
+        asyncio.get_running_loop().create_task(self._answer(job.request))
+
+    async def _feed(self) -> None:
+        # The answers bypass the session's queue (no marks: the session only marks its started head
+        # request): the driver's feeder and synthesizer get nothing to do.
+        await asyncio.Event().wait()
+
+    def open_audio(self, job: Job) -> AsyncIterator[AudioPiece]:
+        return _nothing()
 
     def on_close_requested(self) -> None:
         self._close_requested = True
-
-    def mark(self, request: SynthesisRequest, segment: str, pcm: bytes) -> None:
-        # No marks: the session only marks its started head request, and these answers bypass its queue.
-        pass
 
     def should_close(self) -> bool:
         # The session's own queue never drains (the answers bypass it): close once every request is
@@ -194,8 +189,8 @@ class _InterleaveConnection(ToneConnection):
         self.kick()
         sent = 0
         started = time.monotonic()
-        async for pcm in self.synthesize(request):
-            for frame in cut_audio_frames(pcm, 4096):
+        async for piece in self.synthesize(request):
+            for frame in cut_audio_frames(piece.pcm, 4096):
                 sent += len(frame)
                 self._extra.append(frame)
                 self.kick()
@@ -216,6 +211,11 @@ class _InterleaveConnection(ToneConnection):
         return frames + extra
 
 
+async def _nothing() -> AsyncIterator[AudioPiece]:
+    return
+    yield
+
+
 class InterleavesRequests(ToneServer):
     """Answers every request at once, so two requests' brackets and audio interleave (§6.2)."""
 
@@ -233,9 +233,9 @@ class _ClosesOnBadConnection(ToneConnection):
     def should_close(self) -> bool:
         return self.refused or super().should_close()
 
-    def close_code(self) -> int:
+    def closing_code(self) -> int:
         # 1008 Policy Violation (RFC 6455 §7.4.1): what such servers typically send.
-        return 1008 if self.refused else super().close_code()
+        return 1008 if self.refused else super().closing_code()
 
 
 class ClosesOnBadMessage(ToneServer):
@@ -247,14 +247,13 @@ class ClosesOnBadMessage(ToneServer):
 
 
 class _WrongRateConnection(ToneConnection):
-    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[bytes]:
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[AudioPiece]:
         synth = self.server.synth
         for segment in synth.segments(request.text):
             # Always the model's rate: synthesis_start still declares the requested one.
             pcm = synth.render(segment, request.voice, request.speed, 24000)
-            await asyncio.sleep(synth.work_s(pcm, 24000))
-            self.mark(request, segment, pcm)
-            yield pcm
+            await self.work(synth.work_s(pcm, 24000))
+            yield self.piece(request, segment, pcm)
 
 
 class WrongSampleRate(ToneServer):
@@ -306,8 +305,8 @@ class WithoutUtterances(ToneServer):
 
 
 class _FragmentSegmentsConnection(ToneConnection):
-    def on_text(self, utterance: ToneUtterance, text: str) -> None:
-        utterance.take([text])  # every fragment its own segment: the speech depends on the split
+    def on_text(self, job: Job, text: str) -> None:
+        job.state.take([text])  # every fragment its own segment: the speech depends on the split
 
 
 class FragmentSegments(ToneServer):
@@ -319,7 +318,7 @@ class FragmentSegments(ToneServer):
 
 
 class _IgnoresFlushConnection(ToneConnection):
-    def on_flush(self, utterance: ToneUtterance) -> None:
+    def on_flush(self, job: Job) -> None:
         pass  # held text waits for a sentence end or `end`
 
 
@@ -355,13 +354,14 @@ class CancelIgnoresUtterance(ToneServer):
 
 
 class _CloseDropsUtteranceConnection(ToneConnection):
-    def on_utterance_end(self, utterance: ToneUtterance, reason: str) -> None:
+    def on_utterance_end(self, job: Job, reason: str) -> None:
+        utterance: ToneUtterance = job.state
         if reason == "close":
             utterance.ready.clear()  # what it held is dropped instead of spoken
             utterance.ended = True
             utterance.changed.set()
             return
-        super().on_utterance_end(utterance, reason)
+        super().on_utterance_end(job, reason)
 
 
 class CloseDropsUtterance(ToneServer):
@@ -392,11 +392,10 @@ class RefusalWithoutMessageType(ToneServer):
 
 
 class _FlushEndsUtteranceConnection(ToneConnection):
-    def on_flush(self, utterance: ToneUtterance) -> None:
+    def on_flush(self, job: Job) -> None:
         # Reads flush as the end of the utterance (as an empty text ends an ElevenLabs stream): the
         # utterance is closed in the session, so its later fragments are refused.
-        request_id = next(rid for rid, u in self.utterances.items() if u is utterance)
-        self.act(self.session.receive_frame(json.dumps({"type": "end", "request_id": request_id})))
+        self.act(self.session.receive_frame(json.dumps({"type": "end", "request_id": job.request_id})))
 
 
 class FlushEndsUtterance(ToneServer):
@@ -410,21 +409,22 @@ class FlushEndsUtterance(ToneServer):
 class _WaitsForEndConnection(ToneConnection):
     def __init__(self, server: ToneServer, websocket: WebSocket) -> None:
         super().__init__(server, websocket)
-        self._held: dict[int, str] = {}
+        self._held: dict[str, str] = {}
 
-    def on_text(self, utterance: ToneUtterance, text: str) -> None:
-        self._held[id(utterance)] = self._held.get(id(utterance), "") + text  # nothing spoken yet
+    def on_text(self, job: Job, text: str) -> None:
+        self._held[job.request_id] = self._held.get(job.request_id, "") + text  # nothing spoken yet
 
-    def _release(self, utterance: ToneUtterance) -> None:
-        utterance.take(utterance.chunker.feed(self._held.pop(id(utterance), "")))
+    def _release(self, job: Job) -> None:
+        utterance: ToneUtterance = job.state
+        utterance.take(utterance.chunker.feed(self._held.pop(job.request_id, "")))
 
-    def on_flush(self, utterance: ToneUtterance) -> None:
-        self._release(utterance)
-        super().on_flush(utterance)
+    def on_flush(self, job: Job) -> None:
+        self._release(job)
+        super().on_flush(job)
 
-    def on_utterance_end(self, utterance: ToneUtterance, reason: str) -> None:
-        self._release(utterance)
-        super().on_utterance_end(utterance, reason)
+    def on_utterance_end(self, job: Job, reason: str) -> None:
+        self._release(job)
+        super().on_utterance_end(job, reason)
 
 
 class WaitsForEnd(ToneServer):

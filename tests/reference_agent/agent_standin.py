@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol.messages import Word
 from protocol.server_session import (
@@ -25,6 +26,7 @@ from protocol.server_session import (
     UtteranceFlushed,
 )
 from reference_agent.tts import TtsEndpoint, TtsUnavailable
+from reference_server.driver import AudioPiece, Job, SessionDriver, StarletteTransport
 from speech.chunker import IncrementalSentenceChunker
 
 SAMPLES_PER_CHAR = 40
@@ -61,6 +63,8 @@ class _Utterance:
     )
     ready: list[str] = field(default_factory=list)
     ended: bool = False
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when text, ``flush``, ``end`` or a cancel arrives (the socket container waits on it)."""
 
     def flush(self) -> None:
         rest = self.chunker.flush()
@@ -278,13 +282,78 @@ class StandInFactory:
         return session
 
 
+class _StandInDriver(SessionDriver):
+    """A socket session of :func:`standin_container`: the project's session driver with the stand-in's
+    speech (:func:`speech_for`, :func:`words_for`) as its synthesis hook; utterances spoken sentence by
+    sentence as their text completes them (PROTOCOL.md §15). Every answered request's text (an utterance's
+    whole text) joins ``texts``; every audio byte sent joins ``produced``."""
+
+    def __init__(self, websocket: Any, texts: list[str], produced: bytearray) -> None:
+        super().__init__(ServerSession(utterances=True), StarletteTransport(websocket))
+        self.texts = texts
+        self.produced = produced
+
+    def on_accepted(self, job: Job) -> None:
+        if job.utterance:
+            job.state = _Utterance(job.request.sample_rate)
+
+    def on_text(self, job: Job, text: str) -> None:
+        utterance: _Utterance = job.state
+        utterance.text += text
+        utterance.ready += utterance.chunker.feed(text)
+        utterance.changed.set()
+
+    def on_flush(self, job: Job) -> None:
+        job.state.flush()
+        job.state.changed.set()
+
+    def on_utterance_end(self, job: Job, reason: str) -> None:
+        job.state.flush()
+        job.state.ended = True
+        job.state.changed.set()
+
+    def cancel_audio(self, job: Job) -> None:
+        if job.state is not None:
+            job.state.changed.set()
+
+    def open_audio(self, job: Job) -> AsyncIterator[AudioPiece]:
+        return self._speak(job)
+
+    async def _speak(self, job: Job) -> AsyncIterator[AudioPiece]:
+        request = job.request
+        if not job.utterance:
+            yield AudioPiece(speech_for(request.text), tuple(words_for(request.text, request.sample_rate)))
+            return
+        utterance: _Utterance = job.state
+        while not job.cancelled:
+            while utterance.ready:
+                sentence = utterance.ready.pop(0)
+                words = tuple(words_for(sentence, utterance.sample_rate, utterance.spoken_s))
+                utterance.spoken_s += SAMPLES_PER_CHAR * max(1, len(sentence)) / utterance.sample_rate
+                yield AudioPiece(speech_for(sentence), words)
+            if utterance.ended:
+                return
+            utterance.changed.clear()
+            await utterance.changed.wait()
+
+    def on_done(self, job: Job, status: str) -> None:
+        if job.started:
+            self.texts.append(job.state.text if job.utterance else job.request.text)
+
+    def outgoing(self, frames: list[bytes | str]) -> list[bytes | str]:
+        for frame in frames:
+            if isinstance(frame, bytes):
+                self.produced += frame
+        return frames
+
+
 def standin_container():
     """The stand-in as a model container for the simulator: a Starlette app on SageMaker's routes.
 
-    ``GET /ping`` and the WebSocket route ``/invocations-bidirectional-stream`` (PROTOCOL.md §2),
-    answering with :class:`ServerSession` and :func:`speech_for`. Control frames go out as TEXT,
-    audio as BINARY (§3); both frame types are accepted. ``app.state.texts`` and
-    ``app.state.produced`` record what every session was asked and sent.
+    ``GET /ping`` and the WebSocket route ``/invocations-bidirectional-stream`` (PROTOCOL.md §2), each session
+    run by the project's session driver (:class:`reference_server.driver.SessionDriver`) with
+    :func:`speech_for` as its synthesis. Control frames go out as TEXT, audio as BINARY (§3); both frame types
+    are accepted. ``app.state.texts`` and ``app.state.produced`` record what every session was asked and sent.
     """
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse
@@ -296,20 +365,7 @@ def standin_container():
 
     async def bidi(websocket: WebSocket) -> None:
         await websocket.accept()
-        answerer = Answerer()
-        answerer.texts = app.state.texts  # every session records into the app's list
-        while not answerer.server.finished:
-            message = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
-                return
-            data = message.get("text")
-            for frame in answerer.receive(data if data is not None else message.get("bytes") or b""):
-                if isinstance(frame, str):
-                    await websocket.send_text(frame)
-                else:
-                    app.state.produced += frame
-                    await websocket.send_bytes(frame)
-        await websocket.close(answerer.server.close_code or 1000)
+        await _StandInDriver(websocket, app.state.texts, app.state.produced).run()
 
     app = Starlette(routes=[Route("/ping", ping), WebSocketRoute("/invocations-bidirectional-stream", bidi)])
     app.state.texts = []

@@ -1,10 +1,13 @@
 """Small model containers for the simulator's tests (cheap, deterministic, no model weights).
 
 * :func:`tone_app` speaks the bidirectional session of PROTOCOL.md through the team's sans-I/O
-  :class:`protocol.server_session.ServerSession`, with a sine tone for a synthesizer (length proportional to
-  the text), and answers ``POST /invocations`` with a streamed WAV or raw PCM body (``break_after``
+  :class:`protocol.server_session.ServerSession` on the project's session driver
+  (:class:`reference_server.driver.SessionDriver`), with a sine tone for a synthesizer (length proportional
+  to the text), and answers ``POST /invocations`` with a streamed WAV or raw PCM body (``break_after``
   makes that body fail part-way).
-* :func:`inline_app` stops reading while it synthesizes, so under uvicorn it stops answering pings.
+* :func:`inline_app` stops reading while it synthesizes, so under uvicorn it stops answering pings (a
+  transport-level defect on purpose: it drives its session by hand, not with the driver, whose reader never
+  stops; likewise :func:`text_only_app` and :func:`crash_app`, which run no session at all).
 * :func:`text_only_app` reads with ``websocket.receive_text()`` only, like the handler that fails on
   SageMaker with ``KeyError('text')`` when a BINARY frame arrives.
 * :func:`crash_app` accepts, starts answering, then raises mid-stream.
@@ -25,6 +28,7 @@ import math
 import socket
 import threading
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
@@ -39,6 +43,7 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol.pcm import float_to_pcm16, wav_header
 from protocol.server_session import ServerSession
+from reference_server.driver import AudioPiece, Job, SessionDriver, StarletteTransport
 
 SAMPLE_RATE = 24_000
 #: Seconds of tone per character of text: "Hello there." gives 0.24 s = 11,520 bytes at 24 kHz.
@@ -77,6 +82,31 @@ def _audio_pieces(pcm: bytes) -> list[bytes]:
     return [p for p in (pcm[:third], pcm[third : 2 * third], pcm[2 * third :]) if p]
 
 
+class _PacedTransport(StarletteTransport):
+    """A Starlette WebSocket that sleeps ``delay_s`` before each frame it sends (a slow model)."""
+
+    def __init__(self, websocket: WebSocket, delay_s: float) -> None:
+        super().__init__(websocket)
+        self.delay_s = delay_s
+
+    async def send(self, frame: bytes | str) -> None:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        await super().send(frame)
+
+
+class _ToneDriver(SessionDriver):
+    """:func:`tone_app`'s sessions: the project's session driver speaking :func:`tone_pcm` in three pieces."""
+
+    def open_audio(self, job: Job) -> AsyncIterator[AudioPiece]:
+        return _tone_pieces(job.request.text, job.request.sample_rate)
+
+
+async def _tone_pieces(text: str, sample_rate: int) -> AsyncIterator[AudioPiece]:
+    for piece in _audio_pieces(tone_pcm(text, sample_rate)):
+        yield AudioPiece(piece, None)
+
+
 def tone_app(*, frame_delay_s: float = 0.0, accept_delay_s: float = 0.0) -> Starlette:
     """A well-behaved container (PROTOCOL.md §2–§7) with a sine-tone synthesizer.
 
@@ -110,51 +140,9 @@ def tone_app(*, frame_delay_s: float = 0.0, accept_delay_s: float = 0.0) -> Star
         if accept_delay_s:
             await asyncio.sleep(accept_delay_s)
         await websocket.accept()
-        session = ServerSession()
-        wake = asyncio.Event()
-
-        async def read() -> None:
-            # Keep reading during synthesis: uvicorn stops reading the socket (and so answering
-            # pings) while the app leaves a received message unconsumed (PROTOCOL.md §8).
-            while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
-                    return
-                session.receive_frame(
-                    message["bytes"] if message.get("bytes") is not None else message["text"]
-                )
-                wake.set()
-
-        async def speak() -> None:
-            # The only sender: answers requests in order, flushes error frames the reader queued.
-            while True:
-                await _flush(session, websocket, frame_delay_s)
-                if (request := session.next_request()) is not None:
-                    rid = request.request_id
-                    assert rid is not None
-                    session.start(rid)
-                    await _flush(session, websocket, frame_delay_s)
-                    for piece in _audio_pieces(tone_pcm(request.text, request.sample_rate)):
-                        session.audio(rid, piece)
-                        await _flush(session, websocket, frame_delay_s)
-                    session.complete(rid)
-                elif session.finished:
-                    await websocket.close(session.close_code or 1000)
-                    return
-                else:
-                    await wake.wait()
-                    wake.clear()
-
-        reader, speaker = asyncio.create_task(read()), asyncio.create_task(speak())
-        try:
-            await asyncio.wait({reader, speaker}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (reader, speaker):
-                task.cancel()
-            results = await asyncio.gather(reader, speaker, return_exceptions=True)
-        for result in results:
-            if isinstance(result, Exception) and not isinstance(result, WebSocketDisconnect):
-                raise result
+        # The project's session driver keeps reading during synthesis: uvicorn stops reading the socket
+        # (and so answering pings) while the app leaves a received message unconsumed (PROTOCOL.md §8).
+        await _ToneDriver(ServerSession(), _PacedTransport(websocket, frame_delay_s)).run()
 
     return Starlette(
         routes=[

@@ -251,10 +251,10 @@ class DefectConnection(ToneConnection):
         finally:
             server.busy -= 1
 
-    def on_accepted(self, request: Any) -> None:
-        super().on_accepted(request)
+    def on_accepted(self, job: Any) -> None:
+        super().on_accepted(job)
         for message in self.after:
-            self.session.receive_frame(message)
+            self.act(self.session.receive_frame(message))
         self.after.clear()
 
     def outgoing(self, frames: list[Frame]) -> list[Frame]:
@@ -270,9 +270,9 @@ class DefectConnection(ToneConnection):
         if refused_code is not None:
             self.close_code_after = refused_code
 
-    def close_code(self) -> int:
+    def closing_code(self) -> int:
         code = self.close_code_after or getattr(self.server, "close_code_override", None)
-        return code or super().close_code()
+        return code or super().closing_code()
 
 
 class DefectServer(ToneServer):
