@@ -11,8 +11,9 @@ Two records feed them, both checked in:
   function and its change, as ``survivors.toml`` matches them (mutmut's numbers move; the change does not),
   and named by :func:`mutant_id`, a digest of that key.
 
-A kill set shrinks when a (mutant, case) pair a record holds is no longer a kill. ``--record`` never drops
-such a pair by itself: it keeps it, prints it and exits 1, unless :data:`CHANGES`
+A kill set shrinks when a (mutant, case) pair a record holds is no longer a kill. Neither ``--record`` nor
+``python -m conformance.mutants.teeth --isolation`` drops such a pair by itself: each keeps it, prints it and
+exits 1, unless :data:`CHANGES`
 (``conformance/kills-changes.toml``) gives the pair a reason::
 
     [[shrink]]
@@ -43,6 +44,7 @@ __all__ = [
     "automatic_kills",
     "by_case",
     "hand_kills",
+    "keep_hand_kills",
     "load_changes",
     "load_record",
     "lost_pairs",
@@ -179,6 +181,28 @@ def merge(
             if (row["cases"] or row["clauses"]) and row["status"] == "survived":
                 row["status"] = before["status"]  # kills kept without a reason: the record still claims them
         merged[key] = row
+    return merged, lost
+
+
+def keep_hand_kills(
+    previous: Mapping[str, Mapping[str, Any]],
+    new: Mapping[str, Mapping[str, Any]],
+    changes: Mapping[tuple[str, str], Shrink],
+) -> tuple[dict[str, dict[str, Any]], list[Shrink]]:
+    """``isolation.json``'s entries after ``--isolation`` ran the mutants of ``new`` (name → ``{"row",
+    "failed", ...}``): as :func:`merge`, a case ``previous`` recorded FAILED that the new run did not fail
+    stays in ``failed`` unless ``changes`` gives the pair a reason.
+
+    Returns:
+        The merged entries, and every lost kill (those with ``reason == ""`` were kept).
+    """
+    merged = {name: dict(entry) for name, entry in previous.items()}
+    lost: list[Shrink] = []
+    for name, entry in new.items():
+        gone = lost_pairs(name, previous.get(name, {}).get("failed", []), entry["failed"], changes)
+        lost += gone
+        kept = {s.case for s in gone if not s.reason}
+        merged[name] = {**entry, "failed": sorted({*entry["failed"], *kept})}
     return merged, lost
 
 
