@@ -73,7 +73,10 @@ class Outcome:
 
 def server_command(tree: Path, mutant: str | None) -> str:
     """The ``--container-cmd`` that serves ``mutant`` (``None``: no mutant) from ``tree`` on ``{port}``."""
-    env = [f"PYTHONPATH={tree}", *([f"{MUTANT_ENV}={mutant}"] if mutant is not None else [])]
+    # The tree's packages first; the packages it does not hold from this checkout, not from whatever checkout
+    # the environment has installed (a tree of protocol/ alone ran another checkout's reference_server).
+    path = f"PYTHONPATH={tree}{os.pathsep}{ROOT}"
+    env = [path, *([f"{MUTANT_ENV}={mutant}"] if mutant is not None else [])]
     # -P: `python -m` would put the working directory (the checkout, unmutated) before PYTHONPATH.
     command = [
         "env",
