@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conformance.engine import kills
 from conformance.engine.case import REPO_ROOT, Case
 from conformance.engine.ids import CaseId, RequirementId
 from conformance.engine.requirements import Requirement, parse, section_titles, tag
@@ -350,6 +351,8 @@ def markdown(data: Mapping[str, Any]) -> str:
         for rid, row in data["observed_outside"].items():
             mutants = ", ".join(row["run_mutants"]) or f"none: {_cell(row['no_run_mutant'] or '?')}"
             lines.append(f"| {rid} | {', '.join(row['cases']) or 'none'} | {mutants} |")
+    if data.get("kills"):
+        lines += ["", *kills.markdown(data["kills"])]
     if data["retired"]:
         lines += ["", "## Retired ids (never reused)", ""]
         lines += [f"- {rid}: {_cell(text)}" for rid, text in data["retired"].items()]
@@ -433,6 +436,7 @@ def generate(root: Path = REPO_ROOT) -> Generated:
         recorded=recorded(),
         no_run_mutant=NO_RUN_MUTANT,
     )
+    data["kills"] = kills.by_case([case.id for case in catalogue()], root)  # per case: the mutants it kills
     return Generated(
         tagged, json.dumps(data, indent=1, ensure_ascii=False) + "\n", markdown(data), assigned, data
     )

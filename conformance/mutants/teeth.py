@@ -269,6 +269,7 @@ def caught_verdict(level: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m conformance.mutants.teeth [--isolation] [--jobs N] [NAME ...]``; returns the exit code."""
+    from conformance.engine import kills
     from conformance.engine.case import catalogue
     from conformance.mutants import MUTANTS
 
@@ -310,7 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.isolation:
         previous = json.loads(ISOLATION.read_text()) if ISOLATION.exists() else {"mutants": {}}
         kept = {name: row for name, row in previous.get("mutants", {}).items() if name in MUTANTS}
-        record = {"mutants": dict(sorted({**kept, **isolation_record(results)}.items()))}
+        changes = kills.load_changes(ISOLATION.parents[2] / kills.CHANGES)  # a kill set shrinks with a reason
+        merged, lost = kills.keep_hand_kills(kept, isolation_record(results), changes)
+        for shrink in lost:
+            print(f"LOST KILL: {shrink.mutant} by {shrink.case} ({shrink.reason or 'no reason: kept'})")
+        missed += sum(1 for shrink in lost if not shrink.reason)
+        record = {"mutants": dict(sorted(merged.items()))}
         ISOLATION.write_text(json.dumps(record, indent=1) + "\n")
         print(f"wrote {ISOLATION}; now run `python -m conformance.matrix`")
     return 1 if missed else 0

@@ -3,10 +3,20 @@
     python -m conformance.mutation                          # every mutant of the default modules
     python -m conformance.mutation --sample 20 --seed 7     # 20 of them, drawn at random
     python -m conformance.mutation --module protocol/frames.py --list
+    python -m conformance.mutation --sample 40 --seed 7 --record   # and record their kill sets
+
+Each mutant runs against the cases that make the server run its line (measured once, per case, by
+coverage: :mod:`conformance.mutation.covered`), every one of them, so the report names every case that kills
+it; ``--record`` merges those kill sets into ``conformance/mutation/kills.json``
+(:mod:`conformance.engine.kills`), keeping any lost kill that ``conformance/kills-changes.toml`` gives no
+reason for. ``--whole-suite`` runs the whole suite per mutant, stopping at the first FAILED case
+(the way before).
 
 Exit status: 0 when every mutant run was killed or is triaged equivalent; 1 when a survivor is not
-triaged, a triaged kill was lost, or a run ended in an error; 2 on bad input (an unknown module, a
-sample of 0, mutmut not installed, an invalid ``survivors.toml``, a control that fails).
+triaged, a triaged kill was lost, a recorded kill was lost without a reason (``--record``), or a run ended
+in an error; 2 on bad input (an unknown module, a sample of 0, mutmut not installed, an invalid
+``survivors.toml``, ``kills.json`` or ``kills-changes.toml``, ``--record`` with ``--whole-suite``, a control
+that fails).
 """
 
 from __future__ import annotations
@@ -21,11 +31,12 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
+from conformance.engine import kills
 from conformance.mutation import DEFAULT_MODULES, ROOT, SURVIVORS
-from conformance.mutation.covered import CoverageRunFailed, measure
-from conformance.mutation.report import TriageError, load_triage, summarize, toml_entry, write
+from conformance.mutation.covered import CoverageRunFailed, Measured, cases_for, measure
+from conformance.mutation.report import TriageError, load_triage, summarize, toml_entry, triage_key, write
 from conformance.mutation.runner import SERVER_ARGS, Outcome, certify_all
-from conformance.mutation.tree import MutationToolMissing, load_or_build, stamp
+from conformance.mutation.tree import Mutant, MutationToolMissing, load_or_build, stamp
 
 
 def _positive(text: str) -> int:
@@ -71,6 +82,21 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="mutate every line, not only those the suite makes the server run (measured once by coverage)",
     )
+    parser.add_argument(
+        "--whole-suite",
+        action="store_true",
+        help="run the whole suite per mutant and stop at its first FAILED case (-x), as before kill sets",
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="merge the kill sets of the mutants run into the kill record (--kills); a lost kill stays "
+        "unless --changes gives it a reason",
+    )
+    parser.add_argument("--kills", type=Path, default=ROOT / kills.RECORD, help="the kill record (JSON)")
+    parser.add_argument(
+        "--changes", type=Path, default=ROOT / kills.CHANGES, help="the reasons kill sets may shrink (TOML)"
+    )
     parser.add_argument("--list", action="store_true", help="print the mutants that would run, and exit")
     return parser
 
@@ -79,15 +105,18 @@ def _progress(done: list[int], total: int) -> object:
     def show(outcome: Outcome) -> None:
         done[0] += 1
         name = "control (unmutated)" if outcome.name is None else outcome.name
-        killer = f" by {outcome.killed_by[0]}" if outcome.killed_by else ""
+        shown = ", ".join(outcome.killed_by[:6]) + (" ..." if len(outcome.killed_by) > 6 else "")
+        killer = f" by {len(outcome.killed_by)}: {shown}" if outcome.killed_by else ""
+        killer += "" if outcome.cases is None else f" (of {len(outcome.cases)} case(s) run)"
         print(f"[{done[0]}/{total}] {outcome.status}{killer}: {name} ({outcome.seconds:.0f} s)", flush=True)
 
     return show
 
 
-def _covered(modules: tuple[str, ...], report: Path) -> dict[str, list[int]]:
-    """The lines of ``modules`` the suite runs (:mod:`conformance.mutation.covered`), measured once per
-    change of the server, the suite or the simulator (``report/coverage.json`` keeps them)."""
+def _covered(modules: tuple[str, ...], report: Path) -> Measured:
+    """The lines of ``modules`` the suite runs and the cases that run each (:mod:`conformance.mutation.
+    covered`), measured once per change of the server, the suite or the simulator (``report/coverage.json``
+    keeps them)."""
     record = report / "coverage.json"
     key = {
         "files": stamp(
@@ -99,19 +128,73 @@ def _covered(modules: tuple[str, ...], report: Path) -> dict[str, list[int]]:
                 "simulator",
                 "sagemaker_transport",
                 "spec",
-            ]
+            ],
+            # Not the suite: the records and what is generated from them (--record writes one).
+            exclude=(
+                "conformance/mutation/kills.json",
+                "conformance/mutation/survivors.toml",
+                "conformance/kills-changes.toml",
+                "conformance/mutants/isolation.json",
+                "conformance/matrix.json",
+                "conformance/MATRIX.md",
+            ),
         ),
-        "paths": modules,
+        "paths": list(modules),
+        "per_case": 1,
     }
-    with contextlib.suppress(OSError, ValueError, KeyError):
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         saved = json.loads(record.read_text(encoding="utf-8"))
         if saved["key"] == key:
-            return saved["lines"]
-    print("measuring which lines the suite runs (one whole run under coverage) ...", flush=True)
-    lines = measure(modules, SERVER_ARGS)
+            groups = saved["groups"]
+            owners = {p: {int(n): groups[g] for n, g in ls.items()} for p, ls in saved["owners"].items()}
+            return Measured(saved["lines"], owners)
+    print("measuring the lines each case makes the server run (one whole run under coverage) ...", flush=True)
+    measured = measure(modules, SERVER_ARGS)
+    # Many lines share their owners: each distinct list once, the lines by its index.
+    index: dict[tuple[str, ...], int] = {}
+    owners = {
+        p: {str(n): index.setdefault(tuple(ids), len(index)) for n, ids in lines.items()}
+        for p, lines in measured.owners.items()
+    }
     report.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"key": key, "lines": lines}), encoding="utf-8")
-    return lines
+    payload = {"key": key, "lines": measured.lines, "groups": [list(g) for g in index], "owners": owners}
+    record.write_text(json.dumps(payload), encoding="utf-8")
+    return measured
+
+
+def _selections(mutants: list[Mutant], measured: Measured | None) -> dict[str | None, tuple[str, ...] | None]:
+    """Mutant name → the cases that make the server run its change (``None``: the whole suite)."""
+    if measured is None:
+        return {}
+    sources: dict[str, str] = {}
+    found: dict[str | None, tuple[str, ...] | None] = {}
+    for m in mutants:
+        source = sources.setdefault(m.path, (ROOT / m.path).read_text(encoding="utf-8"))
+        found[m.name] = cases_for(measured.owners.get(m.path, {}), source, m.diff, m.line)
+    return found
+
+
+def _record(args: argparse.Namespace, chosen: list[Mutant], outcomes: list[Outcome]) -> int:
+    """``--record``: merge the kill sets of ``outcomes`` into ``args.kills``; the number of kills lost
+    without a reason (kept in the record, printed)."""
+    new = {}
+    for mutant, outcome in zip(chosen, outcomes, strict=True):
+        if outcome.status == "error":
+            continue
+        cases = [c for c in outcome.killed_by if c not in outcome.clauses]
+        new[triage_key(mutant)] = {"status": outcome.status, "cases": cases, "clauses": list(outcome.clauses)}
+    merged, lost = kills.merge(kills.load_record(args.kills), new, kills.load_changes(args.changes))
+    about = (
+        "Kill sets of automatic mutants (python -m conformance.mutation --record): per mutant, every case "
+        "(and run-level clause row) that FAILED against it, from the cases that run its line."
+    )
+    kills.write_record(args.kills, merged, about)
+    unexplained = [s for s in lost if not s.reason]
+    for shrink in lost:
+        why = shrink.reason or f"no reason in {args.changes}: kept in the record"
+        print(f"LOST KILL: {shrink.mutant} by {shrink.case} ({why})")
+    print(f"recorded {len(new)} mutant(s) in {args.kills} ({len(merged)} in all)")
+    return len(unexplained)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,11 +204,17 @@ def main(argv: list[str] | None = None) -> int:
     for module in modules:
         if not module.endswith(".py") or not (ROOT / module).is_file():
             parser.error(f"--module {module}: not a Python file of {ROOT}")
+    if args.record and args.whole_suite:
+        parser.error("--record needs every case that kills a mutant: --whole-suite stops at the first")
     try:
         triage = load_triage(args.triage)
-        covered = None if args.every_line else _covered(modules, args.report)
+        if args.record:
+            kills.load_record(args.kills)
+            kills.load_changes(args.changes)
+        measured = None if args.every_line else _covered(modules, args.report)
+        covered = None if measured is None else measured.lines
         tree = load_or_build(modules, args.report / "tree", covered=covered)
-    except (TriageError, MutationToolMissing, CoverageRunFailed) as exc:
+    except (TriageError, kills.KillsError, MutationToolMissing, CoverageRunFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     mutants = tree.mutants
@@ -145,9 +234,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.sample is None
         else random.Random(seed).sample(mutants, min(args.sample, len(mutants)))
     )
+    selections = {} if args.whole_suite else _selections(chosen, measured)
     if args.list:
         for mutant in chosen:
-            print(f"{mutant.name}  {mutant.path}:{mutant.line} {mutant.function}")
+            picked = selections.get(mutant.name)
+            cases = "every case" if picked is None else f"{len(picked)} case(s)"
+            print(f"{mutant.name}  {mutant.path}:{mutant.line} {mutant.function}  ({cases})")
         return 0
     if args.sample is not None:
         print(
@@ -160,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = certify_all(
         args.report / "tree",
         names,
+        cases=selections,
+        # Without the per-case map (--every-line) the whole suite runs: all of it only to --record kill sets.
+        fail_fast=["fail", *(names if args.whole_suite or (measured is None and not args.record) else [])],
         jobs=args.jobs,
         timeout_s=args.timeout,
         progress=_progress([0], len(names)),
@@ -211,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             if untriaged:
                 print(f"triage it in {args.triage}:\n{toml_entry(by_name[name])}")
     print(f"\nreport: {page}")
+    if args.record:
+        bad += _record(args, chosen, outcomes[len(controls) :])
     return 1 if bad else 0
 
 

@@ -2,9 +2,12 @@
 
 A mutant is the reference server on the tone synthesizer, started from the mutated tree
 (:mod:`conformance.mutation.tree`) with ``MUTANT_UNDER_TEST`` naming it; the suite runs from the checkout
-(its client, simulator and checks are never mutated) with ``-x``, so a killed mutant costs only the cases up
-to its first ``FAILED`` one, and a survivor costs one whole run (about 40 s on two cores). Runs go on
-concurrently (``jobs``), each with its own free port.
+(its client, simulator and checks are never mutated). Only the cases that make the server run the mutated
+line are selected (:func:`conformance.mutation.covered.cases_for`), and every one of them runs (no ``-x``), so
+the outcome names every case that kills the mutant (its kill set, :mod:`conformance.engine.kills`), at a
+fraction of one whole run. Without a selection the whole suite runs; ``fail_fast`` stops it at the first
+``FAILED`` case (``-x``: the only cost is a kill set of one). Runs go on concurrently (``jobs``), each with
+its own free port.
 
 Outcomes (:class:`Outcome`): ``killed`` (the run failed: a case, or a clause row of §1.6's run-wide
 judgement), ``startup`` (the mutant did not answer ``GET /ping`` or exited: a server that cannot start
@@ -23,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +49,10 @@ class Outcome:
     Attributes:
         name: the mutant (``None``: the unmutated tree, the control).
         status: ``killed``, ``startup``, ``timeout``, ``survived`` or ``error`` (module docstring).
-        killed_by: the FAILED case ids and clause rows of the run (with ``-x``, the first case that failed).
+        killed_by: the FAILED case ids, then the FAILED clause rows of the run (with ``-x``, only the first
+            case that failed).
+        cases: the cases the run selected (``None``: the whole suite).
+        clauses: the clause rows of §1.6's run-wide judgement that the run FAILED (also in ``killed_by``).
         seconds: the run's wall time.
         detail: the tail of the suite's output when the status is ``startup`` or ``error``.
     """
@@ -55,6 +61,8 @@ class Outcome:
     status: str
     killed_by: tuple[str, ...] = ()
     seconds: float = 0.0
+    cases: tuple[str, ...] | None = None
+    clauses: tuple[str, ...] = ()
     detail: str = field(default="", repr=False)
 
     @property
@@ -65,7 +73,10 @@ class Outcome:
 
 def server_command(tree: Path, mutant: str | None) -> str:
     """The ``--container-cmd`` that serves ``mutant`` (``None``: no mutant) from ``tree`` on ``{port}``."""
-    env = [f"PYTHONPATH={tree}", *([f"{MUTANT_ENV}={mutant}"] if mutant is not None else [])]
+    # The tree's packages first; the packages it does not hold from this checkout, not from whatever checkout
+    # the environment has installed (a tree of protocol/ alone ran another checkout's reference_server).
+    path = f"PYTHONPATH={tree}{os.pathsep}{ROOT}"
+    env = [path, *([f"{MUTANT_ENV}={mutant}"] if mutant is not None else [])]
     # -P: `python -m` would put the working directory (the checkout, unmutated) before PYTHONPATH.
     command = [
         "env",
@@ -81,20 +92,30 @@ def server_command(tree: Path, mutant: str | None) -> str:
     return shlex.join(command) + " --port {port}"
 
 
-def certify(tree: Path, mutant: str | None, *, timeout_s: float = 600.0, fail_fast: bool = True) -> Outcome:
+def certify(
+    tree: Path,
+    mutant: str | None,
+    *,
+    cases: Sequence[str] | None = None,
+    timeout_s: float = 600.0,
+    fail_fast: bool = False,
+) -> Outcome:
     """Run the suite against one mutant of ``tree`` (``None``: the unmutated control).
 
     Args:
         tree: the mutated tree (:func:`conformance.mutation.tree.build`).
         mutant: its name, as ``MUTANT_UNDER_TEST`` takes it; ``"fail"`` makes every mutated function raise.
+        cases: the case ids to run (``None``: the whole suite).
         timeout_s: the whole run's limit, seconds.
         fail_fast: stop at the first FAILED case (``-x``); ``False`` runs every case (the full kill set).
     """
     started = time.monotonic()
+    selected = None if cases is None else tuple(cases)
     with tempfile.TemporaryDirectory(prefix="mutant-") as scratch:
         report = Path(scratch) / "report"
         args = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider"]
         args += ["-x"] if fail_fast else []
+        args += [] if selected is None else ["--cases", ",".join(selected)]
         args += ["--report", str(report), "--startup-timeout", "60"]
         args += ["--container-cmd", server_command(tree, mutant)]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
@@ -104,33 +125,41 @@ def certify(tree: Path, mutant: str | None, *, timeout_s: float = 600.0, fail_fa
                 args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
             )
         except subprocess.TimeoutExpired:
-            return Outcome(mutant, "timeout", (), time.monotonic() - started)
+            return Outcome(mutant, "timeout", (), time.monotonic() - started, cases=selected)
         seconds = time.monotonic() - started
         output = done.stdout[-3000:] + done.stderr[-2000:]
         failed: tuple[str, ...] = ()
+        clauses: tuple[str, ...] = ()
         index = report / "index.json"
         if index.exists():
             data = json.loads(index.read_text(encoding="utf-8"))
-            cases = sorted(c for c, e in data.get("cases", {}).items() if e.get("verdict") == "FAILED")
-            failed = (*cases, *sorted(data.get("failed_clauses", [])))
+            ids = sorted(c for c, e in data.get("cases", {}).items() if e.get("verdict") == "FAILED")
+            clauses = tuple(sorted(data.get("failed_clauses", [])))
+            failed = (*ids, *clauses)
     if done.returncode == 0:
-        return Outcome(mutant, "survived", (), seconds)
+        return Outcome(mutant, "survived", (), seconds, cases=selected)
     if done.returncode == 1:
-        return Outcome(mutant, "killed", failed, seconds)
+        return Outcome(mutant, "killed", failed, seconds, cases=selected, clauses=clauses)
     if done.returncode == 4 and "--container-cmd" in output:
-        return Outcome(mutant, "startup", (), seconds, output)
-    return Outcome(mutant, "error", failed, seconds, f"exit {done.returncode}\n{output}")
+        return Outcome(mutant, "startup", (), seconds, output, cases=selected)
+    return Outcome(mutant, "error", failed, seconds, f"exit {done.returncode}\n{output}", cases=selected)
 
 
 def certify_all(
     tree: Path,
     mutants: Sequence[str | None],
     *,
+    cases: Mapping[str | None, Sequence[str] | None] | None = None,
+    fail_fast: Sequence[str | None] = (),
     jobs: int = 2,
     timeout_s: float = 600.0,
     progress: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
     """:func:`certify` each of ``mutants``, ``jobs`` at a time; outcomes in the order of ``mutants``.
+
+    Args:
+        cases: mutant → the cases to run it against (absent or ``None``: the whole suite).
+        fail_fast: the mutants whose run stops at the first FAILED case (``-x``).
 
     Raises:
         ValueError: ``jobs`` is less than 1.
@@ -138,7 +167,17 @@ def certify_all(
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(certify, tree, mutant, timeout_s=timeout_s) for mutant in mutants]
+        futures = [
+            pool.submit(
+                certify,
+                tree,
+                mutant,
+                cases=(cases or {}).get(mutant),
+                timeout_s=timeout_s,
+                fail_fast=mutant in fail_fast,
+            )
+            for mutant in mutants
+        ]
         for future in concurrent.futures.as_completed(futures):
             if progress is not None:
                 progress(future.result())

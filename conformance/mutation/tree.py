@@ -137,12 +137,15 @@ def diffs(code: str, mutants: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def stamp(folders: Sequence[str], root: Path = ROOT) -> str:
-    """A digest of every file under ``folders`` of ``root`` (caches: built from the same files?)."""
+def stamp(folders: Sequence[str], root: Path = ROOT, *, exclude: Sequence[str] = ()) -> str:
+    """A digest of every file under ``folders`` of ``root`` (caches: built from the same files?), leaving
+    out those whose path relative to ``root`` starts with one of ``exclude``."""
     digest = hashlib.sha256()
     for folder in sorted(folders):
         for f in sorted((root / folder).rglob("*")):
             if f.is_file() and "__pycache__" not in f.parts:
+                if f.relative_to(root).as_posix().startswith(tuple(exclude)):
+                    continue
                 digest.update(f"{f.relative_to(root)}\0".encode() + hashlib.sha256(f.read_bytes()).digest())
     return digest.hexdigest()
 

@@ -81,7 +81,7 @@ def test_a_tree_is_rebuilt_only_when_its_sources_change(tmp_path: Path) -> None:
 
 def test_the_server_command_runs_the_tree_not_the_checkout() -> None:
     command = server_command(Path("/t"), "protocol.frames.x_a__mutmut_1")
-    assert command.startswith("env PYTHONPATH=/t MUTANT_UNDER_TEST=protocol.frames.x_a__mutmut_1 ")
+    assert command.startswith(f"env PYTHONPATH=/t:{ROOT} MUTANT_UNDER_TEST=protocol.frames.x_a__mutmut_1 ")
     assert " -P -m reference_server " in command and "--backend tone" in command
     assert command.endswith("--port {port}")
 
