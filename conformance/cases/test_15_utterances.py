@@ -523,3 +523,45 @@ def test_an_utterance_opened_with_marks_gets_them(conf: Probe) -> None:
     assert abs(spans[-1][1] - answer.duration_s) <= 0.05, (
         f"the marks end at {spans[-1][1]} s, the audio at {answer.duration_s:.3f} s"
     )
+
+
+@case(
+    "15.6.2",
+    "§15.6",
+    Level.MUST,
+    requirements=("R15.6-1", "R15.2-4"),
+    requirement="An `error` frame that refuses one of these four messages MUST carry `message_type` (§5.4), "
+    "the refused message's `type`, whenever that could be read (from step 4 of §9.2 on, and for the "
+    "surrogate rules of §15.2)",
+    description="open an utterance; send an append whose text holds an escaped high surrogate half in the "
+    "middle of its text, and a flush with a lone low half in a member other than text; then append the "
+    "rest and end the utterance",
+    expectation="two error frames invalid_json, each naming the utterance (request_id) and the refused "
+    "message's type (append, flush), not fatal; the utterance goes on and completes with the text of its "
+    "accepted fragments only",
+)
+def test_lone_surrogate_inside_a_fragment_names_the_message(conf: Probe) -> None:
+    async def scenario() -> tuple[list[ErrorView], Answer]:
+        async with conf.session("utterance-lone-surrogate") as s:
+            await _open(s, "u1", speed=FAST)
+            mark = s.observer.fed
+            # A half anywhere but the edges of `text`, or in another member, is the lone surrogate of §3.1
+            # (§15.2 item 3): refused, but the message's type and request_id can still be read.
+            await s.send(b'{"type": "append", "request_id": "u1", "text": "Hel\\ud83dlo. "}')
+            await s.send(b'{"type": "flush", "request_id": "u1", "note": "\\udc4d"}')
+            await s.fragment("append", "u1", "It goes on.")
+            await s.fragment("end", "u1")
+            answer = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return s.observer.errors_since(mark), answer
+
+    errors, answer = conf.run(scenario())
+    seen = [(e.code, e.request_id, e.obj.get("message_type")) for e in errors]
+    conf.observe(errors=seen)
+    assert [code for code, _, _ in seen] == ["invalid_json", "invalid_json"], seen
+    assert all(not e.fatal for e in errors), seen
+    unnamed = [(code, rid) for code, rid, kind in seen if kind is None or rid is None]
+    conf.check("R15.6-1", not unnamed, f"refusals without message_type or request_id: {unnamed}")
+    assert [(rid, kind) for _, rid, kind in seen] == [("u1", "append"), ("u1", "flush")], seen
+    expect.spoken(answer, "It goes on.", speed=FAST)
