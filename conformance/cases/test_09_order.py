@@ -47,3 +47,45 @@ def test_lexicon_message_checks_request_id_first(conf: Probe) -> None:
         f"error frames {seen}; expected one invalid_field naming no request (request_id before lexicon)"
     )
     assert after.complete is not None, "the request after the refusal was not answered"
+
+
+LONGEST_ID = "r" * 128
+"""The longest valid ``request_id`` (§4.1: 1 to 128 characters)."""
+
+
+@case(
+    "9.2.10",
+    "§9.2",
+    Level.MUST,
+    requirements=("R6.3-3", "R9.2-1"),
+    requirement="the `error` frame's `request_id` is the message's `request_id` whenever that was a valid "
+    "id, and `null` otherwise",
+    description="send a message of an unknown type whose request_id has 128 characters (the longest valid "
+    "id), then one whose request_id has 129; then a valid request",
+    expectation="two error frames unknown_type (type is checked before the members, step 5): the first "
+    "names the 128-character id, the second names no request (129 characters is no valid id); the valid "
+    "request completes",
+)
+def test_refusal_names_the_longest_valid_id(conf: Probe) -> None:
+    async def scenario() -> tuple[list[ErrorView], Answer]:
+        async with conf.session("order-longest-id") as s:
+            mark = s.observer.fed
+            await s.send(f'{{"type": "nope", "request_id": "{LONGEST_ID}"}}'.encode())
+            await s.send(f'{{"type": "nope", "request_id": "{LONGEST_ID}r"}}'.encode())
+            await s.request(SHORT, request_id="after", speed=FAST)
+            after = await s.answer("after")
+            await s.close()
+            await s.drain()
+            return s.observer.errors_since(mark), after
+
+    errors, after = conf.run(scenario())
+    seen = [(e.code, e.request_id) for e in errors]
+    conf.observe(errors=[(code, None if rid is None else f"{len(rid)} characters") for code, rid in seen])
+    assert [code for code, _ in seen] == ["unknown_type", "unknown_type"], seen
+    conf.check(
+        "R6.3-3",
+        seen[0][1] == LONGEST_ID,
+        "the refusal of a message whose request_id has 128 characters (a valid id) does not name it",
+    )
+    assert seen[1][1] is None, "the refusal of a message whose request_id has 129 characters names it"
+    assert after.complete is not None, "the request after the refusals was not answered"
