@@ -565,3 +565,45 @@ def test_lone_surrogate_inside_a_fragment_names_the_message(conf: Probe) -> None
     conf.check("R15.6-1", not unnamed, f"refusals without message_type or request_id: {unnamed}")
     assert [(rid, kind) for _, rid, kind in seen] == [("u1", "append"), ("u1", "flush")], seen
     expect.spoken(answer, "It goes on.", speed=FAST)
+
+
+# A letter outside the Basic Multilingual Plane that is spoken (MATHEMATICAL BOLD CAPITAL A, U+1D400: a
+# surrogate pair in UTF-16), and the text it is said in.
+BMP_OUTSIDE = "\U0001d400"
+SPOKEN_PAIR = f"Say {BMP_OUTSIDE} now."
+
+
+@case(
+    "15.2.1",
+    "§15.2",
+    Level.MUST,
+    requirements=("R15.2-3", "R15.2-2"),
+    requirement="while a half is held, the next non-empty `text` of the utterance MUST begin with an escaped "
+    "low surrogate, and the server MUST join the two into one code point",
+    description=f"speak {SPOKEN_PAIR!r} (its bold A is a surrogate pair) as a request, then as an "
+    "utterance whose first append ends with the pair's high half and whose second begins with its low half",
+    expectation="no error frame; both complete; when the server sends word timings, the utterance's words are "
+    "the request's (the pair joined into U+1D400, not another code point)",
+)
+def test_split_pair_is_joined_into_its_code_point(conf: Probe) -> None:
+    high, low = _utf16_units(BMP_OUTSIDE)
+    before, after = SPOKEN_PAIR.split(BMP_OUTSIDE)
+
+    async def scenario() -> tuple[Answer, Answer, ObservedStream]:
+        async with conf.session("utterance-pair-joined") as s:
+            await s.request(SPOKEN_PAIR, request_id="whole", speed=FAST)
+            whole = await s.answer("whole")
+            await _open(s, "u1", speed=FAST)
+            await s.fragment("append", "u1", before + high)
+            await s.fragment("append", "u1", low + after)
+            await s.fragment("end", "u1")
+            split = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return whole, split, s
+
+    whole, split, session = conf.run(scenario())
+    _no_errors(session)
+    words = {how: [w.word for w in a.complete.words or []] for how, a in (("whole", whole), ("split", split))}
+    conf.observe(words=words)
+    assert words["split"] == words["whole"], f"the words differ when the pair is split: {words}"
