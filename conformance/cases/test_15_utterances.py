@@ -582,8 +582,8 @@ SPOKEN_PAIR = f"Say {BMP_OUTSIDE} now."
     "low surrogate, and the server MUST join the two into one code point",
     description=f"speak {SPOKEN_PAIR!r} (its bold A is a surrogate pair) as a request, then as an "
     "utterance whose first append ends with the pair's high half and whose second begins with its low half",
-    expectation="no error frame; both complete; when the server sends word timings, the utterance's words are "
-    "the request's (the pair joined into U+1D400, not another code point)",
+    expectation="no error frame; both complete; when the server sends word timings, the utterance's words "
+    "are the request's (the pair joined into U+1D400, not another code point)",
 )
 def test_split_pair_is_joined_into_its_code_point(conf: Probe) -> None:
     high, low = _utf16_units(BMP_OUTSIDE)
