@@ -579,7 +579,7 @@ SPOKEN_PAIR = f"Say {BMP_OUTSIDE} now."
     Level.MUST,
     requirements=("R15.2-3", "R15.2-2"),
     requirement="while a half is held, the next non-empty `text` of the utterance MUST begin with an escaped "
-    "low surrogate, and the server MUST join the two into one code point",
+    "low surrogate (`\\uDC00`–`\\uDFFF`), and the server MUST join the two into one code point.",
     description=f"speak {SPOKEN_PAIR!r} (its bold A is a surrogate pair) as a request, then as an "
     "utterance whose first append ends with the pair's high half and whose second begins with its low half",
     expectation="no error frame; both complete; when the server sends word timings, the utterance's words "
