@@ -523,3 +523,87 @@ def test_an_utterance_opened_with_marks_gets_them(conf: Probe) -> None:
     assert abs(spans[-1][1] - answer.duration_s) <= 0.05, (
         f"the marks end at {spans[-1][1]} s, the audio at {answer.duration_s:.3f} s"
     )
+
+
+@case(
+    "15.6.2",
+    "§15.6",
+    Level.MUST,
+    requirements=("R15.6-1", "R15.2-4"),
+    requirement="An `error` frame that refuses one of these four messages MUST carry `message_type` (§5.4), "
+    "the refused message's `type`, whenever that could be read (from step 4 of §9.2 on, and for the "
+    "surrogate rules of §15.2)",
+    description="open an utterance; send an append whose text holds an escaped high surrogate half in the "
+    "middle of its text, and a flush with a lone low half in a member other than text; then append the "
+    "rest and end the utterance",
+    expectation="two error frames invalid_json, each naming the utterance (request_id) and the refused "
+    "message's type (append, flush), not fatal; the utterance goes on and completes with the text of its "
+    "accepted fragments only",
+)
+def test_lone_surrogate_inside_a_fragment_names_the_message(conf: Probe) -> None:
+    async def scenario() -> tuple[list[ErrorView], Answer]:
+        async with conf.session("utterance-lone-surrogate") as s:
+            await _open(s, "u1", speed=FAST)
+            mark = s.observer.fed
+            # A half anywhere but the edges of `text`, or in another member, is the lone surrogate of §3.1
+            # (§15.2 item 3): refused, but the message's type and request_id can still be read.
+            await s.send(b'{"type": "append", "request_id": "u1", "text": "Hel\\ud83dlo. "}')
+            await s.send(b'{"type": "flush", "request_id": "u1", "note": "\\udc4d"}')
+            await s.fragment("append", "u1", "It goes on.")
+            await s.fragment("end", "u1")
+            answer = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return s.observer.errors_since(mark), answer
+
+    errors, answer = conf.run(scenario())
+    seen = [(e.code, e.request_id, e.obj.get("message_type")) for e in errors]
+    conf.observe(errors=seen)
+    assert [code for code, _, _ in seen] == ["invalid_json", "invalid_json"], seen
+    assert all(not e.fatal for e in errors), seen
+    unnamed = [(code, rid) for code, rid, kind in seen if kind is None or rid is None]
+    conf.check("R15.6-1", not unnamed, f"refusals without message_type or request_id: {unnamed}")
+    assert [(rid, kind) for _, rid, kind in seen] == [("u1", "append"), ("u1", "flush")], seen
+    expect.spoken(answer, "It goes on.", speed=FAST)
+
+
+# A letter outside the Basic Multilingual Plane that is spoken (MATHEMATICAL BOLD CAPITAL A, U+1D400: a
+# surrogate pair in UTF-16), and the text it is said in.
+BMP_OUTSIDE = "\U0001d400"
+SPOKEN_PAIR = f"Say {BMP_OUTSIDE} now."
+
+
+@case(
+    "15.2.1",
+    "§15.2",
+    Level.MUST,
+    requirements=("R15.2-3", "R15.2-2"),
+    requirement="while a half is held, the next non-empty `text` of the utterance MUST begin with an escaped "
+    "low surrogate (`\\uDC00`–`\\uDFFF`), and the server MUST join the two into one code point.",
+    description=f"speak {SPOKEN_PAIR!r} (its bold A is a surrogate pair) as a request, then as an "
+    "utterance whose first append ends with the pair's high half and whose second begins with its low half",
+    expectation="no error frame; both complete; when the server sends word timings, the utterance's words "
+    "are the request's (the pair joined into U+1D400, not another code point)",
+)
+def test_split_pair_is_joined_into_its_code_point(conf: Probe) -> None:
+    high, low = _utf16_units(BMP_OUTSIDE)
+    before, after = SPOKEN_PAIR.split(BMP_OUTSIDE)
+
+    async def scenario() -> tuple[Answer, Answer, ObservedStream]:
+        async with conf.session("utterance-pair-joined") as s:
+            await s.request(SPOKEN_PAIR, request_id="whole", speed=FAST)
+            whole = await s.answer("whole")
+            await _open(s, "u1", speed=FAST)
+            await s.fragment("append", "u1", before + high)
+            await s.fragment("append", "u1", low + after)
+            await s.fragment("end", "u1")
+            split = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return whole, split, s
+
+    whole, split, session = conf.run(scenario())
+    _no_errors(session)
+    words = {how: [w.word for w in a.complete.words or []] for how, a in (("whole", whole), ("split", split))}
+    conf.observe(words=words)
+    assert words["split"] == words["whole"], f"the words differ when the pair is split: {words}"
