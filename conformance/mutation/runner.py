@@ -9,11 +9,12 @@ fraction of one whole run. Without a selection the whole suite runs; ``fail_fast
 ``FAILED`` case (``-x``: the only cost is a kill set of one). Runs go on concurrently (``jobs``), each with
 its own free port.
 
-Outcomes (:class:`Outcome`): ``killed`` (the run failed: a case, or a clause row of §1.6's run-wide
-judgement), ``startup`` (the mutant did not answer ``GET /ping`` or exited: a server that cannot start
-fails certification, so it counts as killed), ``timeout`` (the run exceeded its limit: killed, as mutmut
-counts it) and ``survived`` (the run passed). ``error`` is an exit status the suite should never give (an
-internal error): neither killed nor survived, to be looked at.
+Outcomes (:class:`Outcome`): ``killed`` (the run failed, under ``--strict``: a case, a SHOULD case
+included, or a clause row of §1.6's run-wide judgement), ``startup`` (the mutant did not answer
+``GET /ping`` or exited: a server that cannot start fails certification, so it counts as killed),
+``timeout`` (the run exceeded its limit: killed, as mutmut counts it) and ``survived`` (the run passed).
+``error`` is an exit status the suite should never give (an internal error): neither killed nor survived,
+to be looked at.
 """
 
 from __future__ import annotations
@@ -113,7 +114,9 @@ def certify(
     selected = None if cases is None else tuple(cases)
     with tempfile.TemporaryDirectory(prefix="mutant-") as scratch:
         report = Path(scratch) / "report"
-        args = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider"]
+        # --strict: a SHOULD case that fails is FAILED, not NON-STRICT. A mutant that breaks only a SHOULD
+        # is a defect the suite saw; the unbroken tone-backed server passes every case under --strict.
+        args = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", "--strict"]
         args += ["-x"] if fail_fast else []
         args += [] if selected is None else ["--cases", ",".join(selected)]
         args += ["--report", str(report), "--startup-timeout", "60"]
