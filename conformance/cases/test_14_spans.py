@@ -10,6 +10,7 @@ feature is optional (§1.7); so does one whose language has no word timings.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -43,11 +44,13 @@ def _letters(text: str) -> str:
     return "".join(char for char in text.casefold() if char.isalnum())
 
 
-async def _offer(session: ObservedStream, codes: str = "a") -> str:
+async def _offer(
+    session: ObservedStream, codes: str = "a", features: tuple[str, ...] = ("text_spans",)
+) -> str:
     """``describe``; a voice of the first of ``codes`` the server speaks with word timings. UNIMPLEMENTED
-    without describe, ``text_spans`` or such a voice."""
+    without describe, one of ``features`` or such a voice."""
     offer = await ask(session, "spans-caps")
-    require_features(None if offer is None else offer.features, "text_spans")
+    require_features(None if offer is None else offer.features, *features)
     capabilities = offer.capabilities()
     timed = {language.code for language in capabilities.languages if language.word_timings}
     for code in codes:
@@ -235,3 +238,85 @@ def test_words_of_an_unspaced_script_cover_what_they_read(conf: Probe) -> None:
             )
     conf.observe(words=[[w.get("word"), w.get("text_start"), w.get("text_end")] for w in words])
     assert not problems, "; ".join(problems[:6])
+
+
+UTTERANCE = (
+    ("utterance", "🎉 Good mor"),
+    ("append", "ning,  **de"),
+    ("append", "ar** friend \ud83d"),
+    ("flush", "\ude00 of Dr. Smith."),
+    ("append", "\nIt costs $12"),
+    ("append", ".50 to"),
+    ("end", "day, see [the notes](https://example.com/n) now."),
+)
+"""An utterance's messages and their texts (§15.1): words, markdown emphasis and a figure split across
+fragments, a whitespace run the server collapses, and an emoji whose surrogate halves arrive in two
+fragments (one code point of the text, §15.2)."""
+UTTERANCE_TEXT = (
+    "".join(text for _, text in UTTERANCE).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+)
+"""The text the spans of :data:`UTTERANCE` count in: its fragments joined, in code points (§14.4)."""
+_WORD_BREAKS = re.compile(r"[\s*_~`#\[\]()<>]+")
+
+
+@case(
+    "14.4.4",
+    "§14.4",
+    Level.MUST,
+    requirements=("R14.4-1", "R14.4-2", "R14.4-3", "R14.4-4", "R14.4-5"),
+    requirement="For an utterance (§15), the offsets count in the concatenation of the `text` members of its "
+    "accepted `utterance`, `append`, `flush` and `end` messages in the order the server received them (a "
+    "surrogate pair split across two messages counts once)",
+    description="describe; an English utterance whose text arrives in "
+    + ", ".join(kind for kind, _ in UTTERANCE)
+    + f" messages, split inside words, markdown, a figure and an emoji's surrogate pair: {UTTERANCE_TEXT!r}",
+    expectation="every word of synthesis_complete and of the marks frames carries text_start and text_end "
+    "inside the joined text (code points), in order, the marks' the same as synthesis_complete's; each "
+    "word spoken as written points at its own characters there (no markdown syntax), each word read out "
+    "from '$12.50' or 'Dr.' at that whole token; a server that does not list utterance and text_spans "
+    "is UNIMPLEMENTED",
+)
+def test_words_of_an_utterance_point_into_its_fragments_joined(conf: Probe) -> None:
+    async def scenario() -> Answer:
+        async with conf.session("spans-utterance") as s:
+            voice = await _offer(s, features=("text_spans", "utterance"))
+            request_id = "sp-utterance"
+            (_, first), *rest = UTTERANCE
+            await s.utterance(request_id, text=first, voice=voice, marks=True)
+            for kind, text in rest:
+                await s.fragment(kind, request_id, text)
+            return await s.answer(request_id)
+
+    answer = conf.run(scenario())
+    text = UTTERANCE_TEXT
+    words = _words(answer)
+    problems = _span_problems(text, words, "synthesis_complete")
+    marked = _marks_words(answer)
+    if answer.marks and [(w.get("text_start"), w.get("text_end")) for w in marked] != [
+        (w.get("text_start"), w.get("text_end")) for w in words
+    ]:
+        problems.append("the marks frames' words do not carry the spans synthesis_complete's words carry")
+    written = {_letters(part) for part in _WORD_BREAKS.split(text)} - {""}
+    tokens = {token.rstrip(".,") for token in ("$12.50", "Dr.")}
+    for entry in words:
+        start, end, word = entry.get("text_start"), entry.get("text_end"), entry.get("word")
+        if not isinstance(word, str) or not isinstance(start, int) or not isinstance(end, int):
+            continue
+        span = text[start:end]
+        if _letters(word) in written:
+            if _core(span) != _core(word) or any(char in _MARKUP for char in span):
+                problems.append(f"word {word!r} points at {span!r} ([{start}, {end})), not at its characters")
+        elif span.rstrip(".,") not in tokens:
+            problems.append(f"word {word!r} read out from a figure points at {span!r}, not at a whole token")
+    if not any(text[w["text_start"] : w["text_end"]] == "$12.50" for w in words if _has_span(w)) and (
+        "1250" not in {_letters(str(w.get("word"))) for w in words}
+    ):
+        problems.append(f"no word points at '$12.50': the words {[w.get('word') for w in words]}")
+    conf.observe(words=[[w.get("word"), w.get("text_start"), w.get("text_end")] for w in words])
+    assert not problems, "; ".join(problems[:6]) + (
+        f" and {len(problems) - 6} more" if len(problems) > 6 else ""
+    )
+
+
+def _has_span(entry: dict[str, Any]) -> bool:
+    return all(isinstance(entry.get(k), int) for k in ("text_start", "text_end"))

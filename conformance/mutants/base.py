@@ -50,13 +50,14 @@ from protocol.messages import (
     parse_invocations_request,
 )
 from protocol.pcm import float_to_pcm16, wav_header
-from protocol.server_session import ServerSession
+from protocol.server_session import ServerEvent, ServerSession, TextAppended
 from protocol.sse import encode_event
 from protocol.voices import KOKORO_VOICES, LANGUAGES, Voice, is_blend
 from reference_server.driver import AudioPiece, Job, SessionDriver, StarletteTransport
 from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
 from speech.chunker import IncrementalSentenceChunker
 from speech.frontend import speech_pieces, speech_text
+from speech.spans import SourceMap
 
 __all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer"]
 
@@ -157,16 +158,17 @@ class ToneSynthesizer:
         start_s: float,
         end_s: float,
         lexicon: Lexicon | None = None,
-        at: int | None = None,
+        source: SourceMap | None = None,
     ) -> tuple[Word, ...] | None:
         """Word timings of a segment spanning ``[start_s, end_s]`` of its request's audio (§5.3): its spoken
         tokens, each as long as its letters (:meth:`pronounce`), between the padding at either end;
-        ``None`` for a language without word timings (:data:`WORD_TIMINGS`). ``at``: where the segment
-        starts in its request's text; each word then carries its span of that text (§14.4), as the
-        reference front-end maps it (:func:`word_spans`)."""
+        ``None`` for a language without word timings (:data:`WORD_TIMINGS`). ``source``: where each
+        character of ``segment`` is in its request's original text (an utterance's: its fragments joined,
+        :func:`segment_source`); each word then carries the span of that text it reads (§14.4), as the
+        reference front-end maps it (:meth:`word_spans`)."""
         if Voice.parse(voice).code not in self.word_timings:
             return None
-        spans = self.word_spans(segment, voice) if at is not None else None
+        spans = self.word_spans(segment, voice) if source is not None else None
         tokens = [self.pronounce(t, lexicon) for t in _TOKEN.findall(self.spoken(segment, voice))]
         if spans is not None and len(spans) != len(tokens):
             spans = None  # pragma: no cover - the spoken text is the front-end's pieces joined
@@ -176,9 +178,7 @@ class ToneSynthesizer:
         t, step = start_s + pad, (end_s - start_s - 2 * pad) / max(1, sum(n for _, n in tokens))
         out = []
         for index, (token, letters) in enumerate(tokens):
-            span = (
-                (None, None) if spans is None or at is None else (at + spans[index][0], at + spans[index][1])
-            )
+            span = (None, None) if spans is None or source is None else source.span(*spans[index])
             out.append(Word(token, round(t, 3), round(t + step * letters, 3), *span))
             t += step * letters
         return tuple(out)
@@ -201,13 +201,45 @@ class ToneSynthesizer:
         return self.work_factor * len(pcm) / 2 / sample_rate
 
 
+def segment_source(text: str, segment: str, at: int = 0) -> tuple[SourceMap, int] | None:
+    """Where ``segment`` is in ``text`` from index ``at`` on (§14.4): its map and the index after it.
+
+    A segment is a slice of its text with whitespace collapsed (the tone's sentences; an utterance's
+    segments, cut by the chunker from its fragments joined), so its characters that are not whitespace are
+    the text's next ones, one to one, whitespace between them skipped; a whitespace character of the
+    segment reads nothing. ``None`` when the text does not hold the segment so (a mutant's segment that is
+    not the text's).
+    """
+    starts: list[int] = []
+    ends: list[int] = []
+    position = at
+    for char in segment:
+        if char.isspace():
+            starts.append(position)
+            ends.append(position)
+            continue
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position >= len(text) or text[position] != char:
+            return None
+        starts.append(position)
+        ends.append(position + 1)
+        position += 1
+    return SourceMap(segment, tuple(starts), tuple(ends)), position
+
+
 @dataclass
 class ToneUtterance:
     """An utterance's text on its way to the tone (PROTOCOL.md §15): segments ready to speak, in order.
 
     Cut by the same streaming chunker as the reference server cuts an utterance (whole sentences as they
     complete; ``flush`` and ``end`` release the rest), so any fragmentation gives the same segments.
+    ``text`` is its fragments' texts joined in the order received, as the session delivered them (whole
+    code points: a surrogate pair split across two fragments is one character, §15.2): the text its words'
+    spans count in (§14.4).
     """
+
+    text: str = ""
 
     chunker: IncrementalSentenceChunker = field(
         default_factory=lambda: IncrementalSentenceChunker(markdown=False)
@@ -263,7 +295,8 @@ class ToneConnection(SessionDriver):
         self.spoken_s: dict[str, float] = {}
         """Seconds of audio synthesized so far, per request: where its next segment starts (§5.5)."""
         self.segment_at: dict[str, int] = {}
-        """Where each request's next segment is looked for in its text (its words' spans, §14.4)."""
+        """Where each request's next segment is looked for in its text, an utterance's in its fragments
+        joined (:attr:`ToneUtterance.text`): its words' spans (§14.4)."""
         self.slot_released = False
         """The session gave its slot up to a new one (:meth:`evict`)."""
 
@@ -280,6 +313,15 @@ class ToneConnection(SessionDriver):
         """A message was refused (its error frame is queued). The session goes on (§6.3)."""
 
     # -- utterances (§15) ------------------------------------------------------------------------------
+
+    def act(self, events: list[ServerEvent]) -> None:
+        """The driver's, then each utterance's text joined (:attr:`ToneUtterance.text`, §14.4): here rather
+        than in :meth:`on_text`, which a mutant may replace, so that its words' spans stay right."""
+        super().act(events)
+        for event in events:
+            utterance = self.utterances.get(event.request_id) if isinstance(event, TextAppended) else None
+            if utterance is not None:
+                utterance.text += event.text
 
     def on_accepted(self, job: Job) -> None:
         """A request joined the queue; an utterance gets its :class:`ToneUtterance` (the job's ``state``)."""
@@ -371,9 +413,11 @@ class ToneConnection(SessionDriver):
         start = self.spoken_s.get(request_id, 0.0)
         end = start + len(pcm) / 2 / request.sample_rate
         self.spoken_s[request_id] = end
-        at = request.text.find(segment, self.segment_at.get(request_id, 0)) if request.text else -1
-        self.segment_at[request_id] = at + len(segment) if at >= 0 else 0
-        words = synth.words(segment, request.voice, start, end, lexicon, at if at >= 0 else None)
+        utterance = self.utterances.get(request_id)
+        text = request.text if utterance is None else utterance.text
+        found = segment_source(text, segment, self.segment_at.get(request_id, 0))
+        self.segment_at[request_id] = found[1] if found else 0
+        words = synth.words(segment, request.voice, start, end, lexicon, found[0] if found else None)
         return AudioPiece(pcm, words, strip_marks(synth.spoken(segment, request.voice)), start, end)
 
     async def segments(self, request: SynthesisRequest) -> AsyncIterator[str]:

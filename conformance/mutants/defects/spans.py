@@ -31,6 +31,57 @@ def _remember_text(session: DefectConnection, obj: dict[str, Any]) -> Any:
     return None
 
 
+_UTTERANCE_MESSAGES = ("utterance", "append", "flush", "end")
+
+
+def _remember_fragments(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    """Note where each fragment of an utterance starts in its fragments joined, in code points (§15.2: a
+    surrogate pair split across two fragments counts once), by the utterance's id (changes nothing)."""
+    request_id, text = obj.get("request_id"), obj.get("text")
+    if obj.get("type") not in _UTTERANCE_MESSAGES or not isinstance(request_id, str):
+        return None
+    if not isinstance(text, str) or not text:
+        return None
+    joined = getattr(session, "span_fragments", None)
+    if joined is None:
+        joined = session.span_fragments = {}  # type: ignore[attr-defined]
+    raw, starts = joined.get(request_id, ("", []))
+    starts = [*starts, len(_code_points(raw))]
+    joined[request_id] = (raw + text, starts)
+    return None
+
+
+def _code_points(raw: str) -> str:
+    """``raw`` with its surrogate pairs joined into the code points they encode."""
+    return raw.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _per_fragment(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
+    """An outgoing hook that counts each utterance word's span from the start of the fragment it falls in
+    (as a server that maps every fragment on its own would), not from the utterance's first character."""
+
+    def one(obj: dict[str, Any]) -> dict[str, Any]:
+        words = obj.get("words")
+        fragments = getattr(session, "span_fragments", {}).get(obj.get("request_id"))
+        if obj.get("type") not in ("synthesis_complete", "marks") or not isinstance(words, list):
+            return obj
+        if fragments is None:
+            return obj
+        starts = fragments[1]
+        out = []
+        for word in words:
+            start, end = (word.get("text_start"), word.get("text_end")) if isinstance(word, dict) else (0, 0)
+            if isinstance(start, int) and isinstance(end, int):
+                base = max((at for at in starts if at <= start), default=0)
+                word = {**word, "text_start": start - base, "text_end": end - base}
+            out.append(word)
+        return {**obj, "words": out}
+
+    if not any(isinstance(f, str) and '"words"' in f for f in frames):
+        return frames
+    return map_controls(one)(session, frames)
+
+
 def _words_rewritten(change: WordsChange, types: tuple[str, ...] = ("synthesis_complete", "marks")) -> Any:
     """An outgoing hook applying ``change`` to the words of the frames of ``types``."""
 
@@ -176,6 +227,15 @@ SPAN_DEFECTS: tuple[Defect, ...] = (
         ("14.4.3", "14.4.1", "14.4.2"),
         incoming=_remember_text,
         outgoing=_words_rewritten(_one_character),
+    ),
+    Defect(
+        "spans-per-fragment",
+        "Counts an utterance word's text_start/text_end from the start of the fragment (utterance, append, "
+        "flush or end) its text arrived in, not over the fragments' texts joined (§14.4, §15.2)",
+        ("R14.4-1", "R14.4-3"),
+        ("14.4.4",),
+        incoming=_remember_fragments,
+        outgoing=_per_fragment,
     ),
 )
 """The §14.4 rows of :data:`conformance.mutants.defects.table.DEFECTS`."""
