@@ -63,6 +63,12 @@ class SourceMap:
         characters that are not whitespace to the last one's end; an empty range at the next source
         when they are all whitespace.
 
+        Where two adjacent characters of ``text`` read characters that are not adjacent in the original,
+        something the front-end removed lies between them (markup: ``notes](url)!``, ``bold**,``). The
+        span then keeps the runs from the first to the last that reads a letter or digit and leaves out
+        runs of punctuation beyond them, so that it holds no markup around the word (PROTOCOL.md §14.4,
+        R14.4-4). Characters separated by whitespace of ``text`` (``5 €``) stay in one run.
+
         Raises:
             ValueError: ``0 <= start <= end <= len(text)`` does not hold.
         """
@@ -72,7 +78,19 @@ class SourceMap:
         if not read:
             at = self.starts[start] if start < len(self.text) else (self.ends[-1] if self.text else 0)
             return at, at
-        return min(self.starts[i] for i in read), max(self.ends[i] for i in read)
+        runs: list[list[int]] = []  # [first source, end, reads a letter or digit]
+        for previous, i in zip([None, *read], read, strict=False):
+            wordy = int(self.text[i].isalnum())
+            # Whitespace between two characters here (it reads nothing) is a gap of the text, not markup.
+            if runs and (self.starts[i] <= runs[-1][1] or (previous is not None and i > previous + 1)):
+                run = runs[-1]
+                run[0], run[1] = min(run[0], self.starts[i]), max(run[1], self.ends[i])
+                run[2] |= wordy
+            else:
+                runs.append([self.starts[i], self.ends[i], wordy])
+        wordy_runs = [n for n, run in enumerate(runs) if run[2]]
+        kept = runs[wordy_runs[0] : wordy_runs[-1] + 1] if wordy_runs else runs
+        return min(run[0] for run in kept), max(run[1] for run in kept)
 
     def shifted(self, offset: int) -> SourceMap:
         """The same map into a text that has ``offset`` more characters in front."""

@@ -100,6 +100,25 @@ def test_written_words_read_themselves_and_figures_the_whole_token():
     ]
 
 
+def test_markup_inside_a_word_is_left_out_with_the_punctuation_beyond_it():
+    """R14.4-4: a word's span holds no markup. ``notes!`` after a link reads ``notes`` and ``!`` with the
+    link's target between them, ``bold,`` reads ``bold`` and ``,`` with ``**`` between: the span keeps the
+    letters and drops the punctuation beyond the markup, rather than reach over the markup to it."""
+    text = "See [the notes](https://x.y/z)! And **bold**, ok: *it*."
+    assert spans(text) == [
+        ("See", "See"),
+        ("the", "the"),
+        ("notes!", "notes"),
+        ("And", "And"),
+        ("bold,", "bold"),
+        ("ok:", "ok:"),
+        ("it.", "it"),
+    ]
+    assert SourceMap("a!", (0, 5), (1, 6)).span(0, 2) == (0, 1)
+    assert SourceMap("!a!", (0, 3, 7), (1, 4, 8)).span(0, 3) == (3, 4)
+    assert SourceMap("!?", (0, 5), (1, 6)).span(0, 2) == (0, 6)  # no letter: everything it reads
+
+
 def test_code_points_not_utf16_units():
     text = "𝄞🎉 naïve café 🎉 end"
     got = spans(text)
