@@ -173,7 +173,7 @@ def test_audio_frames_are_whole_samples(conf: Probe, pipelined: Recording) -> No
     "3.3.3",
     "§3.3.1",
     Level.MUST,
-    requirements=("R3.3.1-6",),
+    requirements=("R3.3.1-6a",),
     requirement="never longer than the **hard ceiling of 1 MiB (1,048,576 bytes)**, whatever the "
     "configuration",
     description="measure every audio frame of the pipelined session",
@@ -232,7 +232,7 @@ def test_no_audio_frame_looks_like_json_to_lenient_decoders(conf: Probe, pipelin
     "5.1.1",
     "§5.1",
     Level.MUST,
-    requirements=("R5.1-1",),
+    requirements=("R5.1-1a",),
     requirement="rate of the audio frames that follow, Hz: the requested `sample_rate`",
     description="compare each synthesis_start of the pipelined session with its request (the second asked "
     "for 16 kHz)",
@@ -328,10 +328,7 @@ def test_brackets_in_order_never_interleaved(conf: Probe, pipelined: Recording) 
     "7.1.1",
     "§7.1",
     Level.MUST,
-    requirements=(
-        "R7.1-2",
-        "R7.1-3",
-    ),
+    requirements=("R7.1-2", "R7.1-3a"),
     requirement="Every request accepted before `close` MUST still be answered in full, in order (§6), "
     "exactly as if `close` had not been sent; queued requests are **not** dropped.",
     description="send three requests and close at once, then read the session to its end",
@@ -350,7 +347,7 @@ def test_close_drains(conf: Probe, pipelined: Recording) -> None:
     "7.1.2",
     "§7.1",
     Level.MUST,
-    requirements=("R7.1-3",),
+    requirements=("R7.1-3a", "R7.1-3b"),
     requirement="the server MUST send a WebSocket Close frame with status **1000**",
     description="read how the container closed the pipelined session's WebSocket from the simulator's wire "
     "log",

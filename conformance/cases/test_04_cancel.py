@@ -40,12 +40,7 @@ def _cancelled_or_crossed(conf: Probe, answer: Answer, errors: list[Any]) -> str
     "4.2.1",
     "§4.2",
     Level.MUST,
-    requirements=(
-        "R4.2-6",
-        "R4.2-5",
-        "R4.2-1",
-        "R1.5-2",
-    ),
+    requirements=("R4.2-6b", "R4.2-6c", "R4.2-5", "R4.2-1", "R1.5-2"),
     requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
     "has already produced for the current chunk",
     description="send a two-sentence request; at its first audio frame send cancel naming it",
@@ -138,12 +133,7 @@ def test_cancel_all_when_idle(conf: Probe) -> None:
     "7.2.1",
     "§7.2",
     Level.MUST,
-    requirements=(
-        "R4.2-5",
-        "R7.1-3",
-        "R4.2-1",
-        "R1.5-2",
-    ),
+    requirements=("R4.2-5", "R7.1-3a", "R7.1-3b", "R4.2-1", "R1.5-2"),
     requirement="Every request is answered at once with its (possibly empty) cancelled bracket (§4.2), and "
     "the session closes with 1000.",
     description="send a two-sentence request and a second one; at the first audio frame send cancel (no id), "
@@ -187,7 +177,7 @@ def test_cancel_then_close_aborts(conf: Probe) -> None:
     "4.2.4",
     "§4.2",
     Level.MUST,
-    requirements=("R4.2-6", "R4.2-1", "R1.5-2"),
+    requirements=("R4.2-6a", "R4.2-1", "R1.5-2"),
     requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
     "has already produced for the current chunk (in practice no more than one synthesis segment, about one "
     "sentence)",

@@ -57,7 +57,7 @@ def _spans(marks: list[MarkView]) -> list[tuple[float, float]]:
     "5.5.1",
     "§5.5",
     Level.MUST,
-    requirements=("R5.5-4",),
+    requirements=("R5.5-4a", "R5.5-4b", "R5.5-4c"),
     requirement="For a request that asked for marks, MUST send exactly one `marks` frame for each synthesis "
     "segment whose audio it sends, inside the request's bracket, in the order of the segments with "
     "`segment` counting from 0, and each before any audio frame of a later segment.",

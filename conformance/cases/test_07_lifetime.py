@@ -104,7 +104,7 @@ def test_close_while_audio_streams(conf: Probe) -> None:
     "7.4.1",
     "§7.4",
     Level.MUST,
-    requirements=("R7.4-1",),
+    requirements=("R7.4-1b",),
     requirement="the server MUST stop synthesis for that session promptly (within one synthesis segment) and "
     "free everything the session held",
     description=f"{DISCONNECTS} times: open a session, send a request, and end the input as soon as its "

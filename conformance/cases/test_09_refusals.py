@@ -361,7 +361,7 @@ PER_MESSAGE_S = 10.0
     "9.1.F1",
     "§9.1",
     Level.MUST,
-    requirements=("R3.1-3", "R6.3-2"),
+    requirements=("R9.2-1c", "R6.3-2a", "R6.3-2c"),
     requirement="Every refusal and failure has exactly one code.",
     description="property-based (hypothesis, derandomized, 60 examples): on one session send random "
     "malformed "
@@ -544,7 +544,7 @@ def test_error_frame_names_the_refused_request(conf: Probe, refusals: Recording)
     "6.3.1",
     "§6.3",
     Level.MUST,
-    requirements=("R6.3-2", "R6.3-1"),
+    requirements=("R6.3-2d", "R6.3-1"),
     requirement="A refused message (any code of §9.1 answered per message) MUST produce **exactly one** "
     "`error` frame and no `synthesis_start` or `synthesis_complete`; the session continues and nothing "
     "else changes.",

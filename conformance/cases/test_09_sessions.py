@@ -112,7 +112,7 @@ def test_fatal_error_ends_the_session(conf: Probe, crowded: Recording) -> None:
     "7.4.2",
     "§7.4",
     Level.MUST,
-    requirements=("R7.4-1",),
+    requirements=("R7.4-1a", "R7.4-1b"),
     requirement="the server MUST stop synthesis for that session promptly (within one synthesis segment) "
     "and free everything the session held: queued requests, synthesized-ahead audio, its place in "
     "`max_sessions`.",

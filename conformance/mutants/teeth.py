@@ -10,8 +10,9 @@ unbroken control, which must pass every case the worker's mutants failed (:func:
 
 Two checks:
 
-* **caught** (fast; ``tests/conformance/test_teeth.py``): only the mutant's ``caught_by`` cases run, and every
-  one must be ``FAILED`` (``NON-STRICT`` for a SHOULD case). A mutant that breaks its clauses only on a path
+* **caught** (fast; ``tests/conformance/test_teeth.py``): only the mutant's ``caught_by`` cases run, those
+  that cite a requirement or condition it breaks (:func:`must_catch`), and every one must be ``FAILED``
+  (``NON-STRICT`` for a SHOULD case). A mutant that breaks its clauses only on a path
   their own cases do not take (``observed_by``, issue 30) is caught by the run: only its ``observed_by``
   cases run, and the run must fail on each clause it breaks (:func:`missed_clauses`).
 * **isolation** (slow; ``python -m conformance.mutants.teeth --isolation [NAME ...]``, about two minutes per
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -35,6 +37,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -48,6 +51,7 @@ __all__ = [
     "isolation_record",
     "main",
     "missed_clauses",
+    "must_catch",
     "mutant_cmd",
     "row_fingerprint",
     "verdicts",
@@ -224,6 +228,39 @@ def _worker(commands: TextIO, answers: TextIO) -> int:
     return 0
 
 
+@functools.lru_cache(maxsize=1)
+def _citations() -> dict[str, tuple[str, ...]]:
+    """Requirement or condition id -> the ids of the cases that cite it, in catalogue order."""
+    from conformance.engine.case import catalogue
+
+    cited: dict[str, list[str]] = {}
+    for case in catalogue():
+        for rid in case.requirements:
+            cited.setdefault(rid, []).append(case.id)
+    return {rid: tuple(ids) for rid, ids in cited.items()}
+
+
+def must_catch(
+    requirements: Sequence[str], observed_by: Sequence[str] = (), where: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The cases that must report ``FAILED`` (``NON-STRICT`` for a SHOULD case, :func:`caught_verdict`) a
+    mutant that breaks ``requirements`` (requirement or condition ids): every case that cites one of them,
+    each once, in catalogue order.
+
+    ``where`` narrows a defect that shows only where other conditions apply too (it stalls only after it
+    refuses a speed: it breaks "the session continues", R6.3-2c, where "out of range: invalid_speed",
+    R4.1-5h, applies): then only the cases that also cite every id of ``where``. Empty for a conforming server
+    (no requirements) and for a mutant caught by the run only (``observed_by``: it breaks its clauses on a
+    path their own cases do not take)."""
+    if observed_by:
+        return ()
+    cited = _citations()
+    found = dict.fromkeys(case for rid in requirements for case in cited.get(rid, ()))
+    if where:
+        found = {case: None for case in found if all(case in cited.get(rid, ()) for rid in where)}
+    return tuple(found)
+
+
 def cases_to_run(mutant: Any) -> tuple[str, ...]:
     """The cases that certify ``mutant``: its ``caught_by``, or for a mutant caught by the run only, the
     ``observed_by`` cases that take the path where it breaks its clauses."""
@@ -238,9 +275,10 @@ def missed_clauses(mutant: Any, index: dict[str, Any]) -> list[str]:
 
 
 def row_fingerprint(mutant: Any) -> str:
-    """A digest of one mutant's row (name, requirements, cases): its isolation record is stale when it
-    changes."""
-    material = [mutant.name, list(mutant.requirements), list(mutant.caught_by), mutant.breaks]
+    """A digest of one mutant's row (its name and what it breaks, in words): its isolation record, which
+    cases FAILED under the whole suite, is stale when it changes. The ids it names are not part of it: naming
+    a finer condition changes no verdict, and the cases that must catch it follow from those ids."""
+    material = [mutant.name, mutant.breaks]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:12]
 
 

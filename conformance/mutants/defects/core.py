@@ -56,19 +56,23 @@ Http = Callable[["DefectServer", dict[str, Any], Response], Response]
 
 @dataclass(frozen=True)
 class Defect:
-    """One row of the table (see the module docstring)."""
+    """One row of the table (see the module docstring): its name, what it breaks in words, the requirement
+    or condition ids it breaks (``"R4.2-2b"``; the cases that must report it ``FAILED`` are those citing
+    them, :func:`conformance.mutants.teeth.must_catch`) and its hooks."""
 
     name: str
     breaks: str
     requirements: tuple[str, ...]
-    caught_by: tuple[str, ...]
     incoming: Incoming | None = None
     outgoing: Outgoing | None = None
     http: Http | None = None
     server: dict[str, Any] = field(default_factory=dict)
     observed_by: tuple[str, ...] = ()
-    """For a defect on a path that no case of its clauses takes (``caught_by`` is then empty): cases that
+    """For a defect on a path that no case of its clauses takes (no case must then report it): cases that
     take it, whose runs must fail on the clauses it breaks although none of them owns one (issue 30)."""
+    where: tuple[str, ...] = ()
+    """Condition ids that narrow the defect: it breaks ``requirements`` only where all of these apply too,
+    so only the cases citing them all must catch it (:func:`conformance.mutants.teeth.must_catch`)."""
 
 
 def json_object(frame: Frame) -> dict[str, Any] | None:
