@@ -40,7 +40,7 @@ def _cancelled_or_crossed(conf: Probe, answer: Answer, errors: list[Any]) -> str
     "4.2.1",
     "§4.2",
     Level.MUST,
-    requirements=("R4.2-6b", "R4.2-6c", "R4.2-5", "R4.2-1", "R1.5-2"),
+    requirements=("R4.2-6b", "R4.2-5", "R4.2-1", "R1.5-2"),
     requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
     "has already produced for the current chunk",
     description="send a two-sentence request; at its first audio frame send cancel naming it",

@@ -542,3 +542,37 @@ def test_accepted_at_the_edge(conf: Probe, row: tuple[str, Callable[[], dict[str
     answer, errors = conf.run(scenario())
     assert not errors, f"a request with {what} was refused: {[(e.code, e.message) for e in errors]}"
     expect.spoken(answer, SHORT, speed=message["speed"])
+
+
+@case(
+    "4.1.41",
+    "§4.1",
+    Level.MUST,
+    requirements=("R4.1-7a", "R4.1-7c"),
+    requirement="A request whose id is already queued or active in the session MUST be refused with "
+    "`duplicate_request_id` (the first request is unaffected)",
+    description="send a two-sentence request 'busy', then 'dup' (queued behind it), then another 'dup' at "
+    "once: the duplicate arrives while the first 'dup' is queued, not active",
+    expectation="one error frame duplicate_request_id naming 'dup', sent before the first 'dup''s "
+    "synthesis_start (so it was queued when refused); the first 'dup' completes with plausible speech of its "
+    "text",
+)
+def test_duplicate_of_a_queued_request(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[tuple[int, Any]]]:
+        async with conf.session("duplicate-queued") as s:
+            await s.request(TWO_SENTENCES, request_id="busy", speed=FAST)
+            await s.request(SENTENCES[0], request_id="dup", speed=FAST)
+            await s.send(json.dumps({"text": SHORT, "request_id": "dup"}).encode())
+            answer = await s.answer("dup")
+            await s.close()
+            await s.drain()
+            return answer, list(s.observer.errors)
+
+    answer, indexed = conf.run(scenario())
+    error = expect.one_error(conf, [e for _, e in indexed], "duplicate_request_id", "dup")
+    refused_at = next(i for i, e in indexed if e is error)
+    assert refused_at < answer.index, (
+        f"the refusal (message {refused_at}) came after 'dup' started (message {answer.index}): the server "
+        "read the duplicate only once the first 'dup' was active: this session did not test the queued state"
+    )
+    expect.spoken(answer, SENTENCES[0], speed=FAST)

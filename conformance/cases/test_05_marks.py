@@ -171,7 +171,7 @@ def test_marks_change_nothing_else(conf: Probe, marked: Recording) -> None:
     "5.5.5",
     "§5.5",
     Level.MUST,
-    requirements=("R5.5-3",),
+    requirements=("R5.5-3", "R4.1-5u"),
     requirement="MUST refuse a `marks` member that is neither a boolean nor `null` with `invalid_field`, in "
     "the order of §9.2.",
     description='a request with "marks": "yes"; one with "speed": 5 and "marks": "yes"',

@@ -618,7 +618,7 @@ def test_response_stream_fault(conf: Probe) -> None:
     "12.5.1",
     "§12.5",
     Level.MUST,
-    requirements=("R11.6-2a",),
+    requirements=(),
     requirement="HTTP status with `x-amzn-errortype`: `InputValidationError` 400 (throttling also 400)",
     description="InvokeEndpoint while the simulator throttles (fault throttle)",
     expectation="boto3 raises ThrottlingException with HTTP status 400, and the container is not invoked",

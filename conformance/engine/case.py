@@ -244,8 +244,8 @@ _REQUIREMENT_TAG = re.compile(r"\s*\[R(?:\d+(?:\.\d+)*|[A-Z])-\d+[a-z]?\]")
 
 
 def normalize_quote(text: str) -> str:
-    """``text`` with requirement and condition id tags (``[R3.3.1-2]``, ``[R4.2-2a]``), Markdown emphasis (``**``) and code marks
-    (backticks) removed and whitespace collapsed.
+    """``text`` with requirement and condition id tags (``[R3.3.1-2]``, ``[R4.2-2a]``), Markdown emphasis
+    (``**``) and code marks (backticks) removed and whitespace collapsed.
 
     Quotes and the spec are compared in this form, so a quote may span a line break or an id tag of the spec.
     """

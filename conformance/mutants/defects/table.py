@@ -23,6 +23,7 @@ from conformance.mutants.defects.audio import (
     _UnescapesFirst,
     _with_session,
 )
+from conformance.mutants.defects.conditions import CONDITION_DEFECTS
 from conformance.mutants.defects.controls import (
     _bad_marks_ignored,
     _capabilities_unasked,
@@ -135,7 +136,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "accepts-stale",
         "Ignores request_timestamp: stale requests are spoken, not refused with request_stale (§4.1)",
-        ("R4.1-9",),
+        ("R4.1-9", "R4.1-5t"),
         incoming=lambda s, o: (
             {k: v for k, v in o.items() if k != "request_timestamp"}
             if isinstance(o.get("request_timestamp"), (int, float, str))
@@ -157,7 +158,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "duplicate-swallowed",
         "Neither refuses nor answers a request whose id is already queued or active (§4.1)",
-        ("R4.1-7b",),
+        ("R4.1-7a", "R4.1-7b"),
         incoming=_duplicate_swallowed,
     ),
     Defect(
@@ -523,7 +524,7 @@ DEFECTS: tuple[Defect, ...] = (
         "marks-bad-ignored",
         'Ignores a marks member that is not a boolean ("yes") instead of refusing it with invalid_field '
         "(§5.5)",
-        ("R5.5-3",),
+        ("R5.5-3", "R4.1-5u"),
         incoming=_bad_marks_ignored,
     ),
     Defect(
@@ -674,5 +675,7 @@ DEFECTS: tuple[Defect, ...] = (
         incoming=_blank_fragment_refused,
     ),
     *RUN_LEVEL_DEFECTS,
+    *CONDITION_DEFECTS,
 )
-"""Every one-defect mutant of the table, in spec order, then :data:`RUN_LEVEL_DEFECTS`."""
+"""Every one-defect mutant of the table, in spec order, then :data:`RUN_LEVEL_DEFECTS`, then
+:data:`~conformance.mutants.defects.conditions.CONDITION_DEFECTS`."""

@@ -1,0 +1,357 @@
+"""Defects that each break one condition of a split sentence (issue 31 point 5): the conditions that no row
+of :mod:`conformance.mutants.defects.table` broke alone, so that every observable MUST condition has a case
+and a mutant that proves it. Each row names its condition ids; the cases that must catch it are those citing
+them (:func:`conformance.mutants.teeth.must_catch`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from starlette.responses import Response, StreamingResponse
+
+from conformance.mutants.defects.audio import _g711_brackets
+from conformance.mutants.defects.core import (
+    DROP,
+    Defect,
+    DefectConnection,
+    DefectServer,
+    Frame,
+    error_frame,
+    is_request,
+    map_controls,
+    refuse,
+    stall_after,
+)
+from conformance.mutants.defects.invocations import _g711_body, _http_rewrite
+from protocol.encodings import decode_to_pcm16, encode_pcm16
+from protocol.voices import KOKORO_VOICES
+
+_TYPES = ("synthesize", "cancel", "close", "describe", "utterance", "append", "flush", "end", "lexicon")
+_PLAIN_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_IN_ORDER = ("request_id", "text", "voice", "speed", "sample_rate", "request_timestamp")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _blank(obj: dict[str, Any]) -> bool:
+    text = obj.get("text")
+    return text is None or (isinstance(text, str) and not text.strip())
+
+
+def _unknown_voice(obj: dict[str, Any]) -> bool:
+    voice = obj.get("voice")
+    return isinstance(voice, str) and voice not in KOKORO_VOICES and not set(voice) & set("+()")
+
+
+def _set_member(member: str, value: Any) -> Any:
+    """An ``incoming`` hook that hands the session the request with ``member`` set to ``value`` (``DROP``:
+    without the member) whenever the message has it."""
+
+    def hook(session: DefectConnection, obj: dict[str, Any]) -> Any:
+        if not is_request(obj) or member not in obj:
+            return None
+        return {k: v for k, v in obj.items() if k != member} if value is DROP else {**obj, member: value}
+
+    return hook
+
+
+def _string_stamp_ignored(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # Reads only numeric request_timestamp values: a string one is taken as absent, valid or not (§4.1).
+    if is_request(obj) and isinstance(obj.get("request_timestamp"), str):
+        return {k: v for k, v in obj.items() if k != "request_timestamp"}
+    return None
+
+
+def _assigns_from_zero(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # Assigns r0, r1, ... to requests without an id (§4.1 counts from r1).
+    if not is_request(obj) or obj.get("request_id") is not None:
+        return None
+    number = getattr(session, "assigned_from_zero", 0)
+    session.assigned_from_zero = number + 1  # type: ignore[attr-defined]
+    return {**obj, "request_id": f"r{number}"}
+
+
+def _refusal_code(member: str, value: Any) -> str | None:
+    """The code §4.1 refuses ``member`` with when its value is ``value`` (``None``: valid)."""
+    if member == "request_id":
+        return None if isinstance(value, str) and 0 < len(value) <= 128 else "invalid_field"
+    if member == "text":
+        if not isinstance(value, str):
+            return "text_required" if value is None else "invalid_field"
+        return "text_required" if not value.strip() else None
+    if member == "voice":
+        return (
+            "invalid_field"
+            if not isinstance(value, str)
+            else ("invalid_voice" if value not in KOKORO_VOICES else None)
+        )
+    if member == "speed":
+        return "invalid_field" if not _number(value) else (None if 0.5 <= value <= 2.0 else "invalid_speed")
+    if member == "sample_rate":
+        if not _number(value):
+            return "invalid_field"
+        return None if value in (8000, 16000, 22050, 24000) else "invalid_sample_rate"
+    if _number(value) and value < 1e9:  # request_timestamp: far in the past is stale
+        return "request_stale"
+    return None
+
+
+def _members_last_first(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # Checks a request's members in the reverse of §9.2's order: of two bad members, the later one's code.
+    if not is_request(obj):
+        return None
+    for member in reversed(_IN_ORDER):
+        if member in obj or member == "text":
+            code = _refusal_code(member, obj.get(member))
+            if code is not None:
+                session.send(error_frame(code, obj.get("request_id")))
+                return DROP
+    return None
+
+
+def _segments_from_one(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "segment": obj["segment"] + 1} if obj.get("type") == "marks" else obj
+
+
+def _alaw_as_mulaw(session: DefectConnection, encoding: str, frame: bytes, first: bool) -> list[Frame]:
+    if encoding != "pcm_alaw":
+        return [frame]
+    return [encode_pcm16(decode_to_pcm16(frame, "pcm_alaw"), "pcm_mulaw")]
+
+
+def _alaw_as_audio_basic(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    if _g711_body(request) != "pcm_alaw":
+        return None
+    return body, isinstance(response, StreamingResponse), {"content-type": "audio/basic"}
+
+
+async def _refusal_as_500(server: DefectServer, request: dict[str, Any], response: Response) -> Response:
+    # Answers every refusal of POST /invocations with 500 instead of its §9.1 status.
+    if 400 <= response.status_code < 500:
+        response.status_code = 500
+    return response
+
+
+CONDITION_DEFECTS: tuple[Defect, ...] = (
+    # §4 the type member
+    Defect(
+        "synthesize-type-refused",
+        'Refuses a request whose type is "synthesize" with unknown_type (§4)',
+        ("R4-1b",),
+        incoming=refuse("unknown_type", lambda o: o.get("type") == "synthesize"),
+    ),
+    Defect(
+        "unknown-type-invalid-field",
+        "Refuses a message of an unknown type with invalid_field instead of unknown_type (§4)",
+        ("R4-1c",),
+        incoming=refuse(
+            "invalid_field", lambda o: isinstance(o.get("type"), str) and o["type"] not in _TYPES
+        ),
+    ),
+    Defect(
+        "type-number-unknown-type",
+        "Refuses a message whose type is not a string with unknown_type instead of invalid_field (§4)",
+        ("R4-1d",),
+        incoming=refuse(
+            "unknown_type", lambda o: o.get("type") is not None and not isinstance(o["type"], str)
+        ),
+    ),
+    # §4.1 the members of a request
+    Defect(
+        "blank-text-invalid-field",
+        "Refuses a request without text, or with blank text, with invalid_field, not text_required (§4.1)",
+        ("R4.1-5a",),
+        incoming=refuse("invalid_field", lambda o: is_request(o) and _blank(o)),
+    ),
+    Defect(
+        "text-type-text-required",
+        "Refuses a text that is not a string with text_required instead of invalid_field (§4.1)",
+        ("R4.1-5b",),
+        incoming=refuse(
+            "text_required",
+            lambda o: is_request(o) and o.get("text") is not None and not isinstance(o["text"], str),
+        ),
+    ),
+    Defect(
+        "long-text-truncated",
+        "Speaks the first 100 characters of a text over max_text_chars instead of refusing it (§4.1)",
+        ("R4.1-5c",),
+        incoming=lambda s, o: (
+            {**o, "text": o["text"][:100]}
+            if is_request(o) and isinstance(o.get("text"), str) and len(o["text"]) > 10_000
+            else None
+        ),
+    ),
+    Defect(
+        "voice-type-invalid-voice",
+        "Refuses a voice that is not a string with invalid_voice instead of invalid_field (§4.1)",
+        ("R4.1-5d",),
+        incoming=refuse(
+            "invalid_voice",
+            lambda o: is_request(o) and o.get("voice") is not None and not isinstance(o["voice"], str),
+        ),
+    ),
+    Defect(
+        "unknown-voice-default",
+        "Speaks a request naming a voice it does not have in the default voice instead of refusing it (§4.1)",
+        ("R4.1-5e",),
+        incoming=lambda s, o: {**o, "voice": "af_heart"} if is_request(o) and _unknown_voice(o) else None,
+    ),
+    Defect(
+        "speed-type-invalid-speed",
+        "Refuses a speed that is not a number with invalid_speed instead of invalid_field (§4.1)",
+        ("R4.1-5g",),
+        incoming=refuse(
+            "invalid_speed", lambda o: is_request(o) and "speed" in o and not _number(o["speed"])
+        ),
+    ),
+    Defect(
+        "rate-type-invalid-rate",
+        "Refuses a sample_rate that is not a number with invalid_sample_rate instead of invalid_field (§4.1)",
+        ("R4.1-5i",),
+        incoming=refuse(
+            "invalid_sample_rate",
+            lambda o: is_request(o) and o.get("sample_rate") is not None and not _number(o["sample_rate"]),
+        ),
+    ),
+    Defect(
+        "odd-rate-invalid-field",
+        "Refuses a sample_rate it does not offer with invalid_field instead of invalid_sample_rate (§4.1)",
+        ("R4.1-5j",),
+        incoming=refuse(
+            "invalid_field",
+            lambda o: (
+                is_request(o)
+                and _number(o.get("sample_rate"))
+                and o["sample_rate"] not in (8000, 16000, 22050, 24000)
+            ),
+        ),
+    ),
+    Defect(
+        "longest-id-refused",
+        "Refuses a request_id of 128 characters, the longest allowed (§4.1)",
+        ("R4.1-5l",),
+        incoming=refuse(
+            "invalid_field", lambda o: isinstance(o.get("request_id"), str) and len(o["request_id"]) == 128
+        ),
+    ),
+    Defect(
+        "bad-id-invalid-json",
+        "Refuses a request_id that is empty, not a string or over 128 characters with invalid_json (§4.1)",
+        ("R4.1-5m",),
+        incoming=refuse(
+            "invalid_json",
+            lambda o: (
+                is_request(o)
+                and "request_id" in o
+                and o["request_id"] is not None
+                and not (isinstance(o["request_id"], str) and 0 < len(o["request_id"]) <= 128)
+            ),
+        ),
+    ),
+    Defect(
+        "plain-stamps-only",
+        "Refuses every request_timestamp string but YYYY-MM-DDTHH:MM:SSZ: no fractions, offsets or lower "
+        "case (§4.1)",
+        ("R4.1-5n",),
+        incoming=refuse(
+            "invalid_field",
+            lambda o: (
+                isinstance(o.get("request_timestamp"), str)
+                and not _PLAIN_STAMP.fullmatch(o["request_timestamp"])
+            ),
+        ),
+    ),
+    Defect(
+        "bool-stamp-ignored",
+        "Takes a request_timestamp that is neither a number nor a string as absent, not refused (§4.1)",
+        ("R4.1-5p",),
+        incoming=lambda s, o: (
+            {k: v for k, v in o.items() if k != "request_timestamp"}
+            if is_request(o) and isinstance(o.get("request_timestamp"), (bool, list, dict))
+            else None
+        ),
+    ),
+    Defect(
+        "string-stamp-ignored",
+        "Takes every request_timestamp string as absent: invalid date-times are spoken, not refused (§4.1)",
+        ("R4.1-5s",),
+        incoming=_string_stamp_ignored,
+    ),
+    Defect(
+        "queued-duplicate-accepted",
+        "Refuses a duplicate request_id only while the first request is active: a duplicate of a queued one "
+        "is swallowed, neither refused nor answered (§4.1)",
+        ("R4.1-7a",),
+        incoming=lambda s, o: (
+            DROP if is_request(o) and o.get("request_id") in s.session.pending_ids[1:] else None
+        ),
+    ),
+    Defect(
+        "assigns-from-zero",
+        "Assigns r0, r1, ... to requests without request_id instead of r1, r2, ... (§4.1)",
+        ("R4.1-8a",),
+        incoming=_assigns_from_zero,
+    ),
+    Defect(
+        "speed-ignored",
+        "Speaks every request at speed 1.0 whatever its speed (§5.1)",
+        ("R5.1-1c",),
+        incoming=_set_member("speed", DROP),
+    ),
+    Defect(
+        "alaw-as-mulaw",
+        "Answers a pcm_alaw request with μ-law codes: the wrong companding table (§4.1)",
+        ("R4.1-13b",),
+        outgoing=_g711_brackets(_alaw_as_mulaw),
+    ),
+    # §5.5 marks
+    Defect(
+        "marks-from-one",
+        "Numbers a request's marks frames from 1 instead of 0 (§5.5)",
+        ("R5.5-4b",),
+        outgoing=map_controls(_segments_from_one),
+    ),
+    # §6.3 refusals
+    Defect(
+        "refusal-stops-active",
+        "Stops answering the active request, and every later one, once it refuses whitespace-only text "
+        "(§6.3: nothing else changes)",
+        ("R6.3-2d",),
+        outgoing=stall_after("text_required"),
+    ),
+    # §9.2 the order of the checks
+    Defect(
+        "type-after-text",
+        "Checks text before type: a message of an unknown type with empty text gets text_required (§9.2)",
+        ("R9.2-1b",),
+        incoming=refuse(
+            "text_required",
+            lambda o: isinstance(o.get("type"), str) and o["type"] not in _TYPES and _blank(o),
+        ),
+    ),
+    Defect(
+        "members-last-first",
+        "Checks a request's members in the reverse of §9.2's order: of two bad members, the later one's code",
+        ("R9.2-1d",),
+        incoming=_members_last_first,
+    ),
+    # §11 POST /invocations
+    Defect(
+        "alaw-audio-basic",
+        "Answers a pcm_alaw body under Content-Type audio/basic, not RFC 4856's audio/PCMA;rate=<Hz> (§11.3)",
+        ("R11.3-2c", "R11.3-2d"),
+        where=("R11.3-2c", "R11.3-2d"),
+        http=_http_rewrite(_alaw_as_audio_basic),
+    ),
+    Defect(
+        "refusals-as-500",
+        "Answers every refusal of POST /invocations with status 500 instead of the status of §9.1 (§11.6)",
+        ("R11.6-2a",),
+        http=_refusal_as_500,  # type: ignore[arg-type]
+    ),
+)
+"""The rows, in spec order; appended to :data:`conformance.mutants.defects.table.DEFECTS`."""
