@@ -116,6 +116,20 @@ def _segments_from_one(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "segment": obj["segment"] + 1} if obj.get("type") == "marks" else obj
 
 
+def _duplicate_cancels_first(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # Refuses a duplicate request_id, and cancels the first request of that id as well (§4.1: unaffected).
+    rid = obj.get("request_id")
+    if not is_request(obj) or rid not in session.session.pending_ids:
+        return None
+    session.send(error_frame("duplicate_request_id", rid))
+    return {"type": "cancel", "request_id": rid}
+
+
+def _g711_as_pcm16(session: DefectConnection, encoding: str, frame: bytes, first: bool) -> list[Frame]:
+    # The bracket says pcm_mulaw or pcm_alaw; its audio frames are PCM16 (§4.1, §5.1).
+    return [decode_to_pcm16(frame, encoding)]
+
+
 def _alaw_as_mulaw(session: DefectConnection, encoding: str, frame: bytes, first: bool) -> list[Frame]:
     if encoding != "pcm_alaw":
         return [frame]
@@ -291,6 +305,12 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         ),
     ),
     Defect(
+        "duplicate-cancels-first",
+        "Refuses a duplicate request_id and cancels the first request of that id too (§4.1)",
+        ("R4.1-7c",),
+        incoming=_duplicate_cancels_first,
+    ),
+    Defect(
         "assigns-from-zero",
         "Assigns r0, r1, ... to requests without request_id instead of r1, r2, ... (§4.1)",
         ("R4.1-8a",),
@@ -301,6 +321,12 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         "Speaks every request at speed 1.0 whatever its speed (§5.1)",
         ("R5.1-1c",),
         incoming=_set_member("speed", DROP),
+    ),
+    Defect(
+        "g711-frames-as-pcm16",
+        "Sends PCM16 audio frames in a bracket whose synthesis_start says pcm_mulaw or pcm_alaw (§4.1, §5.1)",
+        ("R4.1-14a", "R5.1-1e"),
+        outgoing=_g711_brackets(_g711_as_pcm16),
     ),
     Defect(
         "alaw-as-mulaw",
