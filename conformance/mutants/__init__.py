@@ -26,6 +26,7 @@ from conformance.mutants.admission import (
 )
 from conformance.mutants.aws_sample import AwsSampleServer, AwsSampleTextOnly
 from conformance.mutants.base import ToneServer
+from conformance.mutants.catching import must_catch
 from conformance.mutants.defects import DEFECTS, DefectServer
 from conformance.mutants.features import (
     CancelWordsAll,
@@ -98,15 +99,13 @@ class Mutant:
     observed_by: tuple[str, ...] = ()
     where: tuple[str, ...] = ()
     """Condition ids that narrow it: it breaks ``requirements`` only where all of these apply too
-    (:func:`~conformance.mutants.teeth.must_catch`)."""
+    (:func:`~conformance.mutants.catching.must_catch`)."""
 
     @property
     def caught_by(self) -> tuple[str, ...]:
         """The case ids that must report it ``FAILED`` (``NON-STRICT`` for a SHOULD case): every case citing
-        one of its requirement ids (:func:`conformance.mutants.teeth.must_catch`); empty for a conforming
+        one of its requirement ids (:func:`conformance.mutants.catching.must_catch`); empty for a conforming
         server, which must pass them, and for a mutant caught by the run only (``observed_by``)."""
-        from conformance.mutants.teeth import must_catch  # teeth imports this package: import late
-
         return must_catch(self.requirements, self.observed_by, self.where)
 
     @property

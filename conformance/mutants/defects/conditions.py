@@ -1,7 +1,7 @@
 """Defects that each break one condition of a split sentence (issue 31 point 5): the conditions that no row
 of :mod:`conformance.mutants.defects.table` broke alone, so that every observable MUST condition has a case
 and a mutant that proves it. Each row names its condition ids; the cases that must catch it are those citing
-them (:func:`conformance.mutants.teeth.must_catch`)."""
+them (:func:`conformance.mutants.catching.must_catch`)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ Http = Callable[["DefectServer", dict[str, Any], Response], Response]
 class Defect:
     """One row of the table (see the module docstring): its name, what it breaks in words, the requirement
     or condition ids it breaks (``"R4.2-2b"``; the cases that must report it ``FAILED`` are those citing
-    them, :func:`conformance.mutants.teeth.must_catch`) and its hooks."""
+    them, :func:`conformance.mutants.catching.must_catch`) and its hooks."""
 
     name: str
     breaks: str
@@ -72,7 +72,7 @@ class Defect:
     take it, whose runs must fail on the clauses it breaks although none of them owns one (issue 30)."""
     where: tuple[str, ...] = ()
     """Condition ids that narrow the defect: it breaks ``requirements`` only where all of these apply too,
-    so only the cases citing them all must catch it (:func:`conformance.mutants.teeth.must_catch`)."""
+    so only the cases citing them all must catch it (:func:`conformance.mutants.catching.must_catch`)."""
 
 
 def json_object(frame: Frame) -> dict[str, Any] | None:
