@@ -66,12 +66,7 @@ def test_cancel_active_request(conf: Probe) -> None:
     "4.2.2",
     "§4.2",
     Level.MUST,
-    requirements=(
-        "R4.2-7",
-        "R4.2-5",
-        "R4.2-1",
-        "R1.5-2",
-    ),
+    requirements=("R4.2-7", "R4.2-5", "R4.2-1", "R1.5-2", "R4.2-2a"),
     requirement="a **queued** request: in its turn, the server MUST send its `synthesis_start` immediately "
     "followed by its `synthesis_complete` with `status` `cancelled` and `audio_bytes` 0",
     description="send a two-sentence request, then a short one; cancel the short one at once",
@@ -177,7 +172,7 @@ def test_cancel_then_close_aborts(conf: Probe) -> None:
     "4.2.4",
     "§4.2",
     Level.MUST,
-    requirements=("R4.2-6a", "R4.2-1", "R1.5-2"),
+    requirements=("R4.2-6a", "R4.2-1", "R1.5-2", "R4.2-2b"),
     requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
     "has already produced for the current chunk (in practice no more than one synthesis segment, about one "
     "sentence)",
@@ -309,3 +304,34 @@ def test_cancel_says_the_words_sent(conf: Probe, long_text: Recording) -> None:
         f"the words are not the first words of the same request uncancelled: {said[:8]} against "
         f"{reference[: max(8, len(said))][:8]}"
     )
+
+
+@case(
+    "4.2.41",
+    "§4.2",
+    Level.MUST,
+    requirements=("R4.2-2c",),
+    requirement="A request named by `request_id` MUST be queued or active and not already cancelled; "
+    "otherwise the cancel is refused with `unknown_request`",
+    description="send a two-sentence request, then a short one; cancel the short one twice at once (the "
+    "second cancel names a request that is still queued but already cancelled)",
+    expectation="exactly one error frame, unknown_request naming the short one, for the second cancel; the "
+    "short one gets its synthesis_start and synthesis_complete status cancelled",
+)
+def test_cancel_of_a_cancelled_request(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("cancel-twice") as s:
+            await s.request(TWO_SENTENCES, request_id="c41a", speed=FAST)
+            await s.request(SHORT, request_id="c41b")
+            await s.cancel("c41b")
+            await s.cancel("c41b")
+            await s.answer("c41a")
+            second = await s.answer("c41b")
+            await s.close()
+            await s.drain()
+            return second, s.observer.errors_since(0)
+
+    second, errors = conf.run(scenario())
+    _require_cancel(errors)
+    expect.one_error(conf, errors, "unknown_request", "c41b")
+    expect.completed(second, status="cancelled")

@@ -615,7 +615,7 @@ def _member_requirement(
     if code is ErrorCode.REQUEST_STALE:
         return "R4.1-9"
     if code is ErrorCode.UNKNOWN_REQUEST:
-        return "R4.2-2"
+        return "R4.2-2d"  # a cancel naming no request
     if section == "§4.2":
         return "R4.2-1"  # a malformed cancel: the cancel rules of §4.2
     stamp = (obj or {}).get("request_timestamp")

@@ -125,6 +125,32 @@ def _duplicate_cancels_first(session: DefectConnection, obj: dict[str, Any]) -> 
     return {"type": "cancel", "request_id": rid}
 
 
+def _cancel_refused(where: str) -> Any:
+    """An ``incoming`` hook: a cancel naming the queued (``where="queued"``) or the active request is refused
+    with ``unknown_request`` as if it named no request (§4.2)."""
+
+    def hook(session: DefectConnection, obj: dict[str, Any]) -> Any:
+        pending = session.session.pending_ids
+        named = pending[1:] if where == "queued" else pending[:1]
+        if obj.get("type") != "cancel" or obj.get("request_id") not in named:
+            return None
+        session.send(error_frame("unknown_request", obj.get("request_id")))
+        return DROP
+
+    return hook
+
+
+def _second_cancel_ignored(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # A cancel naming a request already cancelled is swallowed, not refused with unknown_request (§4.2).
+    if obj.get("type") != "cancel" or obj.get("request_id") is None:
+        return None
+    cancelled = session.__dict__.setdefault("cancelled_ids", set())
+    if obj["request_id"] in cancelled:
+        return DROP
+    cancelled.add(obj["request_id"])
+    return None
+
+
 def _g711_as_pcm16(session: DefectConnection, encoding: str, frame: bytes, first: bool) -> list[Frame]:
     # The bracket says pcm_mulaw or pcm_alaw; its audio frames are PCM16 (§4.1, §5.1).
     return [decode_to_pcm16(frame, encoding)]
@@ -309,6 +335,25 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         "Refuses a duplicate request_id and cancels the first request of that id too (§4.1)",
         ("R4.1-7c",),
         incoming=_duplicate_cancels_first,
+    ),
+    # §4.2 cancel
+    Defect(
+        "queued-cancel-refused",
+        "Refuses a cancel naming a queued request with unknown_request (§4.2)",
+        ("R4.2-2a",),
+        incoming=_cancel_refused("queued"),
+    ),
+    Defect(
+        "active-cancel-refused",
+        "Refuses a cancel naming the active request with unknown_request (§4.2)",
+        ("R4.2-2b",),
+        incoming=_cancel_refused("active"),
+    ),
+    Defect(
+        "second-cancel-ignored",
+        "Swallows a cancel naming a request it already cancelled instead of refusing it (§4.2)",
+        ("R4.2-2c",),
+        incoming=_second_cancel_ignored,
     ),
     Defect(
         "assigns-from-zero",

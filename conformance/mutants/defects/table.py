@@ -215,7 +215,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "unknown-cancel-swallowed",
         "Swallows a cancel naming no queued or active request instead of refusing it (§4.2)",
-        ("R4.2-2",),
+        ("R4.2-2d",),
         incoming=_unknown_cancel_swallowed,
     ),
     Defect(
