@@ -11,8 +11,9 @@ Run ``python -m conformance.matrix`` from the repository root after changing the
 3. prints the counts: sentences, by level, covered by cases, with a mutant, unobservable with a reason.
 
 ``--check`` changes nothing and exits 1 when the spec has an untagged sentence or either file is stale
-(``tests/conformance/test_matrix.py`` does the same). On a merge conflict in either generated file, take
-either side and run the command again.
+(``tests/conformance/test_matrix.py`` does the same); it also reports, on stderr, the observable MUST
+conditions that have no case and no mutant proving it (the target is none). On a merge conflict in either
+generated file, take either side and run the command again.
 """
 
 from __future__ import annotations
@@ -498,6 +499,13 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         if problems:
             print(f"run `{COMMAND}` and commit the result", file=sys.stderr)
+        gaps = generate(args.root).data["gaps"]
+        if gaps:  # the target is none; reported, not (yet) a failure of the check
+            print(
+                f"{len(gaps)} observable MUST conditions without a case and a mutant that proves it: "
+                + ", ".join(gaps),
+                file=sys.stderr,
+            )
         return 1 if problems else 0
     generated = generate(args.root)
     for name, text in (
