@@ -335,3 +335,35 @@ def test_cancel_of_a_cancelled_request(conf: Probe) -> None:
     _require_cancel(errors)
     expect.one_error(conf, errors, "unknown_request", "c41b")
     expect.completed(second, status="cancelled")
+
+
+@case(
+    "4.2.42",
+    "§4.2",
+    Level.MUST,
+    requirements=("R4.2-6c",),
+    requirement="then its `synthesis_complete` with `status` `cancelled` and `audio_bytes` counting the "
+    "audio frames it did send",
+    description="send the long text of 4.1.10 at speed 2; at its first audio frame send cancel naming it; "
+    "add up the audio frames of its bracket",
+    expectation="synthesis_complete status cancelled whose audio_bytes is the number of audio bytes its "
+    "bracket carried",
+)
+def test_cancelled_audio_bytes(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("cancel-bytes") as s:
+            await s.request(LONG, request_id="c42", speed=FAST)
+            await s.wait(lambda: "c42" in s.answers and bool(s.answers["c42"].frames), "c42's audio began")
+            await s.cancel("c42")
+            answer = await s.answer("c42")
+            await s.close()
+            await s.drain()
+            return answer, s.observer.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    _require_cancel(errors)
+    expect.completed(answer, status="cancelled")
+    assert answer.complete is not None and answer.complete.audio_bytes == sum(answer.frames), (
+        f"audio_bytes {answer.complete.audio_bytes if answer.complete else None}; the bracket carried "
+        f"{sum(answer.frames)} audio bytes"
+    )

@@ -544,17 +544,18 @@ def test_error_frame_names_the_refused_request(conf: Probe, refusals: Recording)
     "6.3.1",
     "§6.3",
     Level.MUST,
-    requirements=("R6.3-2d", "R6.3-1"),
+    requirements=("R6.3-2b", "R6.3-2d", "R6.3-1"),
     requirement="A refused message (any code of §9.1 answered per message) MUST produce **exactly one** "
     "`error` frame and no `synthesis_start` or `synthesis_complete`; the session continues and nothing "
     "else changes.",
     description="send a two-sentence request; at its first audio frame send a request with whitespace-only "
     "text",
     expectation="one error frame text_required naming the refused request (it may arrive inside the "
-    "bracket); the first request completes with plausible speech of both sentences",
+    "bracket) and no synthesis_start or synthesis_complete naming it; the first request completes with "
+    "plausible speech of both sentences",
 )
 def test_refusal_inside_a_bracket(conf: Probe) -> None:
-    async def scenario() -> tuple[Any, list[Any]]:
+    async def scenario() -> tuple[Any, list[Any], bool]:
         async with conf.session("refusal-inside") as s:
             await s.request(TWO_SENTENCES, request_id="in1", speed=FAST)
             await s.wait(lambda: "in1" in s.answers and bool(s.answers["in1"].frames), "in1's audio began")
@@ -562,8 +563,10 @@ def test_refusal_inside_a_bracket(conf: Probe) -> None:
             answer = await s.answer("in1")
             await s.close()
             await s.drain()
-            return answer, s.observer.errors_since(0)
+            bracketed = "in2" in s.observer.answers or "in2" in s.observer.orphans
+            return answer, s.observer.errors_since(0), bracketed
 
-    answer, errors = conf.run(scenario())
+    answer, errors, bracketed = conf.run(scenario())
     expect.one_error(conf, errors, "text_required", "in2")
+    assert not bracketed, "the refused request 'in2' got a synthesis_start or a synthesis_complete (§6.3)"
     expect.spoken(answer, TWO_SENTENCES, speed=FAST)

@@ -17,13 +17,16 @@ from conformance.mutants.defects.core import (
     DefectConnection,
     DefectServer,
     Frame,
+    dump,
     error_frame,
     is_request,
+    json_object,
     map_controls,
     refuse,
     stall_after,
 )
 from conformance.mutants.defects.invocations import _g711_body, _http_rewrite
+from conformance.mutants.defects.run_level import _counting, _on_cancelled
 from protocol.encodings import decode_to_pcm16, encode_pcm16
 from protocol.voices import KOKORO_VOICES
 
@@ -149,6 +152,25 @@ def _second_cancel_ignored(session: DefectConnection, obj: dict[str, Any]) -> An
         return DROP
     cancelled.add(obj["request_id"])
     return None
+
+
+def _refusal_with_bracket(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
+    # After each per-message refusal that names a request, a synthesis_start and a failed
+    # synthesis_complete for it, as if the refused request had been accepted (§6.3).
+    out: list[Frame] = []
+    for frame in frames:
+        out.append(frame)
+        obj = json_object(frame)
+        if obj is None or obj.get("type") != "error" or obj.get("fatal") or not obj.get("request_id"):
+            continue
+        rid = obj["request_id"]
+        start = {"type": "synthesis_start", "request_id": rid, "sample_rate": 24000, "encoding": "pcm_s16le"}
+        complete = {"type": "synthesis_complete", "request_id": rid, "status": "failed", "audio_bytes": 0}
+        out += [
+            dump({**start, "voice": "af_heart", "speed": 1.0}),
+            dump({**complete, "total_duration_s": 0.0}),
+        ]
+    return out
 
 
 def _g711_as_pcm16(session: DefectConnection, encoding: str, frame: bytes, first: bool) -> list[Frame]:
@@ -338,6 +360,12 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
     ),
     # §4.2 cancel
     Defect(
+        "cancelled-bytes-miscounted",
+        "Counts 2 bytes more than it sent in a cancelled request's audio_bytes (§4.2)",
+        ("R4.2-6c",),
+        outgoing=_on_cancelled(lambda s, o: [_counting(s, o, 2)]),
+    ),
+    Defect(
         "queued-cancel-refused",
         "Refuses a cancel naming a queued request with unknown_request (§4.2)",
         ("R4.2-2a",),
@@ -387,6 +415,13 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         outgoing=map_controls(_segments_from_one),
     ),
     # §6.3 refusals
+    Defect(
+        "refusal-with-bracket",
+        "Sends a synthesis_start and a failed synthesis_complete after each refusal that names a request "
+        "(§6.3)",
+        ("R6.3-2b",),
+        outgoing=_refusal_with_bracket,
+    ),
     Defect(
         "refusal-stops-active",
         "Stops answering the active request, and every later one, once it refuses whitespace-only text "
