@@ -490,7 +490,7 @@ ACCEPTED: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
     ),
     ("speed 0.5, the slowest allowed", lambda: {"speed": 0.5}, "R4.1-5f"),
     ("a request_id of 128 characters", lambda: {"request_id": "i" * 128}, "R4.1-5l"),
-    ("a message of exactly max_message_bytes (65,536 bytes)", lambda: _padded_to(65_536), "R3.1-3a"),
+    ("a message of exactly max_message_bytes (65,536 bytes)", lambda: _padded_to(65_536), "R3.1-3k"),
 ]
 """Messages at the edge of a rule that must be accepted: (what, extra members, requirement)."""
 

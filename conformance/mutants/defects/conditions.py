@@ -5,6 +5,7 @@ them (:func:`conformance.mutants.catching.must_catch`)."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -197,7 +198,110 @@ async def _refusal_as_500(server: DefectServer, request: dict[str, Any], respons
     return response
 
 
+def _json(raw: bytes) -> Any:
+    """``raw`` parsed as JSON the way Python does (lenient: NaN, duplicates), or ``DROP`` when it is not."""
+    try:
+        return json.loads(raw)
+    except ValueError:  # UnicodeDecodeError included
+        return DROP
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+def _syntax_as_not_an_object(raw: bytes) -> bytes | object:
+    # A message that is not JSON (a syntax error, trailing garbage) is refused with not_an_object.
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+    if raw.strip() and not raw.startswith(b"\xef\xbb\xbf") and _json(raw) is DROP:
+        return b"[]"
+    return raw
+
+
+def _duplicates_last_wins(raw: bytes) -> bytes | object:
+    # Reads duplicate member names as Python does, the last one winning, instead of refusing them.
+    value = _json(raw)
+    return dump(value).encode() if isinstance(value, dict) else raw
+
+
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])")
+
+
 CONDITION_DEFECTS: tuple[Defect, ...] = (
+    # §3.1 the checks of a message
+    Defect(
+        "over-max-invalid-json",
+        "Refuses a message longer than max_message_bytes with invalid_json instead of message_too_large "
+        "(§3.1)",
+        ("R3.1-3a",),
+        raw=lambda raw: b"{" if len(raw) > 65_536 else raw,
+    ),
+    Defect(
+        "exact-max-refused",
+        "Refuses a message of exactly max_message_bytes as too large (§3.1: only a longer one is)",
+        ("R3.1-3k",),
+        raw=lambda raw: raw + b" " if len(raw) == 65_536 else raw,
+    ),
+    Defect(
+        "lenient-utf8",
+        "Reads a message that is not valid UTF-8 with replacement characters instead of refusing it (§3.1)",
+        ("R3.1-3b",),
+        raw=lambda raw: raw.decode("utf-8", errors="replace").encode(),
+    ),
+    Defect(
+        "blank-message-ignored",
+        "Swallows an empty or whitespace-only message instead of refusing it with invalid_json (§3.1)",
+        ("R3.1-3c",),
+        raw=lambda raw: DROP if not raw.strip() else raw,
+    ),
+    Defect(
+        "syntax-error-not-an-object",
+        "Refuses a message with a JSON syntax error with not_an_object instead of invalid_json (§3.1)",
+        ("R3.1-3e",),
+        raw=_syntax_as_not_an_object,
+    ),
+    Defect(
+        "nan-read-as-zero",
+        "Reads the literals NaN and Infinity, and 1e400, as numbers instead of refusing them (§3.1)",
+        ("R3.1-3f",),
+        raw=lambda raw: re.sub(rb"-?Infinity|NaN|1e400", b"0", raw),
+    ),
+    Defect(
+        "duplicates-last-wins",
+        "Reads duplicate member names, the last one winning, instead of refusing them (invalid_json, §3.1)",
+        ("R3.1-3g",),
+        raw=_duplicates_last_wins,
+    ),
+    Defect(
+        "any-depth-read",
+        "Reads JSON nested deeper than max_json_depth, dropping the deep member, instead of refusing it "
+        "(§3.1)",
+        ("R3.1-3h",),
+        raw=lambda raw: (
+            dump({k: v for k, v in value.items() if _depth(v) < 31}).encode()
+            if isinstance(value := _json(raw), dict) and _depth(value) > 32
+            else raw
+        ),
+    ),
+    Defect(
+        "lone-surrogate-read",
+        "Reads an escaped lone surrogate as '?' instead of refusing the message with invalid_json (§3.1)",
+        ("R3.1-3i",),
+        raw=lambda raw: _LONE_SURROGATE.sub(b"?", raw),
+    ),
+    Defect(
+        "non-object-invalid-json",
+        "Refuses a JSON value that is not an object with invalid_json instead of not_an_object (§3.1)",
+        ("R3.1-3j",),
+        raw=lambda raw: b"{" if (value := _json(raw)) is not DROP and not isinstance(value, dict) else raw,
+    ),
     # §4 the type member
     Defect(
         "synthesize-type-refused",

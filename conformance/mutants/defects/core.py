@@ -70,6 +70,10 @@ class Defect:
     observed_by: tuple[str, ...] = ()
     """For a defect on a path that no case of its clauses takes (no case must then report it): cases that
     take it, whose runs must fail on the clauses it breaks although none of them owns one (issue 30)."""
+    raw: Callable[[bytes], bytes | object] | None = None
+    """Sees each client message's bytes before anything else (TEXT as UTF-8): returns the bytes to hand on,
+    or :data:`DROP` to swallow the message; for defects of §3.1's message checks, which ``incoming`` (JSON
+    objects only) cannot reach."""
     where: tuple[str, ...] = ()
     """Condition ids that narrow the defect: it breaks ``requirements`` only where all of these apply too,
     so only the cases citing them all must catch it (:func:`conformance.mutants.catching.must_catch`)."""
@@ -224,6 +228,11 @@ class DefectConnection(ToneConnection):
                 return None
             server: DefectServer = self.server  # type: ignore[assignment]
             raw = data.encode() if isinstance(data, str) else data
+            if self.defect.raw is not None:
+                changed = self.defect.raw(raw)
+                if changed is DROP:
+                    continue
+                data = raw = changed  # type: ignore[assignment]
             if server.strip_bom and raw.startswith(b"\xef\xbb\xbf"):
                 data = raw[3:]
             if server.log_text:
