@@ -570,3 +570,28 @@ def test_refusal_inside_a_bracket(conf: Probe) -> None:
     expect.one_error(conf, errors, "text_required", "in2")
     assert not bracketed, "the refused request 'in2' got a synthesis_start or a synthesis_complete (§6.3)"
     expect.spoken(answer, TWO_SENTENCES, speed=FAST)
+
+
+@case(
+    "9.2.41",
+    "§9.2",
+    Level.MUST,
+    requirements=("R9.2-1a", "R6.3-2a", "R6.3-2c"),
+    requirement="`message_too_large` (before decoding anything)",
+    description="send a BINARY message of 65,537 bytes (one over max_message_bytes) that is not valid UTF-8 "
+    "either, then a valid request",
+    expectation="exactly one error frame, message_too_large (the size is checked before the bytes are "
+    "decoded), naming no request; the valid request completes",
+)
+def test_size_is_checked_before_utf8(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("size-before-utf8") as s:
+            await s.send(b"\xff" * 65_537, data_type="BINARY")
+            answer = await s.answer(await s.request(SHORT, request_id="after-9.2.41", speed=FAST))
+            await s.close()
+            await s.drain()
+            return answer, s.observer.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    expect.one_error(conf, errors, "message_too_large", None)
+    expect.completed(answer)

@@ -225,6 +225,15 @@ def _syntax_as_not_an_object(raw: bytes) -> bytes | object:
     return raw
 
 
+def _utf8_before_size(raw: bytes) -> bytes | object:
+    # Decodes a message before it checks its size: a long message that is not UTF-8 gets invalid_utf8.
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return b"\xff" if len(raw) > 65_536 else raw
+    return raw
+
+
 def _duplicates_last_wins(raw: bytes) -> bytes | object:
     # Reads duplicate member names as Python does, the last one winning, instead of refusing them.
     value = _json(raw)
@@ -534,6 +543,13 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         outgoing=stall_after("text_required"),
     ),
     # §9.2 the order of the checks
+    Defect(
+        "utf8-before-size",
+        "Decodes a message before checking its size: a long one that is not UTF-8 gets invalid_utf8, not "
+        "message_too_large (§9.2)",
+        ("R9.2-1a",),
+        raw=_utf8_before_size,
+    ),
     Defect(
         "type-after-text",
         "Checks text before type: a message of an unknown type with empty text gets text_required (§9.2)",
