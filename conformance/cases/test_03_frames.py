@@ -9,6 +9,7 @@ cases.
 
 from __future__ import annotations
 
+import json
 import re
 
 from conformance.engine import clauses
@@ -16,7 +17,7 @@ from conformance.engine.case import Level, case
 from conformance.engine.observer import Answer
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import PIPELINED
-from protocol.frames import AUDIO_FRAME_HARD_LIMIT, looks_like_control
+from protocol.frames import AUDIO_FRAME_HARD_LIMIT, DEFAULT_MAX_AUDIO_FRAME_BYTES, looks_like_control
 
 _STRING = re.compile(rb'"(?:\\.|[^"\\])*"')
 
@@ -169,23 +170,44 @@ def test_audio_frames_are_whole_samples(conf: Probe, pipelined: Recording) -> No
     assert not bad, f"audio frames that are not whole samples, as (index, bytes): {bad[:10]}"
 
 
+def _advertised_frame_limit(recording: Recording) -> int:
+    """``limits.max_audio_frame_bytes`` of the first ``capabilities`` frame of ``recording`` that has it as
+    an integer; the default of §10 from a server without ``describe`` (or that lists no such limit)."""
+    for message in recording.messages:
+        if not message.is_control:
+            continue
+        try:
+            obj = json.loads(message.data)
+        except ValueError:
+            continue
+        limits = obj.get("limits") if isinstance(obj, dict) and obj.get("type") == "capabilities" else None
+        value = limits.get("max_audio_frame_bytes") if isinstance(limits, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return DEFAULT_MAX_AUDIO_FRAME_BYTES
+
+
 @case(
     "3.3.3",
     "§3.3.1",
     Level.MUST,
     requirements=("R3.3.1-6a",),
-    requirement="never longer than the **hard ceiling of 1 MiB (1,048,576 bytes)**, whatever the "
-    "configuration",
-    description="measure every audio frame of the pipelined session",
-    expectation="none is longer than 1,048,576 bytes",
+    requirement="MUST be at most `max_audio_frame_bytes` long",
+    description="read max_audio_frame_bytes from the describe session's capabilities (§10's default from a "
+    "server without describe); measure every audio frame of that session and of the pipelined one",
+    expectation="none is longer than the server's own max_audio_frame_bytes",
 )
-def test_audio_frames_at_most_1_mib(conf: Probe, pipelined: Recording) -> None:
+def test_audio_frames_at_most_max_audio_frame_bytes(
+    conf: Probe, pipelined: Recording, described: Recording
+) -> None:
     conf.use(pipelined)
-    audio = _audio(pipelined)
-    assert audio, "the pipelined session carried no audio"
+    conf.use(described)
+    limit = _advertised_frame_limit(described)
+    audio = _audio(pipelined) + _audio(described)
+    assert audio, "the pipelined and describe sessions carried no audio"
     largest = max(len(data) for _, data, _ in audio)
-    conf.observe(largest_audio_frame=largest)
-    assert largest <= AUDIO_FRAME_HARD_LIMIT, f"an audio frame of {largest} bytes"
+    conf.observe(max_audio_frame_bytes=limit, largest_audio_frame=largest)
+    assert largest <= limit, f"an audio frame of {largest} bytes; capabilities list {limit} at most"
 
 
 @case(

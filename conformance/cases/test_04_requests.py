@@ -268,7 +268,7 @@ def test_duplicate_request_id(conf: Probe) -> None:
     "4.1.6",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-11",),
+    requirements=("R4.1-11a", "R4.1-11b"),
     requirement="then with `queue_full` when `max_queue` requests are already queued or active",
     description="send 33 requests at once (max_queue is 32): a two-sentence one, then 32 short ones; after "
     "the refusal, cancel everything and close",

@@ -595,3 +595,37 @@ def test_size_is_checked_before_utf8(conf: Probe) -> None:
     answer, errors = conf.run(scenario())
     expect.one_error(conf, errors, "message_too_large", None)
     expect.completed(answer)
+
+
+@case(
+    "9.2.42",
+    "§9.2",
+    Level.MUST,
+    requirements=("R9.2-1e",),
+    requirement="session rules: `duplicate_request_id`, then `queue_full`, then `server_busy`",
+    description="send 32 requests at once (max_queue is 32): a two-sentence one, then 31 short ones; then a "
+    "33rd that reuses the id of the queued second; after the refusal, cancel everything and close",
+    expectation="exactly one error frame, duplicate_request_id naming q2 (checked before queue_full); each "
+    "of the first 32 gets its bracket (completed or cancelled)",
+)
+def test_duplicate_is_checked_before_queue_full(conf: Probe) -> None:
+    async def scenario() -> tuple[list[str], list[Any], dict[str, Answer]]:
+        async with conf.session("duplicate-before-full") as s:
+            sent = [(f"q{n}", SHORT if n > 1 else TWO_SENTENCES) for n in range(1, 33)]
+            for request_id, text in sent:
+                await s.request(text, request_id=request_id, speed=FAST)
+            # Refused, so sent raw: no second bracket is expected for q2.
+            await s.send(json.dumps({"text": SHORT, "request_id": "q2"}).encode())
+            await s.wait(
+                lambda: bool(s.observer.errors) or s.observer.completions() >= 32,
+                "an error frame answered the 33rd request",
+            )
+            await s.cancel()
+            await s.close()
+            await s.drain_after_close([i for i, _ in sent])
+            return [i for i, _ in sent], s.observer.errors_since(0), s.answers
+
+    expected, errors, answers = conf.run(scenario())
+    expect.one_error(conf, errors, "duplicate_request_id", "q2")
+    missing = [i for i in expected if i not in answers or answers[i].complete is None]
+    assert not missing, f"requests without a closed bracket: {missing}"

@@ -158,7 +158,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("late-cancel", LateCancel, ("R4.2-6a",)),
         Mutant("cancel-then-stream", CancelThenStream, ("R6.1-2",), observed_by=CANCEL_OBSERVERS),
         Mutant("whole-text", WholeTextFirst, ("R10.1-8",)),
-        Mutant("segment-frames", SegmentFrames, ("R3.3.1-6b", "R3.3.1-6c")),
+        Mutant("segment-frames", SegmentFrames, ("R3.3.1-6a", "R3.3.1-6b", "R3.3.1-6c")),
         Mutant("big-frames", BigFrames, ("R3.3.1-6c",)),
         Mutant("wrap", WrapsAround, ("R3.3.1-7",)),
         Mutant("ids-no-skip", AssignsWithoutSkipping, ("R4.1-8b",)),

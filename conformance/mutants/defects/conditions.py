@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from starlette.responses import Response, StreamingResponse
@@ -243,7 +244,94 @@ def _duplicates_last_wins(raw: bytes) -> bytes | object:
 _LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])")
 
 
+def _frame_limit_understated(obj: dict[str, Any]) -> dict[str, Any]:
+    # Advertises a max_audio_frame_bytes of 16,384 (a valid setting, §10) but cuts audio at 32,768 bytes.
+    limits = obj.get("limits")
+    if obj.get("type") != "capabilities" or not isinstance(limits, dict):
+        return obj
+    return {**obj, "limits": {**limits, "max_audio_frame_bytes": 16_384}}
+
+
+def _marks_at_complete(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
+    # Holds a request's marks frames back until its synthesis_complete: still inside the bracket and in
+    # order, but segment 0's marks come after segment 1's audio (§5.5).
+    held: list[Frame] = getattr(session, "held_marks", [])
+    session.held_marks = held  # type: ignore[attr-defined]
+    out: list[Frame] = []
+    for frame in frames:
+        kind = (json_object(frame) or {}).get("type")
+        if kind == "marks":
+            held.append(frame)
+            continue
+        if kind == "synthesis_complete":
+            out += held
+            held.clear()
+        out.append(frame)
+    return out
+
+
+class _KeepsDroppedSlot(DefectConnection):
+    """A session dropped mid-synthesis (no ``close``) never gives its place in ``max_sessions`` back
+    (§7.4)."""
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        finally:
+            if self.session.pending_ids:  # requests still open: the client went away, not a drained close
+                self.slot_released = True  # the server then never counts the place free
+
+
+def _queued_cancel_member(member: str, value: Any) -> Any:
+    """An ``outgoing`` hook that sets ``member`` to ``value`` in the ``synthesis_complete`` of each request
+    cancelled while queued (status ``cancelled``, no audio sent: ``audio_bytes`` 0)."""
+
+    def change(obj: dict[str, Any]) -> dict[str, Any]:
+        queued = obj.get("type") == "synthesis_complete" and obj.get("status") == "cancelled"
+        return {**obj, member: value} if queued and obj.get("audio_bytes") == 0 else obj
+
+    return map_controls(change)
+
+
+class _ActiveNotCounted(DefectConnection):
+    """Counts only the queued requests against ``max_queue``: with one active, it accepts one more than
+    ``capabilities.limits`` lists (§4.1)."""
+
+    def __init__(self, server: Any, websocket: Any) -> None:
+        super().__init__(server, websocket)
+        self.session.limits = replace(self.session.limits, max_queue=self.session.limits.max_queue + 1)
+
+
+def _queue_full_before_duplicate(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # With the queue full, refuses a request whose id is already queued with queue_full, not
+    # duplicate_request_id: the session rules checked in the wrong order (§9.2).
+    pending = session.session.pending_ids
+    if not is_request(obj) or obj.get("request_id") not in pending:
+        return None
+    if len(pending) < session.server.limits.max_queue:
+        return None
+    session.send(error_frame("queue_full", obj.get("request_id")))
+    return DROP
+
+
+def _whole_g711_without_rate(request: dict[str, Any], response: Response, body: bytes) -> Any:
+    # A G.711 body answered whole (stream: false) is labelled audio/PCMU or audio/PCMA without the rate
+    # parameter RFC 4856 requires (§11.3); a streamed one keeps it.
+    encoding = _g711_body(request)
+    if encoding is None or request.get("stream", True) is not False or response.status_code != 200:
+        return None
+    return body, False, {"content-type": {"pcm_mulaw": "audio/PCMU", "pcm_alaw": "audio/PCMA"}[encoding]}
+
+
 CONDITION_DEFECTS: tuple[Defect, ...] = (
+    # §3.3.1 audio frames
+    Defect(
+        "frame-limit-understated",
+        "Lists max_audio_frame_bytes 16,384 in capabilities.limits but sends audio frames of 32,768 bytes "
+        "(§3.3.1)",
+        ("R3.3.1-6a",),
+        outgoing=map_controls(_frame_limit_understated),
+    ),
     # §3.1 the checks of a message
     Defect(
         "over-max-invalid-json",
@@ -527,6 +615,13 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         ("R5.5-4b",),
         outgoing=map_controls(_segments_from_one),
     ),
+    Defect(
+        "marks-at-complete",
+        "Sends a request's marks frames together just before its synthesis_complete, after the audio of "
+        "later segments (§5.5)",
+        ("R5.5-4c",),
+        outgoing=_marks_at_complete,
+    ),
     # §6.3 refusals
     Defect(
         "refusal-with-bracket",
@@ -541,6 +636,15 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         "(§6.3: nothing else changes)",
         ("R6.3-2d",),
         outgoing=stall_after("text_required"),
+    ),
+    # §7.4 client disconnect
+    Defect(
+        "keeps-dropped-slot",
+        "Keeps the place in max_sessions of a session dropped mid-synthesis without close (§7.4)",
+        ("R7.4-1b",),
+        # One lost place shows only where the server is full: the case that crowds it to max_sessions.
+        where=("R7.4-1a",),
+        server={"connection_class": _KeepsDroppedSlot},
     ),
     # §9.2 the order of the checks
     Defect(
@@ -565,6 +669,39 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         ("R9.2-1d",),
         incoming=_members_last_first,
     ),
+    Defect(
+        "queued-cancel-completed",
+        "Closes the bracket of a request cancelled while queued with status completed, not cancelled (§4.2)",
+        ("R4.2-7b",),
+        outgoing=_queued_cancel_member("status", "completed"),
+    ),
+    Defect(
+        "queued-cancel-bytes",
+        "Reports audio_bytes 2 for a request cancelled while queued, which carried no audio (§4.2)",
+        ("R4.2-7c",),
+        outgoing=_queued_cancel_member("audio_bytes", 2),
+    ),
+    Defect(
+        "active-not-counted",
+        "Counts only the queued requests against max_queue, not the active one: it accepts max_queue + 1 "
+        "(§4.1)",
+        ("R4.1-11b",),
+        server={"connection_class": _ActiveNotCounted},
+    ),
+    Defect(
+        "too-many-closes-1000",
+        "Sends the fatal too_many_sessions frame to a session past max_sessions, then closes it with 1000 "
+        "instead of 1013 (§9.4)",
+        ("R9.4-2b",),
+        server={"too_many_close_code": 1000},
+    ),
+    Defect(
+        "queue-full-before-duplicate",
+        "With max_queue requests queued or active, refuses a request whose id is already queued with "
+        "queue_full instead of duplicate_request_id (§9.2: duplicate_request_id, then queue_full)",
+        ("R9.2-1e",),
+        incoming=_queue_full_before_duplicate,
+    ),
     # §11 POST /invocations
     Defect(
         "alaw-audio-basic",
@@ -572,6 +709,14 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         ("R11.3-2c", "R11.3-2d"),
         where=("R11.3-2c", "R11.3-2d"),
         http=_http_rewrite(_alaw_as_audio_basic),
+    ),
+    Defect(
+        "whole-g711-without-rate",
+        "Labels a G.711 body answered whole (stream: false) audio/PCMU or audio/PCMA without its rate "
+        "parameter (§11.3)",
+        ("R11.3-2b", "R11.3-2c", "R11.3-2e"),
+        where=("R11.3-2e",),
+        http=_http_rewrite(_whole_g711_without_rate),
     ),
     Defect(
         "refusals-as-500",

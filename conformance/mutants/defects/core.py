@@ -305,6 +305,8 @@ class DefectServer(ToneServer):
     refuse_busy_handshake = False
     too_many_frame = True
     too_many_serves = False
+    too_many_close_code: int | None = None
+    """The Close frame's code after the fatal too_many_sessions frame (None: 1013, as §9.1 has it)."""
     cut_units_bytes = 0
     """Cut Ogg/Opus, FLAC and AAC bodies every this many bytes, whatever the container units (0: not)."""
     refused_close_code: int | None = None
@@ -355,6 +357,10 @@ class DefectServer(ToneServer):
             return
         if not self.too_many_frame:
             await websocket.close(1013)
+            return
+        if self.too_many_close_code is not None:
+            await websocket.send_text(dump(fatal_too_many(self.limits.max_sessions)))
+            await websocket.close(self.too_many_close_code)
             return
         await super().refuse_session(websocket)
 

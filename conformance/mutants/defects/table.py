@@ -164,7 +164,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "queue-never-full",
         "Swallows requests beyond max_queue instead of refusing them with queue_full (§4.1)",
-        ("R4.1-11",),
+        ("R4.1-11a",),
         incoming=_queue_never_full,
     ),
     Defect(
@@ -183,13 +183,13 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "idle-cancel-refused",
         "Answers a cancel-all on an idle session with unknown_request (§4.2)",
-        ("R4.2-4",),
+        ("R4.2-4b",),
         incoming=_idle_cancel_refused,
     ),
     Defect(
         "cancel-sticks",
         "A cancel-all on an idle session also cancels the next request (§4.2)",
-        ("R4.2-8",),
+        ("R4.2-8", "R4.2-4a"),
         incoming=_cancel_sticks,
     ),
     Defect(
@@ -201,15 +201,15 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "queued-cancel-ignored",
         "Ignores the cancel of a queued request and speaks it in full (§4.2)",
-        ("R4.2-7", "R4.2-1"),
-        where=("R4.2-7",),
+        ("R4.2-7a", "R4.2-7b", "R4.2-7c", "R4.2-1"),
+        where=("R4.2-7a",),
         incoming=_ignores_queued_cancel,
     ),
     Defect(
         "cancelled-without-start",
         "A request cancelled while queued gets its synthesis_complete without a synthesis_start (§4.2)",
         ("R4.2-5",),
-        where=("R4.2-7",),
+        where=("R4.2-7a",),
         outgoing=_drop_cancelled_start,
     ),
     Defect(
@@ -595,7 +595,7 @@ DEFECTS: tuple[Defect, ...] = (
         "too-many-stays-open",
         "Sends the fatal too_many_sessions frame to a session past max_sessions, then serves it anyway "
         "(§9.4)",
-        ("R9.4-2",),
+        ("R9.4-2a", "R9.4-2b"),
         server={"too_many_serves": True},
     ),
     Defect(
