@@ -313,7 +313,7 @@ def test_synthesis_complete_accounts_for_the_audio(conf: Probe, pipelined: Recor
     "6.1.1",
     "§6.1",
     Level.MUST,
-    requirements=("R6.1-1", "R6.1-2"),
+    requirements=("R6.1-1a", "R6.1-1b", "R6.1-2"),
     requirement="For every accepted request the server MUST send **exactly one** `synthesis_start`, "
     "then zero or more audio frames, then **exactly one** `synthesis_complete`",
     description="observe the pipelined session: match brackets to requests (protocol.reader.StreamReader)",

@@ -26,6 +26,7 @@ from conformance.mutants.defects.core import (
     map_controls,
     refuse,
     stall_after,
+    twice_if,
 )
 from conformance.mutants.defects.invocations import _g711_body, _http_rewrite
 from conformance.mutants.defects.run_level import _counting, _on_cancelled
@@ -291,6 +292,23 @@ def _queued_cancel_member(member: str, value: Any) -> Any:
         return {**obj, member: value} if queued and obj.get("audio_bytes") == 0 else obj
 
     return map_controls(change)
+
+
+def _answers_after_close_if(kind: str, code: str) -> Any:
+    """An ``incoming`` hook: after ``close``, a message of ``kind`` (``request``, ``cancel`` or ``close``) is
+    refused with ``code`` instead of ignored (§7.1); every other one is ignored, as it should be."""
+
+    def hook(session: DefectConnection, obj: dict[str, Any]) -> Any:
+        seen = "request" if is_request(obj) else obj.get("type")
+        if session.close_seen and seen == kind:
+            rid = obj.get("request_id")
+            session.send(error_frame(code, rid if isinstance(rid, str) else None))
+            return DROP
+        if obj.get("type") == "close":
+            session.close_seen = True
+        return None
+
+    return hook
 
 
 class _ActiveNotCounted(DefectConnection):
@@ -621,6 +639,32 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         "later segments (§5.5)",
         ("R5.5-4c",),
         outgoing=_marks_at_complete,
+    ),
+    # §7.1 close
+    Defect(
+        "request-after-close-refused",
+        "Refuses a request that arrives after close with server_busy instead of ignoring it (§7.1)",
+        ("R7.1-1a",),
+        incoming=_answers_after_close_if("request", "server_busy"),
+    ),
+    Defect(
+        "cancel-after-close-refused",
+        "Refuses a cancel that arrives after close with unknown_request instead of ignoring it (§7.1)",
+        ("R7.1-1b",),
+        incoming=_answers_after_close_if("cancel", "unknown_request"),
+    ),
+    Defect(
+        "second-close-refused",
+        "Refuses a second close with invalid_field instead of ignoring it (§7.1)",
+        ("R7.1-1c",),
+        incoming=_answers_after_close_if("close", "invalid_field"),
+    ),
+    # §6.1 brackets
+    Defect(
+        "start-twice",
+        "Sends every synthesis_start twice (§6.1)",
+        ("R6.1-1a",),
+        outgoing=lambda s, frames: [g for f in frames for g in twice_if(f, "synthesis_start")],
     ),
     # §6.3 refusals
     Defect(

@@ -267,7 +267,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "complete-twice",
         "Sends every synthesis_complete twice (§6.1)",
-        ("R6.1-1",),
+        ("R6.1-1b",),
         outgoing=lambda s, frames: [
             g
             for f in frames
@@ -303,7 +303,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "answers-after-close",
         "Refuses messages that arrive after close instead of ignoring them (§7.1)",
-        ("R7.1-1",),
+        ("R7.1-1a", "R7.1-1b", "R7.1-1c"),
         incoming=_answers_after_close,
     ),
     Defect(
