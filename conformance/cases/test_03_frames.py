@@ -4,7 +4,7 @@ All judged on one recording (:func:`conformance.engine.recordings.pipelined`): t
 sentences sent back to back, the second at 16 kHz, then ``close``. The observer's findings on the session
 (:mod:`conformance.engine.observer`) are judged by the case that owns each clause; a case that checks the
 content of brackets judges the brackets that arrived, and a session the server ended early is judged by the §7
-cases.
+cases. 3.3.3 also reads the describe recording, for the server's own ``max_audio_frame_bytes``.
 """
 
 from __future__ import annotations

@@ -478,7 +478,7 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
     Defect(
         "unknown-voice-default",
         "Speaks a request naming a voice it does not have in the default voice instead of refusing it (§4.1)",
-        ("R4.1-5e",),
+        ("R4.1-5e", "R4.4-5b"),
         incoming=lambda s, o: {**o, "voice": "af_heart"} if is_request(o) and _unknown_voice(o) else None,
     ),
     Defect(
@@ -577,6 +577,13 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         ("R4.1-7c",),
         incoming=_duplicate_cancels_first,
     ),
+    Defect(
+        "active-not-counted",
+        "Counts only the queued requests against max_queue, not the active one: it accepts max_queue + 1 "
+        "(§4.1)",
+        ("R4.1-11b",),
+        server={"connection_class": _ActiveNotCounted},
+    ),
     # §4.2 cancel
     Defect(
         "cancelled-bytes-miscounted",
@@ -603,6 +610,18 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         incoming=_second_cancel_ignored,
     ),
     Defect(
+        "queued-cancel-completed",
+        "Closes the bracket of a request cancelled while queued with status completed, not cancelled (§4.2)",
+        ("R4.2-7b",),
+        outgoing=_queued_cancel_member("status", "completed"),
+    ),
+    Defect(
+        "queued-cancel-bytes",
+        "Reports audio_bytes 2 for a request cancelled while queued, which carried no audio (§4.2)",
+        ("R4.2-7c",),
+        outgoing=_queued_cancel_member("audio_bytes", 2),
+    ),
+    Defect(
         "assigns-from-zero",
         "Assigns r0, r1, ... to requests without request_id instead of r1, r2, ... (§4.1)",
         ("R4.1-8a",),
@@ -626,6 +645,13 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         ("R4.1-13b",),
         outgoing=_g711_brackets(_alaw_as_mulaw),
     ),
+    Defect(
+        "weighted-blend-refused",
+        "Refuses every blend with explicit weights, af_bella(3)+af_sky(1), with invalid_voice: it reads only "
+        "equal-parts blends (§4.1)",
+        ("R4.1-16a",),
+        incoming=refuse("invalid_voice", lambda o: is_request(o) and "(" in str(o.get("voice", ""))),
+    ),
     # §5.5 marks
     Defect(
         "marks-from-one",
@@ -639,25 +665,6 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         "later segments (§5.5)",
         ("R5.5-4c",),
         outgoing=_marks_at_complete,
-    ),
-    # §7.1 close
-    Defect(
-        "request-after-close-refused",
-        "Refuses a request that arrives after close with server_busy instead of ignoring it (§7.1)",
-        ("R7.1-1a",),
-        incoming=_answers_after_close_if("request", "server_busy"),
-    ),
-    Defect(
-        "cancel-after-close-refused",
-        "Refuses a cancel that arrives after close with unknown_request instead of ignoring it (§7.1)",
-        ("R7.1-1b",),
-        incoming=_answers_after_close_if("cancel", "unknown_request"),
-    ),
-    Defect(
-        "second-close-refused",
-        "Refuses a second close with invalid_field instead of ignoring it (§7.1)",
-        ("R7.1-1c",),
-        incoming=_answers_after_close_if("close", "invalid_field"),
     ),
     # §6.1 brackets
     Defect(
@@ -680,6 +687,25 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         "(§6.3: nothing else changes)",
         ("R6.3-2d",),
         outgoing=stall_after("text_required"),
+    ),
+    # §7.1 close
+    Defect(
+        "request-after-close-refused",
+        "Refuses a request that arrives after close with server_busy instead of ignoring it (§7.1)",
+        ("R7.1-1a",),
+        incoming=_answers_after_close_if("request", "server_busy"),
+    ),
+    Defect(
+        "cancel-after-close-refused",
+        "Refuses a cancel that arrives after close with unknown_request instead of ignoring it (§7.1)",
+        ("R7.1-1b",),
+        incoming=_answers_after_close_if("cancel", "unknown_request"),
+    ),
+    Defect(
+        "second-close-refused",
+        "Refuses a second close with invalid_field instead of ignoring it (§7.1)",
+        ("R7.1-1c",),
+        incoming=_answers_after_close_if("close", "invalid_field"),
     ),
     # §7.4 client disconnect
     Defect(
@@ -714,37 +740,19 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         incoming=_members_last_first,
     ),
     Defect(
-        "queued-cancel-completed",
-        "Closes the bracket of a request cancelled while queued with status completed, not cancelled (§4.2)",
-        ("R4.2-7b",),
-        outgoing=_queued_cancel_member("status", "completed"),
+        "queue-full-before-duplicate",
+        "With max_queue requests queued or active, refuses a request whose id is already queued with "
+        "queue_full instead of duplicate_request_id (§9.2: duplicate_request_id, then queue_full)",
+        ("R9.2-1e",),
+        incoming=_queue_full_before_duplicate,
     ),
-    Defect(
-        "queued-cancel-bytes",
-        "Reports audio_bytes 2 for a request cancelled while queued, which carried no audio (§4.2)",
-        ("R4.2-7c",),
-        outgoing=_queued_cancel_member("audio_bytes", 2),
-    ),
-    Defect(
-        "active-not-counted",
-        "Counts only the queued requests against max_queue, not the active one: it accepts max_queue + 1 "
-        "(§4.1)",
-        ("R4.1-11b",),
-        server={"connection_class": _ActiveNotCounted},
-    ),
+    # §9.4 fatal errors
     Defect(
         "too-many-closes-1000",
         "Sends the fatal too_many_sessions frame to a session past max_sessions, then closes it with 1000 "
         "instead of 1013 (§9.4)",
         ("R9.4-2b",),
         server={"too_many_close_code": 1000},
-    ),
-    Defect(
-        "queue-full-before-duplicate",
-        "With max_queue requests queued or active, refuses a request whose id is already queued with "
-        "queue_full instead of duplicate_request_id (§9.2: duplicate_request_id, then queue_full)",
-        ("R9.2-1e",),
-        incoming=_queue_full_before_duplicate,
     ),
     # §11 POST /invocations
     Defect(

@@ -471,7 +471,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "blend-across-languages",
         "Accepts a blend of voices of two languages and speaks it in the first voice (§4.1)",
-        ("R4.1-16",),
+        ("R4.1-16b",),
         incoming=_blend_across_languages,
     ),
     Defect(
@@ -484,7 +484,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "lists-unspoken-voice",
         "Lists a voice in capabilities that its requests refuse with invalid_voice (§4.4)",
-        ("R4.4-5",),
+        ("R4.4-5a",),
         outgoing=map_controls(_list_unspoken_voice),
     ),
     Defect(
