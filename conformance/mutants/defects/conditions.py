@@ -766,7 +766,7 @@ CONDITION_DEFECTS: tuple[Defect, ...] = (
         "whole-g711-without-rate",
         "Labels a G.711 body answered whole (stream: false) audio/PCMU or audio/PCMA without its rate "
         "parameter (§11.3)",
-        ("R11.3-2b", "R11.3-2c", "R11.3-2e"),
+        ("R11.3-2b", "R11.3-2e"),  # and R11.3-2c for pcm_alaw, which no case asks for whole
         where=("R11.3-2e",),
         http=_http_rewrite(_whole_g711_without_rate),
     ),
