@@ -128,7 +128,7 @@ def test_request_in_text_frame(conf: Probe) -> None:
     "3.1.3",
     "§3.1",
     Level.MUST,
-    requirements=("R3.1-3",),
+    requirements=("R3.1-1",),
     requirement="Each client message is exactly one JSON text (RFC 8259) in UTF-8 whose value is an object.",
     description="send a request whose text holds multibyte UTF-8 characters, unescaped, in a BINARY message "
     "(speed 2)",

@@ -34,7 +34,7 @@ def _frames(recording: Recording) -> list[int]:
     "3.3.6",
     "§3.3.1",
     Level.MUST,
-    requirements=("R3.3.1-6",),
+    requirements=("R3.3.1-6b",),
     requirement="never longer than the **hard ceiling of 1 MiB (1,048,576 bytes)**, whatever the "
     "configuration",
     description="speak a sentence of about 400 characters without a comma at speed 1, 24 kHz (about 25 s "
@@ -53,7 +53,7 @@ def test_frames_of_the_longest_segment_at_most_1_mib(conf: Probe, long_segment: 
     "3.3.7",
     "§3.3.1",
     Level.SHOULD,
-    requirements=("R3.3.1-6",),
+    requirements=("R3.3.1-6c",),
     requirement="MUST be at most `max_audio_frame_bytes` long (default 32,768 bytes, §10)",
     description="the same session; compare every audio frame with the default max_audio_frame_bytes (a "
     "server MAY use another value and SHOULD document it, §10)",

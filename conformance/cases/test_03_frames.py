@@ -4,11 +4,12 @@ All judged on one recording (:func:`conformance.engine.recordings.pipelined`): t
 sentences sent back to back, the second at 16 kHz, then ``close``. The observer's findings on the session
 (:mod:`conformance.engine.observer`) are judged by the case that owns each clause; a case that checks the
 content of brackets judges the brackets that arrived, and a session the server ended early is judged by the §7
-cases.
+cases. 3.3.3 also reads the describe recording, for the server's own ``max_audio_frame_bytes``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from conformance.engine import clauses
@@ -16,7 +17,7 @@ from conformance.engine.case import Level, case
 from conformance.engine.observer import Answer
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import PIPELINED
-from protocol.frames import AUDIO_FRAME_HARD_LIMIT, looks_like_control
+from protocol.frames import AUDIO_FRAME_HARD_LIMIT, DEFAULT_MAX_AUDIO_FRAME_BYTES, looks_like_control
 
 _STRING = re.compile(rb'"(?:\\.|[^"\\])*"')
 
@@ -169,23 +170,44 @@ def test_audio_frames_are_whole_samples(conf: Probe, pipelined: Recording) -> No
     assert not bad, f"audio frames that are not whole samples, as (index, bytes): {bad[:10]}"
 
 
+def _advertised_frame_limit(recording: Recording) -> int:
+    """``limits.max_audio_frame_bytes`` of the first ``capabilities`` frame of ``recording`` that has it as
+    an integer; the default of §10 from a server without ``describe`` (or that lists no such limit)."""
+    for message in recording.messages:
+        if not message.is_control:
+            continue
+        try:
+            obj = json.loads(message.data)
+        except ValueError:
+            continue
+        limits = obj.get("limits") if isinstance(obj, dict) and obj.get("type") == "capabilities" else None
+        value = limits.get("max_audio_frame_bytes") if isinstance(limits, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return DEFAULT_MAX_AUDIO_FRAME_BYTES
+
+
 @case(
     "3.3.3",
     "§3.3.1",
     Level.MUST,
-    requirements=("R3.3.1-6",),
-    requirement="never longer than the **hard ceiling of 1 MiB (1,048,576 bytes)**, whatever the "
-    "configuration",
-    description="measure every audio frame of the pipelined session",
-    expectation="none is longer than 1,048,576 bytes",
+    requirements=("R3.3.1-6a",),
+    requirement="MUST be at most `max_audio_frame_bytes` long",
+    description="read max_audio_frame_bytes from the describe session's capabilities (§10's default from a "
+    "server without describe); measure every audio frame of that session and of the pipelined one",
+    expectation="none is longer than the server's own max_audio_frame_bytes",
 )
-def test_audio_frames_at_most_1_mib(conf: Probe, pipelined: Recording) -> None:
+def test_audio_frames_at_most_max_audio_frame_bytes(
+    conf: Probe, pipelined: Recording, described: Recording
+) -> None:
     conf.use(pipelined)
-    audio = _audio(pipelined)
-    assert audio, "the pipelined session carried no audio"
+    conf.use(described)
+    limit = _advertised_frame_limit(described)
+    audio = _audio(pipelined) + _audio(described)
+    assert audio, "the pipelined and describe sessions carried no audio"
     largest = max(len(data) for _, data, _ in audio)
-    conf.observe(largest_audio_frame=largest)
-    assert largest <= AUDIO_FRAME_HARD_LIMIT, f"an audio frame of {largest} bytes"
+    conf.observe(max_audio_frame_bytes=limit, largest_audio_frame=largest)
+    assert largest <= limit, f"an audio frame of {largest} bytes; capabilities list {limit} at most"
 
 
 @case(
@@ -232,7 +254,7 @@ def test_no_audio_frame_looks_like_json_to_lenient_decoders(conf: Probe, pipelin
     "5.1.1",
     "§5.1",
     Level.MUST,
-    requirements=("R5.1-1",),
+    requirements=("R5.1-1a",),
     requirement="rate of the audio frames that follow, Hz: the requested `sample_rate`",
     description="compare each synthesis_start of the pipelined session with its request (the second asked "
     "for 16 kHz)",
@@ -291,7 +313,7 @@ def test_synthesis_complete_accounts_for_the_audio(conf: Probe, pipelined: Recor
     "6.1.1",
     "§6.1",
     Level.MUST,
-    requirements=("R6.1-1", "R6.1-2"),
+    requirements=("R6.1-1a", "R6.1-1b", "R6.1-2"),
     requirement="For every accepted request the server MUST send **exactly one** `synthesis_start`, "
     "then zero or more audio frames, then **exactly one** `synthesis_complete`",
     description="observe the pipelined session: match brackets to requests (protocol.reader.StreamReader)",
@@ -328,10 +350,7 @@ def test_brackets_in_order_never_interleaved(conf: Probe, pipelined: Recording) 
     "7.1.1",
     "§7.1",
     Level.MUST,
-    requirements=(
-        "R7.1-2",
-        "R7.1-3",
-    ),
+    requirements=("R7.1-2", "R7.1-3a"),
     requirement="Every request accepted before `close` MUST still be answered in full, in order (§6), "
     "exactly as if `close` had not been sent; queued requests are **not** dropped.",
     description="send three requests and close at once, then read the session to its end",
@@ -350,7 +369,7 @@ def test_close_drains(conf: Probe, pipelined: Recording) -> None:
     "7.1.2",
     "§7.1",
     Level.MUST,
-    requirements=("R7.1-3",),
+    requirements=("R7.1-3a", "R7.1-3b"),
     requirement="the server MUST send a WebSocket Close frame with status **1000**",
     description="read how the container closed the pipelined session's WebSocket from the simulator's wire "
     "log",

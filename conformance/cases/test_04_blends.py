@@ -50,7 +50,7 @@ def _pcm(answer: Answer) -> bytes:
     "4.1.16",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-15", "R4.1-16", "R4.1-18", "R5.1-1"),
+    requirements=("R4.1-15", "R4.1-16a", "R4.1-18", "R5.1-1b"),
     requirement="`synthesis_start.voice` (§5.1; the SSE `synthesis_start`, §11.4) MUST be the request's "
     "blend in canonical form.",
     description="in one session: af_bella, af_sky, af_bella(3)+af_sky(1), af_bella+af_sky(3) and "
@@ -74,7 +74,7 @@ def test_blends_are_echoed_in_canonical_form(conf: Probe, blends: Recording) -> 
     "4.1.17",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-19",),
+    requirements=("R4.1-19a",),
     requirement="The server MUST speak a blend in a voice that mixes its voices in the proportions of the "
     "canonical weights",
     description="compare the long-term spectra of af_bella, af_sky, af_bella(3)+af_sky(1) and "
@@ -115,7 +115,7 @@ def test_blends_mix_their_voices_in_proportion(conf: Probe, blends: Recording) -
     "4.1.18",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-19",),
+    requirements=("R4.1-19b",),
     requirement="MUST speak the same canonical blend in the same voice in every request.",
     description="af_bella(3)+af_sky(1) and af_sky(2)+af_bella(6) (one canonical blend, two requests)",
     expectation="both last as long (within 2 %) and their spectra are at most half as far apart as the 3:1 "
@@ -144,7 +144,7 @@ def test_the_same_blend_is_the_same_voice(conf: Probe, blends: Recording) -> Non
     "4.1.19",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-16",),
+    requirements=("R4.1-16b",),
     requirement="MUST refuse every other blend with `invalid_voice`",
     description="af_bella+jf_alpha (two languages), af_bella+zz_nobody, af_bella(0)+af_sky and "
     "af_bella(2+af_sky, each between valid requests of the same session",

@@ -40,12 +40,7 @@ def _cancelled_or_crossed(conf: Probe, answer: Answer, errors: list[Any]) -> str
     "4.2.1",
     "§4.2",
     Level.MUST,
-    requirements=(
-        "R4.2-6",
-        "R4.2-5",
-        "R4.2-1",
-        "R1.5-2",
-    ),
+    requirements=("R4.2-6b", "R4.2-5", "R4.2-1", "R1.5-2"),
     requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
     "has already produced for the current chunk",
     description="send a two-sentence request; at its first audio frame send cancel naming it",
@@ -71,12 +66,7 @@ def test_cancel_active_request(conf: Probe) -> None:
     "4.2.2",
     "§4.2",
     Level.MUST,
-    requirements=(
-        "R4.2-7",
-        "R4.2-5",
-        "R4.2-1",
-        "R1.5-2",
-    ),
+    requirements=("R4.2-7a", "R4.2-7b", "R4.2-7c", "R4.2-5", "R4.2-1", "R1.5-2", "R4.2-2a"),
     requirement="a **queued** request: in its turn, the server MUST send its `synthesis_start` immediately "
     "followed by its `synthesis_complete` with `status` `cancelled` and `audio_bytes` 0",
     description="send a two-sentence request, then a short one; cancel the short one at once",
@@ -102,6 +92,9 @@ def test_cancel_queued_request(conf: Probe) -> None:
     assert second.complete is not None and not second.audio, (
         f"the cancelled queued request carried {len(second.audio)} audio bytes"
     )
+    assert second.complete.audio_bytes in (0, None), (  # None: a missing member is §5.3's finding
+        f"the cancelled queued request's synthesis_complete says audio_bytes {second.complete.audio_bytes}"
+    )
 
 
 @case(
@@ -109,7 +102,8 @@ def test_cancel_queued_request(conf: Probe) -> None:
     "§4.2",
     Level.MUST,
     requirements=(
-        "R4.2-4",
+        "R4.2-4a",
+        "R4.2-4b",
         "R4.2-8",
         "R4.2-1",
         "R1.5-2",
@@ -138,12 +132,7 @@ def test_cancel_all_when_idle(conf: Probe) -> None:
     "7.2.1",
     "§7.2",
     Level.MUST,
-    requirements=(
-        "R4.2-5",
-        "R7.1-3",
-        "R4.2-1",
-        "R1.5-2",
-    ),
+    requirements=("R4.2-5", "R7.1-3a", "R7.1-3b", "R4.2-1", "R1.5-2"),
     requirement="Every request is answered at once with its (possibly empty) cancelled bracket (§4.2), and "
     "the session closes with 1000.",
     description="send a two-sentence request and a second one; at the first audio frame send cancel (no id), "
@@ -187,7 +176,7 @@ def test_cancel_then_close_aborts(conf: Probe) -> None:
     "4.2.4",
     "§4.2",
     Level.MUST,
-    requirements=("R4.2-6", "R4.2-1", "R1.5-2"),
+    requirements=("R4.2-6a", "R4.2-1", "R1.5-2", "R4.2-2b"),
     requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
     "has already produced for the current chunk (in practice no more than one synthesis segment, about one "
     "sentence)",
@@ -318,4 +307,67 @@ def test_cancel_says_the_words_sent(conf: Probe, long_text: Recording) -> None:
     assert said == reference[: len(said)], (
         f"the words are not the first words of the same request uncancelled: {said[:8]} against "
         f"{reference[: max(8, len(said))][:8]}"
+    )
+
+
+@case(
+    "4.2.41",
+    "§4.2",
+    Level.MUST,
+    requirements=("R4.2-2c",),
+    requirement="A request named by `request_id` MUST be queued or active and not already cancelled; "
+    "otherwise the cancel is refused with `unknown_request`",
+    description="send a two-sentence request, then a short one; cancel the short one twice at once (the "
+    "second cancel names a request that is still queued but already cancelled)",
+    expectation="exactly one error frame, unknown_request naming the short one, for the second cancel; the "
+    "short one gets its synthesis_start and synthesis_complete status cancelled",
+)
+def test_cancel_of_a_cancelled_request(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("cancel-twice") as s:
+            await s.request(TWO_SENTENCES, request_id="c41a", speed=FAST)
+            await s.request(SHORT, request_id="c41b")
+            await s.cancel("c41b")
+            await s.cancel("c41b")
+            await s.answer("c41a")
+            second = await s.answer("c41b")
+            await s.close()
+            await s.drain()
+            return second, s.observer.errors_since(0)
+
+    second, errors = conf.run(scenario())
+    _require_cancel(errors)
+    expect.one_error(conf, errors, "unknown_request", "c41b")
+    expect.completed(second, status="cancelled")
+
+
+@case(
+    "4.2.42",
+    "§4.2",
+    Level.MUST,
+    requirements=("R4.2-6c",),
+    requirement="then its `synthesis_complete` with `status` `cancelled` and `audio_bytes` counting the "
+    "audio frames it did send",
+    description="send the long text of 4.1.10 at speed 2; at its first audio frame send cancel naming it; "
+    "add up the audio frames of its bracket",
+    expectation="synthesis_complete status cancelled whose audio_bytes is the number of audio bytes its "
+    "bracket carried",
+)
+def test_cancelled_audio_bytes(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("cancel-bytes") as s:
+            await s.request(LONG, request_id="c42", speed=FAST)
+            await s.wait(lambda: "c42" in s.answers and bool(s.answers["c42"].frames), "c42's audio began")
+            await s.cancel("c42")
+            answer = await s.answer("c42")
+            await s.close()
+            await s.drain()
+            return answer, s.observer.errors_since(0)
+
+    answer, errors = conf.run(scenario())
+    _require_cancel(errors)
+    expect.completed(answer, status="cancelled")
+    assert answer.complete is not None and answer.complete.audio_bytes == sum(answer.frames), (
+        f"audio_bytes {answer.complete.audio_bytes if answer.complete else None}; the bracket carried "
+        f"{sum(answer.frames)} audio bytes"
     )

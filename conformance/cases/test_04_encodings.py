@@ -65,7 +65,7 @@ def _g711(conf: Probe, encodings: Recording, name: str) -> None:
     "4.1.14",
     "§4.1",
     Level.MUST,
-    requirements=("R3.3.1-5", "R3.3.1-1", "R3.3.2-1", "R4.1-13", "R4.1-14", "R5.1-1", "R5.3-2"),
+    requirements=("R3.3.1-5", "R3.3.1-1", "R3.3.2-1", "R4.1-13a", "R4.1-14a", "R5.1-1e", "R5.3-2"),
     requirement="A server that offers a G.711 encoding MUST produce it with the G.711 companding law",
     description="ask for one sentence at speed 2 and 8 kHz in pcm_mulaw, next to the same sentence in "
     "pcm_s16le (one recorded session); decode the μ-law bytes with a G.711 decoder",
@@ -82,7 +82,7 @@ def test_mulaw(conf: Probe, encodings: Recording) -> None:
     "4.1.15",
     "§4.1",
     Level.MUST,
-    requirements=("R3.3.1-5", "R3.3.1-1", "R3.3.2-1", "R4.1-13", "R4.1-14", "R5.1-1", "R5.3-2"),
+    requirements=("R3.3.1-5", "R3.3.1-1", "R3.3.2-1", "R4.1-13b", "R4.1-14a", "R5.1-1e", "R5.3-2"),
     requirement="A server that offers a G.711 encoding MUST produce it with the G.711 companding law",
     description="ask for one sentence at speed 2 and 8 kHz in pcm_alaw, next to the same sentence in "
     "pcm_s16le; decode the A-law bytes with a G.711 decoder",
@@ -96,7 +96,7 @@ def test_alaw(conf: Probe, encodings: Recording) -> None:
     "4.1.13",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-14",),
+    requirements=("R4.1-14b", "R4.1-5k"),
     requirement="MUST refuse with `unsupported_encoding` a request whose `encoding` is a string it does "
     "not list",
     description="ask for the sentence in encoding pcm_s24le, which no version defines",

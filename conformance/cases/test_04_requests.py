@@ -112,7 +112,7 @@ def test_integral_numbers(conf: Probe) -> None:
     "4.0.1",
     "§4",
     Level.MUST,
-    requirements=("R4-1",),
+    requirements=("R4-1b",),
     requirement='absent, `null` or `"synthesize"`',
     description='send a request with "type": "synthesize" in a TEXT message',
     expectation="the request completes",
@@ -126,7 +126,7 @@ def test_type_synthesize(conf: Probe) -> None:
     "4.1.1",
     "§1.1",
     Level.MUST,
-    requirements=("R4-1",),
+    requirements=("R4-1a",),
     requirement="a client of that sample works unchanged (no `type` member is needed in requests, §4.1)",
     description="speak two sentences the way the AWS sample's client does: json.dumps({'text', 'voice', "
     "'request_timestamp': time.time(), 'speed'}) in PayloadParts without DataType, each after the previous "
@@ -157,7 +157,7 @@ def test_aws_sample_message_shapes(conf: Probe) -> None:
     "4.1.2",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-8",),
+    requirements=("R4.1-8a", "R4.1-8c"),
     requirement="When `request_id` is absent the server MUST assign `r<N>` (N = 1, 2, …, skipping ids in "
     "use) and report it in `synthesis_start`",
     description="send two requests without request_id back to back",
@@ -207,7 +207,7 @@ def test_future_timestamp_accepted(conf: Probe) -> None:
     "4.1.4",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-5",),
+    requirements=("R4.1-5n",),
     requirement="Unix epoch seconds (fractions allowed) or an RFC 3339 `date-time` with offset",
     description="send two requests stamped now as RFC 3339 strings, one in UTC ('Z') with milliseconds, one "
     "with a +02:00 offset",
@@ -242,7 +242,7 @@ def test_rfc3339_timestamps_accepted(conf: Probe) -> None:
     "4.1.5",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-7",),
+    requirements=("R4.1-7b", "R4.1-7c"),
     requirement="A request whose id is already queued or active in the session MUST be refused with "
     "`duplicate_request_id` (the first request is unaffected)",
     description="send a request with id 'dup', and right behind it a request with the same id",
@@ -268,7 +268,7 @@ def test_duplicate_request_id(conf: Probe) -> None:
     "4.1.6",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-11",),
+    requirements=("R4.1-11a", "R4.1-11b"),
     requirement="then with `queue_full` when `max_queue` requests are already queued or active",
     description="send 33 requests at once (max_queue is 32): a two-sentence one, then 32 short ones; after "
     "the refusal, cancel everything and close",
@@ -313,7 +313,7 @@ def _variation(variations: Recording, name: str) -> Answer:
     "4.1.7",
     "§5.1",
     Level.MUST,
-    requirements=("R5.1-1",),
+    requirements=("R5.1-1b",),
     requirement="| `voice` | string | the voice used; a blend in its canonical form (§4.1) |",
     description="speak the same sentence with voice af_heart and am_michael at speed 2 (one recorded "
     "session)",
@@ -332,7 +332,7 @@ def test_voice_is_honoured(conf: Probe, variations: Recording) -> None:
     "4.1.8",
     "§5.1",
     Level.MUST,
-    requirements=("R5.1-1",),
+    requirements=("R5.1-1c",),
     requirement="| `speed` | number | the speed used |",
     description="speak the same sentence at speed 1.0 and 2.0 (one recorded session)",
     expectation="each synthesis_start says its speed; the fast audio lasts at most 75% of the normal one",
@@ -354,10 +354,7 @@ def test_speed_is_honoured(conf: Probe, variations: Recording) -> None:
     "4.1.9",
     "§4.1",
     Level.MUST,
-    requirements=(
-        "R4.1-6",
-        "R5.1-1",
-    ),
+    requirements=("R4.1-6", "R5.1-1d"),
     requirement="Audio is produced at the model's rate (24 kHz for Kokoro) and the server MUST resample it "
     "to `sample_rate` when that differs.",
     description="speak the same sentence at 24000, 22050 and 8000 Hz, speed 2 (one recorded session)",
@@ -397,7 +394,7 @@ async def _completions_or_error(s: ObservedStream, count: int) -> list[Answer]:
     "4.1.11",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-8",),
+    requirements=("R4.1-8a", "R4.1-8b", "R4.1-8c"),
     requirement="When `request_id` is absent the server MUST assign `r<N>` (N = 1, 2, …, skipping ids in "
     "use) and report it in `synthesis_start`.",
     description="on a fresh session send a request without id, then one with the client's id 'r2' (queued "
@@ -433,7 +430,7 @@ def test_server_assigned_ids_exactly(conf: Probe) -> None:
     "4.1.12",
     "§4.1",
     Level.MUST,
-    requirements=("R4.1-3", "R4.1-7"),
+    requirements=("R4.1-3",),
     requirement="An id MAY be reused once its `synthesis_complete` was sent.",
     description="send a request with id 'again'; once its synthesis_complete arrived, send another request "
     "with the same id",
@@ -479,21 +476,21 @@ def _padded_to(size: int) -> dict[str, Any]:
 
 
 ACCEPTED: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
-    ("a leap second (:60) in request_timestamp", lambda: {"request_timestamp": _leap_second()}, "R4.1-5"),
+    ("a leap second (:60) in request_timestamp", lambda: {"request_timestamp": _leap_second()}, "R4.1-5o"),
     (
         "lower-case 't' and 'z' in request_timestamp (RFC 3339 §5.6 allows them)",
         lambda: {"request_timestamp": _now_in(0, "%Y-%m-%dt%H:%M:%Sz")},
-        "R4.1-5",
+        "R4.1-5n",
     ),
-    ("a -05:00 offset in request_timestamp", lambda: {"request_timestamp": _now_in(-5)}, "R4.1-5"),
+    ("a -05:00 offset in request_timestamp", lambda: {"request_timestamp": _now_in(-5)}, "R4.1-5n"),
     (
         "nine fractional digits in request_timestamp",
         lambda: {"request_timestamp": _now_in(0, "%Y-%m-%dT%H:%M:%S.123456789Z")},
-        "R4.1-5",
+        "R4.1-5n",
     ),
-    ("speed 0.5, the slowest allowed", lambda: {"speed": 0.5}, "R4.1-5"),
-    ("a request_id of 128 characters", lambda: {"request_id": "i" * 128}, "R4.1-5"),
-    ("a message of exactly max_message_bytes (65,536 bytes)", lambda: _padded_to(65_536), "R4.1-5"),
+    ("speed 0.5, the slowest allowed", lambda: {"speed": 0.5}, "R4.1-5f"),
+    ("a request_id of 128 characters", lambda: {"request_id": "i" * 128}, "R4.1-5l"),
+    ("a message of exactly max_message_bytes (65,536 bytes)", lambda: _padded_to(65_536), "R3.1-3k"),
 ]
 """Messages at the edge of a rule that must be accepted: (what, extra members, requirement)."""
 
@@ -507,8 +504,10 @@ ACCEPTED: list[tuple[str, Callable[[], dict[str, Any]], str]] = [
                 f"4.1.13.{n}",
                 "§4.1",
                 Level.MUST,
-                "a server MUST refuse a request whose member breaks the member's rule with the code its last "
-                "column gives",
+                "A server MUST refuse a message as follows"
+                if row[2].startswith("R3.1-3")  # the message's size: §3.1's table
+                else "a server MUST refuse a request whose member breaks the member's rule with the code its "
+                "last column gives",
                 f"send a request with {row[0]}",
                 "no error frame; the request completes with plausible speech",
                 requirements=(row[2],),
@@ -543,3 +542,37 @@ def test_accepted_at_the_edge(conf: Probe, row: tuple[str, Callable[[], dict[str
     answer, errors = conf.run(scenario())
     assert not errors, f"a request with {what} was refused: {[(e.code, e.message) for e in errors]}"
     expect.spoken(answer, SHORT, speed=message["speed"])
+
+
+@case(
+    "4.1.41",
+    "§4.1",
+    Level.MUST,
+    requirements=("R4.1-7a", "R4.1-7c"),
+    requirement="A request whose id is already queued or active in the session MUST be refused with "
+    "`duplicate_request_id` (the first request is unaffected)",
+    description="send a two-sentence request 'busy', then 'dup' (queued behind it), then another 'dup' at "
+    "once: the duplicate arrives while the first 'dup' is queued, not active",
+    expectation="one error frame duplicate_request_id naming 'dup', sent before the first 'dup''s "
+    "synthesis_start (so it was queued when refused); the first 'dup' completes with plausible speech of its "
+    "text",
+)
+def test_duplicate_of_a_queued_request(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[tuple[int, Any]]]:
+        async with conf.session("duplicate-queued") as s:
+            await s.request(TWO_SENTENCES, request_id="busy", speed=FAST)
+            await s.request(SENTENCES[0], request_id="dup", speed=FAST)
+            await s.send(json.dumps({"text": SHORT, "request_id": "dup"}).encode())
+            answer = await s.answer("dup")
+            await s.close()
+            await s.drain()
+            return answer, list(s.observer.errors)
+
+    answer, indexed = conf.run(scenario())
+    error = expect.one_error(conf, [e for _, e in indexed], "duplicate_request_id", "dup")
+    refused_at = next(i for i, e in indexed if e is error)
+    assert refused_at < answer.index, (
+        f"the refusal (message {refused_at}) came after 'dup' started (message {answer.index}): the server "
+        "read the duplicate only once the first 'dup' was active: this session did not test the queued state"
+    )
+    expect.spoken(answer, SENTENCES[0], speed=FAST)

@@ -57,7 +57,7 @@ def _spans(marks: list[MarkView]) -> list[tuple[float, float]]:
     "5.5.1",
     "§5.5",
     Level.MUST,
-    requirements=("R5.5-4",),
+    requirements=("R5.5-4a", "R5.5-4b", "R5.5-4c"),
     requirement="For a request that asked for marks, MUST send exactly one `marks` frame for each synthesis "
     "segment whose audio it sends, inside the request's bracket, in the order of the segments with "
     "`segment` counting from 0, and each before any audio frame of a later segment.",
@@ -171,7 +171,7 @@ def test_marks_change_nothing_else(conf: Probe, marked: Recording) -> None:
     "5.5.5",
     "§5.5",
     Level.MUST,
-    requirements=("R5.5-3",),
+    requirements=("R5.5-3", "R4.1-5u"),
     requirement="MUST refuse a `marks` member that is neither a boolean nor `null` with `invalid_field`, in "
     "the order of §9.2.",
     description='a request with "marks": "yes"; one with "speed": 5 and "marks": "yes"',

@@ -53,11 +53,11 @@ def test_session_carries_many_requests(conf: Probe) -> None:
     "7.1.3",
     "§7.1",
     Level.MUST,
-    requirements=("R7.1-1",),
+    requirements=("R7.1-1a", "R7.1-1b", "R7.1-1c"),
     requirement="On `close` the session stops reading requests: every later message, `cancel` and `close` "
     "included, MUST be ignored without an answer.",
-    description="send a request, then close, then another request, a malformed message and a cancel naming "
-    "the first request",
+    description="send a request, then close, then another request, a malformed message, a cancel naming "
+    "the first request and a second close",
     expectation="the first request completes (not cancelled); nothing answers the later messages (no "
     "bracket, no error frame); the session ends",
 )
@@ -69,6 +69,7 @@ def test_messages_after_close_are_ignored(conf: Probe) -> None:
             await s.send(json.dumps({"text": SHORT, "request_id": "ac2"}).encode())
             await s.send(b"this is not JSON")
             await s.cancel("ac1")
+            await s.send(json.dumps({"type": "close"}).encode())
             await s.drain_after_close(["ac1"])
             return s.answers["ac1"], s.observer.errors_since(0)
 
@@ -104,7 +105,7 @@ def test_close_while_audio_streams(conf: Probe) -> None:
     "7.4.1",
     "§7.4",
     Level.MUST,
-    requirements=("R7.4-1",),
+    requirements=("R7.4-1b",),
     requirement="the server MUST stop synthesis for that session promptly (within one synthesis segment) and "
     "free everything the session held",
     description=f"{DISCONNECTS} times: open a session, send a request, and end the input as soon as its "

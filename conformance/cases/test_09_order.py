@@ -18,7 +18,7 @@ from conformance.engine.texts import FAST, SHORT
     "9.2.9",
     "§9.2",
     Level.MUST,
-    requirements=("R9.2-1", "R6.3-2"),
+    requirements=("R9.2-1c",),
     requirement="A message can break several rules; the server MUST answer with the **first** failure in "
     "this order, so that every implementation gives the same code",
     description="describe (UNIMPLEMENTED without the feature lexicon); send a lexicon message whose "
@@ -57,7 +57,7 @@ LONGEST_ID = "r" * 128
     "9.2.10",
     "§9.2",
     Level.MUST,
-    requirements=("R6.3-3", "R9.2-1"),
+    requirements=("R6.3-3",),
     requirement="the `error` frame's `request_id` is the message's `request_id` whenever that was a valid "
     "id, and `null` otherwise",
     description="send a message of an unknown type whose request_id has 128 characters (the longest valid "

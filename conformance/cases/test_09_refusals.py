@@ -361,7 +361,7 @@ PER_MESSAGE_S = 10.0
     "9.1.F1",
     "§9.1",
     Level.MUST,
-    requirements=("R3.1-3", "R6.3-2"),
+    requirements=("R9.2-1c", "R6.3-2a", "R6.3-2c"),
     requirement="Every refusal and failure has exactly one code.",
     description="property-based (hypothesis, derandomized, 60 examples): on one session send random "
     "malformed "
@@ -544,17 +544,18 @@ def test_error_frame_names_the_refused_request(conf: Probe, refusals: Recording)
     "6.3.1",
     "§6.3",
     Level.MUST,
-    requirements=("R6.3-2", "R6.3-1"),
+    requirements=("R6.3-2b", "R6.3-2d", "R6.3-1"),
     requirement="A refused message (any code of §9.1 answered per message) MUST produce **exactly one** "
     "`error` frame and no `synthesis_start` or `synthesis_complete`; the session continues and nothing "
     "else changes.",
     description="send a two-sentence request; at its first audio frame send a request with whitespace-only "
     "text",
     expectation="one error frame text_required naming the refused request (it may arrive inside the "
-    "bracket); the first request completes with plausible speech of both sentences",
+    "bracket) and no synthesis_start or synthesis_complete naming it; the first request completes with "
+    "plausible speech of both sentences",
 )
 def test_refusal_inside_a_bracket(conf: Probe) -> None:
-    async def scenario() -> tuple[Any, list[Any]]:
+    async def scenario() -> tuple[Any, list[Any], bool]:
         async with conf.session("refusal-inside") as s:
             await s.request(TWO_SENTENCES, request_id="in1", speed=FAST)
             await s.wait(lambda: "in1" in s.answers and bool(s.answers["in1"].frames), "in1's audio began")
@@ -562,8 +563,69 @@ def test_refusal_inside_a_bracket(conf: Probe) -> None:
             answer = await s.answer("in1")
             await s.close()
             await s.drain()
+            bracketed = "in2" in s.observer.answers or "in2" in s.observer.orphans
+            return answer, s.observer.errors_since(0), bracketed
+
+    answer, errors, bracketed = conf.run(scenario())
+    expect.one_error(conf, errors, "text_required", "in2")
+    assert not bracketed, "the refused request 'in2' got a synthesis_start or a synthesis_complete (§6.3)"
+    expect.spoken(answer, TWO_SENTENCES, speed=FAST)
+
+
+@case(
+    "9.2.41",
+    "§9.2",
+    Level.MUST,
+    requirements=("R9.2-1a", "R6.3-2a", "R6.3-2c"),
+    requirement="`message_too_large` (before decoding anything)",
+    description="send a BINARY message of 65,537 bytes (one over max_message_bytes) that is not valid UTF-8 "
+    "either, then a valid request",
+    expectation="exactly one error frame, message_too_large (the size is checked before the bytes are "
+    "decoded), naming no request; the valid request completes",
+)
+def test_size_is_checked_before_utf8(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, list[Any]]:
+        async with conf.session("size-before-utf8") as s:
+            await s.send(b"\xff" * 65_537, data_type="BINARY")
+            answer = await s.answer(await s.request(SHORT, request_id="after-9.2.41", speed=FAST))
+            await s.close()
+            await s.drain()
             return answer, s.observer.errors_since(0)
 
     answer, errors = conf.run(scenario())
-    expect.one_error(conf, errors, "text_required", "in2")
-    expect.spoken(answer, TWO_SENTENCES, speed=FAST)
+    expect.one_error(conf, errors, "message_too_large", None)
+    expect.completed(answer)
+
+
+@case(
+    "9.2.42",
+    "§9.2",
+    Level.MUST,
+    requirements=("R9.2-1e",),
+    requirement="session rules: `duplicate_request_id`, then `queue_full`, then `server_busy`",
+    description="send 32 requests at once (max_queue is 32): a two-sentence one, then 31 short ones; then a "
+    "33rd that reuses the id of the queued second; after the refusal, cancel everything and close",
+    expectation="exactly one error frame, duplicate_request_id naming q2 (checked before queue_full); each "
+    "of the first 32 gets its bracket (completed or cancelled)",
+)
+def test_duplicate_is_checked_before_queue_full(conf: Probe) -> None:
+    async def scenario() -> tuple[list[str], list[Any], dict[str, Answer]]:
+        async with conf.session("duplicate-before-full") as s:
+            sent = [(f"q{n}", SHORT if n > 1 else TWO_SENTENCES) for n in range(1, 33)]
+            for request_id, text in sent:
+                await s.request(text, request_id=request_id, speed=FAST)
+            # Refused, so sent raw: no second bracket is expected for q2.
+            await s.send(json.dumps({"text": SHORT, "request_id": "q2"}).encode())
+            await s.wait(
+                lambda: bool(s.observer.errors) or s.observer.completions() >= 32,
+                "an error frame answered the 33rd request",
+            )
+            await s.cancel()
+            await s.close()
+            await s.drain_after_close([i for i, _ in sent])
+            return [i for i, _ in sent], s.observer.errors_since(0), s.answers
+
+    expected, errors, answers = conf.run(scenario())
+    expect.one_error(conf, errors, "duplicate_request_id", "q2")
+    missing = [i for i in expected if i not in answers or answers[i].complete is None]
+    assert not missing, f"requests without a closed bracket: {missing}"

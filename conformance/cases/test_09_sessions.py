@@ -84,7 +84,7 @@ def test_too_many_sessions_error_frame(conf: Probe, crowded: Recording) -> None:
     "9.4.2",
     "§9.4",
     Level.MUST,
-    requirements=("R9.4-2",),
+    requirements=("R9.4-2a", "R9.4-2b"),
     requirement="A fatal error ends the session: the server MUST send the `error` frame with `fatal: true` "
     "as its last frame, then a WebSocket Close with the code of §9.1 (1011 for `internal_error`, 1013 for "
     "`too_many_sessions`), and reads nothing more.",
@@ -112,7 +112,7 @@ def test_fatal_error_ends_the_session(conf: Probe, crowded: Recording) -> None:
     "7.4.2",
     "§7.4",
     Level.MUST,
-    requirements=("R7.4-1",),
+    requirements=("R7.4-1a", "R7.4-1b"),
     requirement="the server MUST stop synthesis for that session promptly (within one synthesis segment) "
     "and free everything the session held: queued requests, synthesized-ahead audio, its place in "
     "`max_sessions`.",

@@ -193,7 +193,7 @@ def test_pcm_streamed(conf: Probe) -> None:
     Level.MUST,
     requirements=(
         "R11.4-5",
-        "R11.4-6",
+        "R11.4-6b",
     ),
     requirement="Every event the server sends MUST be **exactly** these UTF-8 bytes",
     description="InvokeEndpointWithResponseStream with transport sse, format wav, 8 kHz",
@@ -236,6 +236,9 @@ def test_sse_wav_header_bytes(conf: Probe) -> None:
 
 G711_TYPES = {"pcm_mulaw": "audio/pcmu", "pcm_alaw": "audio/pcma"}
 """The registered types of RFC 4856 for a G.711 body (§11.3), lowercased: media types ignore case."""
+
+_G711_TYPE_CONDITION = {"pcm_mulaw": "R11.3-2b", "pcm_alaw": "R11.3-2c"}
+"""The condition of §11.3's G.711 rule (R11.3-2) that names each encoding's type."""
 
 
 def _g711(conf: Probe, name: str) -> None:
@@ -280,7 +283,7 @@ def _g711(conf: Probe, name: str) -> None:
                 f"Content-Type {G711_TYPES[name].replace('pcm', 'PCM')};rate=8000; the body, decoded with a "
                 "G.711 decoder, is plausible speech as many samples long and as loud (±2 dB) as the PCM16 "
                 "body; a server without it answers 400 unsupported_encoding or PCM16 (UNIMPLEMENTED)",
-                requirements=("R11.3-2",),
+                requirements=("R11.3-2a", _G711_TYPE_CONDITION[name], "R11.3-2d"),
             ),
         )
         for n, name in enumerate(G711_TYPES, 2)
@@ -294,7 +297,7 @@ def test_g711_body(conf: Probe, name: str) -> None:
     "11.3.4",
     "§11.3",
     Level.MUST,
-    requirements=("R11.3-2",),
+    requirements=("R11.3-2a", "R11.3-2b", "R11.3-2e"),
     requirement='With `"encoding": "pcm_mulaw"` or `"pcm_alaw"` the body MUST be G.711 codes instead, '
     "one byte per sample, no header, under the registered types of RFC 4856",
     description="InvokeEndpoint (not streamed) with format pcm, encoding pcm_mulaw, stream false, 8 kHz",
@@ -371,7 +374,7 @@ def test_pcm_under_split_policy(conf: Probe, policy: str) -> None:
 
 @pytest.mark.parametrize(
     "policy",
-    _split_cases(3, "an SSE body (11.4.1)", "decoded incrementally part by part", ("R11.4-5", "R11.4-6")),
+    _split_cases(3, "an SSE body (11.4.1)", "decoded incrementally part by part", ("R11.4-5", "R11.4-6b")),
 )
 def test_sse_under_split_policy(conf: Probe, policy: str) -> None:
     _sse(conf, policy)
@@ -490,7 +493,7 @@ def _refusal_code(original: object) -> str | None:
                 f"InvokeEndpoint with {row[0]}",
                 f"ModelError (424) with OriginalStatusCode {row[2]} and a body naming {row[3]} (its shape is "
                 "judged by 11.6.11)",
-                requirements=("R11.6-2",),
+                requirements=("R11.6-2a",),
             ),
         )
         for n, row in enumerate(_REFUSALS, 1)
@@ -519,7 +522,7 @@ def test_refused_invocation(conf: Probe, row: tuple[str, bytes, int, str]) -> No
     description="InvokeEndpoint with empty text; read the container's refusal body (OriginalMessage)",
     expectation='the body validates against http_error.schema.json: {"error": {"code": "text_required", '
     '"message": ...}}',
-    requirements=("R11.6-2",),
+    requirements=("R11.6-2b",),
 )
 def test_refusal_body_shape(conf: Probe) -> None:
     response = _refusal(conf, json.dumps({"text": ""}).encode())
@@ -615,7 +618,7 @@ def test_response_stream_fault(conf: Probe) -> None:
     "12.5.1",
     "§12.5",
     Level.MUST,
-    requirements=("R11.6-2",),
+    requirements=(),
     requirement="HTTP status with `x-amzn-errortype`: `InputValidationError` 400 (throttling also 400)",
     description="InvokeEndpoint while the simulator throttles (fault throttle)",
     expectation="boto3 raises ThrottlingException with HTTP status 400, and the container is not invoked",

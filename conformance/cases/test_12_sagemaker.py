@@ -50,7 +50,7 @@ _FUZZ = settings(
                 f"policy {policy}",
                 "the messages, reassembled by CompletionState, are whole messages (whole samples per audio "
                 "message, brackets, audio_bytes as observed) and the request completes with plausible speech",
-                requirements=("R3.3.1-1", "R3.3.2-1", "R6.1-1", "R5.3-2"),
+                requirements=("R3.3.1-1", "R3.3.2-1", "R6.1-1a", "R6.1-1b", "R5.3-2"),
             ),
         )
         for n, policy in enumerate(BIDI_SPLITS, 1)

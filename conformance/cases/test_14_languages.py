@@ -44,7 +44,7 @@ def _text_for(capabilities: Capabilities, code: str) -> str:
     "4.4.1",
     "§4.4",
     Level.MUST,
-    requirements=("R4.4-5",),
+    requirements=("R4.4-5a", "R4.4-5b"),
     requirement="The voice list is exact: a request naming a listed voice MUST NOT be refused with "
     "`invalid_voice`, and one naming any other voice MUST be.",
     description="describe; then, in batches smaller than max_queue, one request per listed voice in its "

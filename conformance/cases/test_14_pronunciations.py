@@ -154,7 +154,7 @@ BAD = {
     "14.3.3",
     "§14.3",
     Level.MUST,
-    requirements=("R14.3-1", "R9.1-1", "R4.5-2", "R10-2"),
+    requirements=("R14.3-1", "R9.1-1", "R4.5-2", "R10-2", "R4.1-5v"),
     requirement="A server that offers the feature MUST refuse with `invalid_lexicon` a lexicon whose word is "
     "empty or holds whitespace or no letter or digit, whose phonemes are empty or hold a symbol outside the "
     "alphabet, whose respelling is empty, whose entry has another shape, or that breaks a limit of §10",

@@ -64,7 +64,7 @@ async def _offer(
 
 
 def _span_problems(text: str, words: Any, where: str) -> list[str]:
-    """Rules every span keeps (R14.4-2, R14.4-3): both members, integers, inside the text, in order."""
+    """Rules every span keeps (R14.4-2a, R14.4-3): both members, integers, inside the text, in order."""
     if not isinstance(words, list) or not words:
         return [f"{where}: no words"]
     problems = []
@@ -113,7 +113,7 @@ async def _speak(conf_session: ObservedStream, text: str, request_id: str, voice
     "14.4.1",
     "§14.4",
     Level.MUST,
-    requirements=("R14.4-4", "R14.4-2", "R14.4-3", "R14.4-1"),
+    requirements=("R14.4-4", "R14.4-2a", "R14.4-2b", "R14.4-3", "R14.4-1"),
     requirement="For a word spoken as written, MUST give the span of exactly the characters written for it: "
     "markup around it is left out (`**bold**` → the four letters `bold`; a heading's `#`, a link's target), "
     "and the punctuation the server counts as part of the word (§14.1: `today,` in English) is in.",
@@ -161,7 +161,7 @@ def test_words_spoken_as_written_point_at_their_characters(conf: Probe) -> None:
     "14.4.2",
     "§14.4",
     Level.MUST,
-    requirements=("R14.4-5", "R14.4-3", "R14.4-2"),
+    requirements=("R14.4-5", "R14.4-3", "R14.4-2a"),
     requirement="For a word that normalization wrote in place of a written token (a figure, an amount, a "
     "time, a symbol, an abbreviation read out, §14.2), MUST give every word read from that token the span "
     "of the whole token",
@@ -209,7 +209,7 @@ def _cjk(char: str) -> bool:
     "14.4.3",
     "§14.4",
     Level.MUST,
-    requirements=("R14.4-6", "R14.4-3", "R14.4-2"),
+    requirements=("R14.4-6", "R14.4-3", "R14.4-2a"),
     requirement="in a language whose G2P rewrites the text itself (Japanese and Chinese numerals, §14.1) the "
     "span of such a word SHOULD be the smallest the server can tell, and MUST still cover the characters "
     "the word reads.",
@@ -266,7 +266,7 @@ _WORD_BREAKS = re.compile(r"[\s*_~`#\[\]()<>]+")
     "14.4.4",
     "§14.4",
     Level.MUST,
-    requirements=("R14.4-1", "R14.4-2", "R14.4-3", "R14.4-4", "R14.4-5"),
+    requirements=("R14.4-2c", "R14.4-1"),
     requirement="For an utterance (§15), the offsets count in the concatenation of the `text` members of its "
     "accepted `utterance`, `append`, `flush` and `end` messages in the order the server received them (a "
     "surrogate pair split across two messages counts once)",

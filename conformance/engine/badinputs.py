@@ -577,24 +577,94 @@ def _expectation(code: ErrorCode, request_id: str | None) -> str:
     )
 
 
-# What every row also tests: exactly one error frame, the session goes on (§6.3), the frame's request_id.
-_REFUSAL = ("R6.3-2",)
-"""Every row: one error frame, nothing else changes (§6.3). The id the error frame names (R6.3-3) is a note
-on the rows and is judged by 9.2.8, so a server whose error frames name no request fails that case, not all
-of these; and the run, on R6.3-3, even when 9.2.8's refusals name theirs (issue 30)."""
+# What every row also tests: exactly one error frame and the session goes on (§6.3); the frame's request_id.
+_REFUSAL = ("R6.3-2a", "R6.3-2c")
+"""Every row: exactly one error frame, and the session goes on (§6.3). That the refused message got no
+bracket (R6.3-2b) is the observer's, on R6.1-1 in any case, not the rows' own check. The id the error frame
+names (R6.3-3) is a note on the rows and is judged by 9.2.8, so a server whose error frames name no request
+fails that case, not all of these; and the run, on R6.3-3, even when 9.2.8's refusals name theirs (issue
+30)."""
 
 
-def _member_requirement(code: ErrorCode, section: str) -> str:
-    """The id of the sentence that requires refusing a member row with ``code``."""
+_MEMBER_CONDITIONS = {
+    ("text", ErrorCode.TEXT_REQUIRED): "R4.1-5a",
+    ("text", ErrorCode.INVALID_FIELD): "R4.1-5b",
+    ("text", ErrorCode.TEXT_TOO_LONG): "R4.1-5c",
+    ("voice", ErrorCode.INVALID_FIELD): "R4.1-5d",
+    ("voice", ErrorCode.INVALID_VOICE): "R4.1-5e",
+    ("speed", ErrorCode.INVALID_FIELD): "R4.1-5g",
+    ("speed", ErrorCode.INVALID_SPEED): "R4.1-5h",
+    ("sample_rate", ErrorCode.INVALID_FIELD): "R4.1-5i",
+    ("sample_rate", ErrorCode.INVALID_SAMPLE_RATE): "R4.1-5j",
+    ("request_id", ErrorCode.INVALID_FIELD): "R4.1-5m",
+}
+"""The condition of §4.1's member table (R4.1-5) a refused member row tests: its member and code."""
+
+
+def _member_requirement(
+    code: ErrorCode, section: str, what: str = "", obj: dict[str, object] | None = None
+) -> str:
+    """The id of the sentence, or the condition of §4.1's member table, that requires refusing a member row
+    (``what`` it sends, its message ``obj``) with ``code``.
+
+    Raises:
+        ValueError: a §4.1 row whose member and code name no condition (add it to the table).
+    """
     if section == "§4":
-        return "R4-1"  # the type member: §4's table
+        return "R4-1c" if code is ErrorCode.UNKNOWN_TYPE else "R4-1d"  # the type member: §4's table
     if code is ErrorCode.REQUEST_STALE:
         return "R4.1-9"
     if code is ErrorCode.UNKNOWN_REQUEST:
-        return "R4.2-2"
+        return "R4.2-2d"  # a cancel naming no request
     if section == "§4.2":
         return "R4.2-1"  # a malformed cancel: the cancel rules of §4.2
-    return "R4.1-5"
+    stamp = (obj or {}).get("request_timestamp")
+    if stamp is not None:  # other types, no offset, a space for T, any other invalid date-time
+        if not isinstance(stamp, str):
+            return "R4.1-5p"
+        if stamp.endswith(":00") and "+" not in stamp and "T" in stamp:
+            return "R4.1-5q"
+        return "R4.1-5r" if " " in stamp else "R4.1-5s"
+    for member in ("request_id", "sample_rate", "speed", "voice", "text"):  # the one the row is about
+        if member in what and (member, code) in _MEMBER_CONDITIONS:
+            return _MEMBER_CONDITIONS[member, code]
+    raise ValueError(f"no condition of R4.1-5 for {what!r} refused with {code}")
+
+
+def _frame_condition(what: str, code: ErrorCode) -> str:
+    """The condition of §3.1's refusal table (R3.1-3) a malformed message row tests: its row, by code and by
+    what is sent."""
+    by_code = {
+        ErrorCode.MESSAGE_TOO_LARGE: "R3.1-3a",
+        ErrorCode.INVALID_UTF8: "R3.1-3b",
+        ErrorCode.NOT_AN_OBJECT: "R3.1-3j",
+    }
+    if code in by_code:
+        return by_code[code]
+    for words, condition in (
+        (("empty", "only JSON whitespace"), "R3.1-3c"),
+        (("byte order mark",), "R3.1-3d"),
+        (("NaN", "Infinity", "1e400"), "R3.1-3f"),
+        (("duplicate",), "R3.1-3g"),
+        (("nested",), "R3.1-3h"),
+        (("lone surrogate",), "R3.1-3i"),
+    ):
+        if any(w in what for w in words):
+            return condition
+    return "R3.1-3e"  # a syntax error, or anything after the value
+
+
+def _order_condition(what: str) -> str:
+    """The condition of §9.2's order (R9.2-1) an order row tests: type before the members, request_id
+    first among them, or the order of the other members."""
+    if "type before" in what:
+        return "R9.2-1b"
+    return "R9.2-1c" if "request_id is checked first" in what else "R9.2-1d"
+
+
+def _order_member(what: str, code: ErrorCode) -> str:
+    """The condition of the rule whose code an order row expects (§4's type table or §4.1's members)."""
+    return "R4-1c" if code is ErrorCode.UNKNOWN_TYPE else _member_requirement(code, "§4.1", what)
 
 
 def _rows() -> list[BadInput]:
@@ -607,7 +677,7 @@ def _rows() -> list[BadInput]:
             requirement,
             f"send {what} as a {'TEXT' if data_type == 'UTF8' else 'BINARY'} message",
             _expectation(code, request_id),
-            requirements=("R3.1-3", *_REFUSAL),
+            requirements=(_frame_condition(what, code), *_REFUSAL),
         )
         rows.append(BadInput(case, frame, data_type, code, request_id))
     start = len(rows) + 1
@@ -622,7 +692,11 @@ def _rows() -> list[BadInput]:
             requirement,
             f"send a message with {what} as a {'TEXT' if data_type == 'UTF8' else 'BINARY'} message",
             _expectation(code, expected),
-            requirements=(_member_requirement(code, section), *_REFUSAL),
+            requirements=(
+                _member_requirement(code, section, what, obj),
+                *(("R4.1-5t",) if code is ErrorCode.REQUEST_STALE else ()),  # §4.1's row says it too
+                *_REFUSAL,
+            ),
         )
         rows.append(BadInput(case, _json(message), data_type, code, expected))
     for n, (what, obj, data_type, code, names_id) in enumerate(_ORDER_ROWS, 1):
@@ -636,7 +710,7 @@ def _rows() -> list[BadInput]:
             _ORDER_RULE,
             f"send a message with {what}",
             _expectation(code, expected),
-            requirements=("R9.2-1", *_REFUSAL),
+            requirements=(_order_condition(what), _order_member(what, code), *_REFUSAL),
         )
         rows.append(BadInput(case, _json(message), data_type, code, expected))
     return rows

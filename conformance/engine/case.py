@@ -133,8 +133,12 @@ class Case:
 
     @property
     def clauses(self) -> tuple[RequirementId, ...]:
-        """The requirement ids whose findings decide this case's verdict (its ``requirements``)."""
-        return self.requirements
+        """The requirement ids whose findings decide this case's verdict: the sentence of each of its
+        ``requirements`` (``R7.1-3`` for the condition ``R7.1-3a``), since findings are recorded on sentences
+        (:mod:`conformance.engine.clauses`), then the conditions themselves. The first is where the case's
+        own failed assertion is recorded."""
+        sentences = [r.sentence for r in self.requirements]
+        return tuple(dict.fromkeys([*sentences, *self.requirements]))
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -236,12 +240,12 @@ def verdict_for(level: Level, passed: bool, *, strict: bool = False) -> Verdict:
 
 _EMPHASIS = re.compile(r"\*\*|`")
 _SPACE = re.compile(r"\s+")
-_REQUIREMENT_TAG = re.compile(r"\s*\[R(?:\d+(?:\.\d+)*|[A-Z])-\d+\]")
+_REQUIREMENT_TAG = re.compile(r"\s*\[R(?:\d+(?:\.\d+)*|[A-Z])-\d+[a-z]?\]")
 
 
 def normalize_quote(text: str) -> str:
-    """``text`` with requirement id tags (``[R3.3.1-2]``), Markdown emphasis (``**``) and code marks
-    (backticks) removed and whitespace collapsed.
+    """``text`` with requirement and condition id tags (``[R3.3.1-2]``, ``[R4.2-2a]``), Markdown emphasis
+    (``**``) and code marks (backticks) removed and whitespace collapsed.
 
     Quotes and the spec are compared in this form, so a quote may span a line break or an id tag of the spec.
     """

@@ -17,9 +17,10 @@ CASE_ID = re.compile(r"(?:\d+(?:\.\d+)*(?:\.F\d+)?|AGENT-\d+)")
 """A case id: the spec section's numbers then a running number (``3.3.4``), ``.F<n>`` for a property-based
 case (``9.1.F1``), or ``AGENT-<n>`` for an agent case."""
 
-REQUIREMENT_ID = re.compile(r"R(?:\d+(?:\.\d+)*|[A-Z])-\d+")
+REQUIREMENT_ID = re.compile(r"R(?:\d+(?:\.\d+)*|[A-Z])-\d+[a-z]?")
 """A requirement id, without its brackets: ``R`` and the section, ``-`` and a number (``R3.3.1-2``; ``RA-1``
-in Appendix A); see :mod:`conformance.engine.requirements`."""
+in Appendix A), and for one condition of a sentence that has several, a letter (``R4.2-2a``); see
+:mod:`conformance.engine.requirements`."""
 
 
 class CaseId(str):
@@ -48,8 +49,9 @@ class CaseId(str):
 
 
 class RequirementId(str):
-    """The id of one normative sentence of spec/PROTOCOL.md (:data:`REQUIREMENT_ID`), e.g.
-    ``RequirementId("R3.3.1-2")``; printed as it is written in the spec's tag, ``R3.3.1-2``.
+    """The id of one normative sentence of spec/PROTOCOL.md, or of one condition of it
+    (:data:`REQUIREMENT_ID`), e.g. ``RequirementId("R3.3.1-2")``, ``RequirementId("R4.2-2a")``; printed as it
+    is written in the spec's tag, ``R3.3.1-2``.
 
     Raises:
         ValueError: ``value`` is not a requirement id (the message names it).
@@ -68,6 +70,16 @@ class RequirementId(str):
     def label(self) -> str:
         """The id as people read it: ``R3.3.1-2`` (the ``R`` already tells it from a case or a section)."""
         return str(self)
+
+    @property
+    def sentence(self) -> RequirementId:
+        """The id of the sentence it belongs to: itself for a sentence, ``R4.2-2`` for ``R4.2-2a``."""
+        return RequirementId(self[:-1]) if self[-1].isalpha() else self
+
+    @property
+    def is_condition(self) -> bool:
+        """Whether it names one condition of a sentence (it ends with a letter)."""
+        return self[-1].isalpha()
 
     def __repr__(self) -> str:
         return f"RequirementId({str(self)!r})"

@@ -12,6 +12,14 @@ Rules, so that ids stay stable while the spec changes:
   ever had (ids of deleted sentences are *retired*, never reused: the matrix keeps them);
 * a key word in double quotes (``"MUST"``) or in a code span is a mention, not a requirement.
 
+Conditions (PROTOCOL.md §1.2): a sentence that states several obligations a server can break one at a time
+("queued *or* active", "one error frame *and* no synthesis_start") names each with the sentence's id and a
+letter, ``[R4.2-2a]``, written right after the clause (or the table row, or the list item) it covers; the
+sentence keeps its own tag at its end. A condition tag does not end a sentence. A condition's letters are
+assigned by hand, in order, and like numbers are never changed nor reused; a sentence that has condition
+ids is cited by them, not by its own id (:mod:`conformance.engine.matrix`). A sentence with one obligation
+(an enumeration the server meets as one rule) gets none.
+
 What a "sentence" is: the spec is cut into blocks (paragraphs, list items, table cells; headings and code
 blocks are skipped) and each block into sentences at ``.``, ``!`` or ``?`` followed by white space and a
 capital, a parenthesis, an emphasis or code mark, or the end of the block. An id tag always ends the
@@ -20,6 +28,7 @@ sentence it follows, so once tagged, a sentence's extent never depends on the he
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,10 +36,12 @@ from dataclasses import dataclass
 from conformance.engine.ids import RequirementId
 
 __all__ = [
+    "CONDITION_TAG",
     "KEYWORD_LEVEL",
     "TAG",
     "Requirement",
     "Sentence",
+    "conditions",
     "level_of",
     "next_numbers",
     "parse",
@@ -41,6 +52,11 @@ __all__ = [
 
 TAG = re.compile(r"\[R(?P<section>\d+(?:\.\d+)*|[A-Z])-(?P<number>\d+)\]")
 """A requirement id tag as it appears in the spec: ``[R3.3.1-2]`` (``[RA-1]`` in Appendix A)."""
+
+CONDITION_TAG = re.compile(r"\[R(?P<section>\d+(?:\.\d+)*|[A-Z])-(?P<number>\d+)(?P<letter>[a-z])\]")
+"""A condition id tag: ``[R4.2-2a]``, after the clause of sentence ``R4.2-2`` it names (see above)."""
+
+_ANY_TAG = re.compile(r"\[R(?:\d+(?:\.\d+)*|[A-Z])-\d+[a-z]?\]")
 
 KEYWORD_LEVEL = {
     "MUST NOT": "MUST",
@@ -115,6 +131,8 @@ class Requirement:
         keywords: its key words, in order.
         text: the sentence (Markdown kept, white space collapsed, tag removed).
         line: the 1-based line of the spec it starts on.
+        sentence: for a condition, the id of its sentence (``"R4.2-2"``); ``None`` for a sentence.
+        conditions: for a sentence split into conditions, their ids in order (empty otherwise).
     """
 
     id: RequirementId
@@ -123,6 +141,8 @@ class Requirement:
     keywords: tuple[str, ...]
     text: str
     line: int
+    sentence: RequirementId | None = None
+    conditions: tuple[RequirementId, ...] = ()
 
 
 def level_of(keywords: Iterable[str]) -> str:
@@ -140,7 +160,7 @@ def level_of(keywords: Iterable[str]) -> str:
 def _keywords(text: str) -> tuple[str, ...]:
     # Mentions are not uses: blank out code spans and short quoted words ("MUST") before looking.
     masked = _QUOTED.sub(lambda m: " " * len(m.group()), _CODE_SPAN.sub(lambda m: " " * len(m.group()), text))
-    masked = TAG.sub(lambda m: " " * len(m.group()), masked)
+    masked = _ANY_TAG.sub(lambda m: " " * len(m.group()), masked)
     return tuple(m.group(1) for m in _KEYWORD.finditer(masked))
 
 
@@ -264,6 +284,46 @@ def _split(spec: str, start: int, end: int) -> list[tuple[int, int, str | None]]
     return found
 
 
+def _collapse(raw: str) -> str:
+    """``raw`` without its tags, white space collapsed (no space left before punctuation a tag preceded)."""
+    text = " ".join(TAG.sub(" ", raw).split())
+    if CONDITION_TAG.search(text):
+        text = re.sub(r"\s+([.,;:)])", r"\1", " ".join(CONDITION_TAG.sub(" ", text).split()))
+    return text
+
+
+def conditions(spec: str) -> list[tuple[str, str, str, int]]:
+    """Every condition tag of ``spec``: ``(condition id, sentence id, clause text, line)``, in order.
+
+    The clause a tag names is the text before it, back to the previous tag of its block, the start of its
+    sentence or the start of its block (a list item, a table cell), whichever is nearest; in a table it is
+    prefixed with the row's first cell, ``(row `speed`) out of range: `invalid_speed```, and the row's key
+    words do not set the condition's level: its sentence's does.
+    """
+    line_starts = [0] + [i + 1 for i, c in enumerate(spec) if c == "\n"]
+    starts = sorted(s.start for s in sentences(spec))
+    out: list[tuple[str, str, str, int]] = []
+    import bisect
+
+    for _, block_start, block_end in _blocks(spec):
+        previous = block_start
+        for m in _ANY_TAG.finditer(spec, block_start, block_end):
+            condition = CONDITION_TAG.fullmatch(m.group())
+            if condition is not None:
+                sentence_start = starts[max(0, bisect.bisect_right(starts, m.start()) - 1)]
+                clause_start = max(previous, block_start, sentence_start)
+                row_start = spec.rfind("\n", 0, m.start()) + 1
+                clause = _collapse(spec[clause_start : m.start()]).strip(" ,;:")
+                if spec[row_start : m.start()].lstrip().startswith("|"):  # a table row: name the row
+                    head = _collapse(spec[row_start:block_end].split("|")[1]).strip()
+                    clause = f"(row {head}) {clause}"
+                sentence = f"R{condition.group('section')}-{condition.group('number')}"
+                line = bisect.bisect_right(line_starts, m.start())
+                out.append((sentence + condition.group("letter"), sentence, clause, line))
+            previous = m.end()
+    return out
+
+
 def sentences(spec: str) -> list[Sentence]:
     """Every sentence of ``spec`` (the text of PROTOCOL.md), in order, normative or not."""
     line_starts = [0] + [i + 1 for i, c in enumerate(spec) if c == "\n"]
@@ -273,18 +333,21 @@ def sentences(spec: str) -> list[Sentence]:
     for section, block_start, block_end in _blocks(spec):
         for start, end, rid in _split(spec, block_start, block_end):
             raw = spec[start:end]
-            text = " ".join(TAG.sub(" ", raw).split())
+            text = _collapse(raw)
             line = bisect.bisect_right(line_starts, start)
             out.append(Sentence(section, start, end, text, rid, _keywords(raw), line))
     return out
 
 
 def parse(spec: str) -> list[Requirement]:
-    """The tagged normative sentences of ``spec``, in order.
+    """The tagged normative sentences of ``spec``, in order, each followed by its conditions (if split).
+
+    A condition's level is that of the key words in its clause, else its sentence's.
 
     Raises:
         ValueError: a normative sentence has no id (run :func:`tag` first), a tagged sentence uses no key
-            word, or an id occurs twice; the message lists every such sentence with its line.
+            word, an id occurs twice, a condition names no tagged sentence, or a sentence has a single
+            condition; the message lists every such sentence with its line.
     """
     problems: list[str] = []
     found: list[Requirement] = []
@@ -304,9 +367,42 @@ def parse(spec: str) -> list[Requirement]:
         found.append(
             Requirement(RequirementId(s.id), s.section, level_of(s.keywords), s.keywords, s.text, s.line)
         )
+    by_sentence: dict[str, list[Requirement]] = {}
+    for cid, sid, clause, line in conditions(spec):
+        if cid in seen:
+            problems.append(f"line {line}: [{cid}] is also used on line {seen[cid]}")
+            continue
+        seen[cid] = line
+        parent = next((r for r in found if r.id == sid), None)
+        if parent is None:
+            problems.append(
+                f"line {line}: [{cid}] names a condition of {sid}, which is not a tagged sentence"
+            )
+            continue
+        keywords = () if clause.startswith("(row ") else _keywords(clause)
+        level = level_of(keywords) if keywords else parent.level
+        by_sentence.setdefault(sid, []).append(
+            Requirement(
+                RequirementId(cid),
+                parent.section,
+                level,
+                keywords or parent.keywords,
+                clause,
+                line,
+                parent.id,
+            )
+        )
+    for sid, items in by_sentence.items():
+        if len(items) == 1:
+            problems.append(f"line {items[0].line}: [{items[0].id}] is the only condition of {sid}: drop it")
     if problems:
         raise ValueError("\n".join(problems))
-    return found
+    out: list[Requirement] = []
+    for r in found:
+        items = sorted(by_sentence.get(r.id, []), key=lambda c: c.id)
+        out.append(dataclasses.replace(r, conditions=tuple(c.id for c in items)) if items else r)
+        out += items
+    return out
 
 
 def section_titles(spec: str) -> dict[str, str]:
@@ -326,7 +422,7 @@ def section_titles(spec: str) -> dict[str, str]:
 
 def _number(rid: str) -> tuple[str, int]:
     section, _, number = rid[1:].rpartition("-")
-    return section, int(number)
+    return section, int(number.rstrip("abcdefghijklmnopqrstuvwxyz"))
 
 
 def next_numbers(ids: Iterable[str]) -> dict[str, int]:

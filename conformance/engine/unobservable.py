@@ -52,6 +52,10 @@ UNOBSERVABLE: dict[str, str] = {
     },
     "R7.3-1": "needs the server to be shut down mid-run: the suite certifies a running container and cannot "
     "signal a live endpoint's process",
+    "R4.2-7d": "synthesis a server does for a cancelled queued request and then discards shows only as time; "
+    "the audio it must not send is R4.2-7a's",
+    "R9.4-2c": "a server that reads on after its fatal error frame shows it only by what it sends, which the "
+    "frame being the last (R9.4-2a) already forbids; what it does inside with the bytes is not observable",
     "R7.3-2": "needs the server to be shut down mid-run (see R7.3-1)",
     "R7.3-3": CLIENT,
     # A server that cannot serve: the suite certifies a container that started and answers /ping 200.

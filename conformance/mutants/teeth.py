@@ -10,8 +10,9 @@ unbroken control, which must pass every case the worker's mutants failed (:func:
 
 Two checks:
 
-* **caught** (fast; ``tests/conformance/test_teeth.py``): only the mutant's ``caught_by`` cases run, and every
-  one must be ``FAILED`` (``NON-STRICT`` for a SHOULD case). A mutant that breaks its clauses only on a path
+* **caught** (fast; ``tests/conformance/test_teeth.py``): only the mutant's ``caught_by`` cases run, those
+  that cite a requirement or condition it breaks (:func:`must_catch`), and every one must be ``FAILED``
+  (``NON-STRICT`` for a SHOULD case). A mutant that breaks its clauses only on a path
   their own cases do not take (``observed_by``, issue 30) is caught by the run: only its ``observed_by``
   cases run, and the run must fail on each clause it breaks (:func:`missed_clauses`).
 * **isolation** (slow; ``python -m conformance.mutants.teeth --isolation [NAME ...]``, about two minutes per
@@ -38,6 +39,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
+from conformance.mutants.catching import must_catch
+
 __all__ = [
     "CONTROL",
     "ISOLATION",
@@ -48,6 +51,7 @@ __all__ = [
     "isolation_record",
     "main",
     "missed_clauses",
+    "must_catch",
     "mutant_cmd",
     "row_fingerprint",
     "verdicts",
@@ -238,9 +242,10 @@ def missed_clauses(mutant: Any, index: dict[str, Any]) -> list[str]:
 
 
 def row_fingerprint(mutant: Any) -> str:
-    """A digest of one mutant's row (name, requirements, cases): its isolation record is stale when it
-    changes."""
-    material = [mutant.name, list(mutant.requirements), list(mutant.caught_by), mutant.breaks]
+    """A digest of one mutant's row (its name and what it breaks, in words): its isolation record, which
+    cases FAILED under the whole suite, is stale when it changes. The ids it names are not part of it: naming
+    a finer condition changes no verdict, and the cases that must catch it follow from those ids."""
+    material = [mutant.name, mutant.breaks]
     return hashlib.sha256(json.dumps(material).encode()).hexdigest()[:12]
 
 

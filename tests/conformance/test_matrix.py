@@ -127,6 +127,61 @@ def test_matrix_counts_and_problems() -> None:
     ]
 
 
+CONDITIONS = """## 4. Requests
+
+### 4.2 Cancel
+
+A cancel naming a request that is queued [R4.2-2a] or active [R4.2-2b] MUST cancel it. [R4.2-2] A plain
+one MUST hold. [R4.2-3]
+
+| Member | Refusal |
+|---|---|
+| `a` | `invalid_a` [R4.2-4a] |
+| `b` | `invalid_b` [R4.2-4b] |
+
+A server MUST refuse a member by its row: [R4.2-4]
+"""
+
+
+def test_conditions_follow_their_sentence_with_their_clause_and_level() -> None:
+    requirements = parse(CONDITIONS)
+    assert [r.id for r in requirements] == [
+        "R4.2-2", "R4.2-2a", "R4.2-2b", "R4.2-3", "R4.2-4", "R4.2-4a", "R4.2-4b"
+    ]  # fmt: skip
+    by_id = {r.id: r for r in requirements}
+    assert by_id["R4.2-2"].conditions == ("R4.2-2a", "R4.2-2b") and not by_id["R4.2-3"].conditions
+    assert by_id["R4.2-2"].text == "A cancel naming a request that is queued or active MUST cancel it."
+    assert by_id["R4.2-2a"].text == "A cancel naming a request that is queued"
+    assert by_id["R4.2-2b"].text == "or active" and by_id["R4.2-2b"].sentence == "R4.2-2"
+    assert by_id["R4.2-4b"].text == "(row `b`) `invalid_b`" and by_id["R4.2-4b"].level == "MUST"
+    assert tag(CONDITIONS) == (CONDITIONS, [])  # condition tags neither cut nor need a sentence tag
+    assert next_numbers(["R4.2-4b", "R4.2-2"]) == {"4.2": 5}
+
+
+def test_a_single_or_orphan_condition_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"\[R4.2-3a\] is the only condition of R4.2-3"):
+        parse(CONDITIONS.replace("A plain\none MUST hold.", "A plain\none MUST hold [R4.2-3a]."))
+    with pytest.raises(ValueError, match=r"\[R4.2-9a\] names a condition of R4.2-9"):
+        parse(CONDITIONS + "\nMore [R4.2-9a] text [R4.2-9b].\n")
+
+
+def test_matrix_counts_conditions_and_refuses_citing_a_split_sentence() -> None:
+    from conformance.engine.case import Case, Level
+
+    requirements = parse(CONDITIONS)
+    queued = Case("4.2.1", "§4.2", Level.MUST, "q", "d", "e", requirements=("R4.2-2a",))
+    coarse = Case("4.2.2", "§4.2", Level.MUST, "q", "d", "e", requirements=("R4.2-2",))
+    mutant = MutantInfo("m", "ignores a queued cancel", ("R4.2-2a",), ("4.2.1",))
+    data = build(requirements, [queued, coarse], [mutant], {})
+    rows = {row["id"]: row for row in data["requirements"]}
+    assert rows["R4.2-2"]["status"] == "split" and rows["R4.2-2a"]["status"] == "mutant"
+    assert data["counts"]["sentences"] == 3 and data["counts"]["conditions"] == 5
+    assert data["counts"]["by_level"]["MUST"] == 5
+    assert data["gaps"] == ["R4.2-2b: no case", "R4.2-3: no case", "R4.2-4a: no case", "R4.2-4b: no case"]
+    assert data["problems"] == ["case 4.2.2 declares R4.2-2, which is split: cite R4.2-2a, R4.2-2b"]
+    assert queued.clauses == ("R4.2-2", "R4.2-2a")  # findings are recorded on the sentence
+
+
 # --- the real spec and matrix ----------------------------------------------------------------------------
 
 
@@ -153,7 +208,10 @@ def test_checked_in_matrix_is_valid_json_with_counts() -> None:
     from conformance.engine.case import REPO_ROOT
 
     data = json.loads((REPO_ROOT / MATRIX_JSON).read_text(encoding="utf-8"))
-    assert data["counts"]["sentences"] == len(data["requirements"]) >= 60
+    sentence_rows = [row for row in data["requirements"] if "sentence" not in row]
+    assert data["counts"]["sentences"] == len(sentence_rows) >= 60
+    split = [row for row in sentence_rows if row["status"] == "split"]
+    assert data["counts"]["conditions"] == len(data["requirements"]) - len(split)
     assert {row["level"] for row in data["requirements"]} == {"MUST", "SHOULD", "MAY"}
 
 
@@ -164,7 +222,7 @@ def test_a_case_declares_the_tagged_sentence_it_quotes() -> None:
     from conformance.engine.unobservable import UNOBSERVABLE
 
     requirements = parse((REPO_ROOT / "spec/PROTOCOL.md").read_text(encoding="utf-8"))
-    sentences_by_id = {r.id: normalize_quote(r.text) for r in requirements}
+    sentences_by_id = {r.id: normalize_quote(r.text) for r in requirements if r.sentence is None}
     missing = {}
     for case in catalogue():
         if case.source != "spec/PROTOCOL.md":
@@ -172,6 +230,7 @@ def test_a_case_declares_the_tagged_sentence_it_quotes() -> None:
         quote = normalize_quote(case.requirement)
         quoted = {rid for rid, text in sentences_by_id.items() if quote in text or text in quote}
         quoted -= set(UNOBSERVABLE)
-        if quoted - set(case.requirements):
-            missing[case.id] = sorted(quoted - set(case.requirements))
+        declared = {r.sentence for r in case.requirements}  # a condition declares its sentence
+        if quoted - declared:
+            missing[case.id] = sorted(quoted - declared)
     assert not missing, f"cases that quote a tagged sentence without declaring its id: {missing}"

@@ -56,19 +56,27 @@ Http = Callable[["DefectServer", dict[str, Any], Response], Response]
 
 @dataclass(frozen=True)
 class Defect:
-    """One row of the table (see the module docstring)."""
+    """One row of the table (see the module docstring): its name, what it breaks in words, the requirement
+    or condition ids it breaks (``"R4.2-2b"``; the cases that must report it ``FAILED`` are those citing
+    them, :func:`conformance.mutants.catching.must_catch`) and its hooks."""
 
     name: str
     breaks: str
     requirements: tuple[str, ...]
-    caught_by: tuple[str, ...]
     incoming: Incoming | None = None
     outgoing: Outgoing | None = None
     http: Http | None = None
     server: dict[str, Any] = field(default_factory=dict)
     observed_by: tuple[str, ...] = ()
-    """For a defect on a path that no case of its clauses takes (``caught_by`` is then empty): cases that
+    """For a defect on a path that no case of its clauses takes (no case must then report it): cases that
     take it, whose runs must fail on the clauses it breaks although none of them owns one (issue 30)."""
+    raw: Callable[[bytes], bytes | object] | None = None
+    """Sees each client message's bytes before anything else (TEXT as UTF-8): returns the bytes to hand on,
+    or :data:`DROP` to swallow the message; for defects of §3.1's message checks, which ``incoming`` (JSON
+    objects only) cannot reach."""
+    where: tuple[str, ...] = ()
+    """Condition ids that narrow the defect: it breaks ``requirements`` only where all of these apply too,
+    so only the cases citing them all must catch it (:func:`conformance.mutants.catching.must_catch`)."""
 
 
 def json_object(frame: Frame) -> dict[str, Any] | None:
@@ -220,6 +228,11 @@ class DefectConnection(ToneConnection):
                 return None
             server: DefectServer = self.server  # type: ignore[assignment]
             raw = data.encode() if isinstance(data, str) else data
+            if self.defect.raw is not None:
+                changed = self.defect.raw(raw)
+                if changed is DROP:
+                    continue
+                data = raw = changed  # type: ignore[assignment]
             if server.strip_bom and raw.startswith(b"\xef\xbb\xbf"):
                 data = raw[3:]
             if server.log_text:
@@ -292,6 +305,8 @@ class DefectServer(ToneServer):
     refuse_busy_handshake = False
     too_many_frame = True
     too_many_serves = False
+    too_many_close_code: int | None = None
+    """The Close frame's code after the fatal too_many_sessions frame (None: 1013, as §9.1 has it)."""
     cut_units_bytes = 0
     """Cut Ogg/Opus, FLAC and AAC bodies every this many bytes, whatever the container units (0: not)."""
     refused_close_code: int | None = None
@@ -342,6 +357,10 @@ class DefectServer(ToneServer):
             return
         if not self.too_many_frame:
             await websocket.close(1013)
+            return
+        if self.too_many_close_code is not None:
+            await websocket.send_text(dump(fatal_too_many(self.limits.max_sessions)))
+            await websocket.close(self.too_many_close_code)
             return
         await super().refuse_session(websocket)
 

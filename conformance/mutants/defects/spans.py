@@ -169,13 +169,23 @@ def _one_character(text: str, words: list[dict[str, Any]]) -> list[dict[str, Any
     return words
 
 
+def _past_the_end(text: str, words: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last word's span ends one code point past the end of the text (a count that takes a closing
+    newline or a terminator the text does not have)."""
+    for word in reversed(words):
+        start, end = word.get("text_start"), word.get("text_end")
+        if isinstance(start, int) and isinstance(end, int):
+            word["text_end"] = len(text) + 1
+            break
+    return words
+
+
 SPAN_DEFECTS: tuple[Defect, ...] = (
     Defect(
         "spans-in-utf16",
         "Counts text_start/text_end in UTF-16 code units (an emoji outside the BMP is two), not code points "
         "(§14.4)",
-        ("R14.4-4", "R14.4-3"),
-        ("14.4.1", "14.4.3"),
+        ("R14.4-4", "R14.4-6"),
         incoming=_remember_text,
         outgoing=_words_rewritten(_utf16),
     ),
@@ -184,29 +194,25 @@ SPAN_DEFECTS: tuple[Defect, ...] = (
         "Gives each word's offsets in the text as spoken (normalized, markdown removed), not in the "
         "request's original text (§14.4)",
         ("R14.4-4", "R14.4-5"),
-        ("14.4.1", "14.4.2"),
         incoming=_remember_text,
         outgoing=_words_rewritten(_spoken_offsets),
     ),
     Defect(
         "spans-missing",
         "Lists text_spans in capabilities.features but sends words without text_start/text_end (§14.4)",
-        ("R14.4-2",),
-        ("14.4.1", "14.4.2", "14.4.3"),
+        ("R14.4-2a",),
         outgoing=_words_rewritten(_no_spans),
     ),
     Defect(
         "spans-missing-in-marks",
         "Sends spans in synthesis_complete but not in the words of its marks frames (§14.4)",
-        ("R14.4-2",),
-        ("14.4.1",),
+        ("R14.4-2b",),
         outgoing=_words_rewritten(_no_spans, ("marks",)),
     ),
     Defect(
         "spans-take-markup",
         "Widens a word's span over the markdown emphasis markers around it (§14.4)",
         ("R14.4-4",),
-        ("14.4.1",),
         incoming=_remember_text,
         outgoing=_words_rewritten(_with_markup),
     ),
@@ -215,7 +221,6 @@ SPAN_DEFECTS: tuple[Defect, ...] = (
         "Points the words read out from a figure at its first character ('$' of '$12.50') instead of the "
         "whole token (§14.4)",
         ("R14.4-5", "R14.4-6"),
-        ("14.4.2", "14.4.3"),
         incoming=_remember_text,
         outgoing=_words_rewritten(_first_character),
     ),
@@ -224,16 +229,21 @@ SPAN_DEFECTS: tuple[Defect, ...] = (
         "Points every word at its first character alone, so a word of a script without spaces (今天天气) "
         "does not cover what it reads (§14.4)",
         ("R14.4-6", "R14.4-4", "R14.4-5"),
-        ("14.4.3", "14.4.1", "14.4.2"),
         incoming=_remember_text,
         outgoing=_words_rewritten(_one_character),
+    ),
+    Defect(
+        "spans-past-the-end",
+        "Ends the last word's span one code point past the end of the request's text (§14.4)",
+        ("R14.4-3",),
+        incoming=_remember_text,
+        outgoing=_words_rewritten(_past_the_end),
     ),
     Defect(
         "spans-per-fragment",
         "Counts an utterance word's text_start/text_end from the start of the fragment (utterance, append, "
         "flush or end) its text arrived in, not over the fragments' texts joined (§14.4, §15.2)",
-        ("R14.4-1", "R14.4-3"),
-        ("14.4.4",),
+        ("R14.4-2c",),
         incoming=_remember_fragments,
         outgoing=_per_fragment,
     ),
