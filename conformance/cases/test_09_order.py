@@ -18,7 +18,7 @@ from conformance.engine.texts import FAST, SHORT
     "9.2.9",
     "§9.2",
     Level.MUST,
-    requirements=("R9.2-1c",),
+    requirements=("R9.2-1f",),
     requirement="A message can break several rules; the server MUST answer with the **first** failure in "
     "this order, so that every implementation gives the same code",
     description="describe (UNIMPLEMENTED without the feature lexicon); send a lexicon message whose "

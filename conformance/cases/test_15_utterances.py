@@ -529,7 +529,7 @@ def test_an_utterance_opened_with_marks_gets_them(conf: Probe) -> None:
     "15.6.2",
     "§15.6",
     Level.MUST,
-    requirements=("R15.6-1", "R15.2-4"),
+    requirements=("R15.6-1",),
     requirement="An `error` frame that refuses one of these four messages MUST carry `message_type` (§5.4), "
     "the refused message's `type`, whenever that could be read (from step 4 of §9.2 on, and for the "
     "surrogate rules of §15.2)",

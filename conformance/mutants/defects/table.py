@@ -4,6 +4,8 @@ concept modules beside this one)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from conformance.mutants.defects.audio import (
     _blend_across_languages,
     _blend_refusal_unnamed,
@@ -89,6 +91,15 @@ from conformance.mutants.defects.utterances import (
 )
 
 _R = ("R6.3-2", "R6.3-3")
+
+
+def _lexicon_and_id_both_wrong(obj: dict[str, Any]) -> bool:
+    """A ``lexicon`` message whose ``request_id`` is present but not a string, and whose ``lexicon`` is not
+    an object of strings (§4.5, §14.3)."""
+    if obj.get("type") != "lexicon" or obj.get("request_id") is None or isinstance(obj["request_id"], str):
+        return False
+    lexicon = obj.get("lexicon")
+    return not isinstance(lexicon, dict) or any(not isinstance(v, str) for v in lexicon.values())
 
 
 DEFECTS: tuple[Defect, ...] = (
@@ -318,6 +329,12 @@ DEFECTS: tuple[Defect, ...] = (
         "Checks text before request_id, so a message with both wrong gets text_required (§9.2)",
         ("R9.2-1c",),
         incoming=_text_checked_first,
+    ),
+    Defect(
+        "checks-lexicon-first",
+        "Checks a lexicon message's lexicon before its request_id: both wrong gets invalid_lexicon (§9.2)",
+        ("R9.2-1f",),
+        incoming=refuse("invalid_lexicon", _lexicon_and_id_both_wrong),
     ),
     Defect(
         "accepts-bom",
