@@ -114,7 +114,7 @@ class Mutant:
         return self.description or (self.server.__doc__ or "").strip().splitlines()[0]
 
 
-AWS_SAMPLE_DEFECTS = ("3.2.1", "4.2.42", "5.1.1", "5.3.1", "7.1.1", "7.1.2", "7.2.1", "9.2.8")
+AWS_SAMPLE_DEFECTS = ("3.2.1", "4.2.42", "5.1.1", "5.3.1", "7.1.1", "7.1.2", "7.2.1", "9.2.8", "9.2.10")
 """The cases of the requirements the AWS-sample server breaks: control frames valid against their schemas
 (R5-1), synthesis_start describing the request (R5.1-1), audio_bytes (R5.3-2; for a cancelled request,
 R4.2-6c), close with 1000 once drained (R7.1-3), error frames naming the request (R6.3-3). Exactly these are
