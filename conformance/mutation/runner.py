@@ -23,6 +23,7 @@ import concurrent.futures
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -93,6 +94,36 @@ def server_command(tree: Path, mutant: str | None) -> str:
     return shlex.join(command) + " --port {port}"
 
 
+STOP_GRACE_S = 30.0
+"""How long a suite past its limit has to tear its fixtures down (and so stop the mutant server it started
+in a session of its own) after ``SIGINT``, before it is killed."""
+
+
+def _run_suite(
+    args: Sequence[str], env: Mapping[str, str], timeout_s: float
+) -> subprocess.CompletedProcess[str] | None:
+    """Run the suite's command line ``args``; ``None`` when it exceeded ``timeout_s``.
+
+    A run past its limit is interrupted (``SIGINT``: pytest then tears its fixtures down, which stops the
+    mutant server, started in a process group of its own) and killed only if it has not ended within
+    :data:`STOP_GRACE_S`: killing it at once would leave the server running.
+    """
+    with subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.communicate(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+            return None
+    return subprocess.CompletedProcess(list(args), process.returncode, stdout, stderr)
+
+
 def certify(
     tree: Path,
     mutant: str | None,
@@ -123,11 +154,8 @@ def certify(
         args += ["--container-cmd", server_command(tree, mutant)]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
         env.pop(MUTANT_ENV, None)  # the suite's own process is never a mutant
-        try:
-            done = subprocess.run(
-                args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
-            )
-        except subprocess.TimeoutExpired:
+        done = _run_suite(args, env, timeout_s)
+        if done is None:
             return Outcome(mutant, "timeout", (), time.monotonic() - started, cases=selected)
         seconds = time.monotonic() - started
         output = done.stdout[-3000:] + done.stderr[-2000:]

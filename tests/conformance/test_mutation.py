@@ -221,3 +221,26 @@ def test_mutants_of_the_shipped_server_are_certified_with_their_controls(tmp_pat
     assert index["modules"]["protocol/messages/server.py"]["score"] == 1.0
     assert "-        return compact_json(self.to_dict())" in index["mutants"][KILLED[0]]["diff"]
     assert "Mutation testing of the shipped server" in (report / "index.html").read_text()
+
+
+def test_a_suite_past_its_limit_is_interrupted_so_it_can_stop_its_server(tmp_path: Path) -> None:
+    """A run past its limit gets SIGINT, not SIGKILL: pytest then tears its fixtures down, which stops the
+    mutant server it started in a session of its own (a killed suite left such servers running)."""
+    from conformance.mutation.runner import _run_suite
+
+    pid_file = tmp_path / "server.pid"
+    suite = (
+        "import os, signal, subprocess, sys, time\n"
+        "sleeper = [sys.executable, '-c', 'import time; time.sleep(60)']\n"
+        "server = subprocess.Popen(sleeper, start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(server.pid))\n"
+        "try:\n"
+        "    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n"
+        "    os.killpg(server.pid, signal.SIGTERM)\n"
+        "    server.wait()\n"
+    )
+    assert _run_suite([sys.executable, "-c", suite], dict(os.environ), timeout_s=2.0) is None
+    server = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(server, 0)
