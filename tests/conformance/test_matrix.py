@@ -196,6 +196,12 @@ def test_matrix_references_only_existing_ids() -> None:
     assert data["problems"] == [], "\n".join(data["problems"])
 
 
+def test_every_observable_must_condition_has_a_case_and_a_mutant_that_proves_it() -> None:
+    """Issue 31 point 5: 0 observable MUST conditions (or unsplit sentences) without a case and a mutant."""
+    data = generate().data
+    assert data["gaps"] == [], "\n".join(data["gaps"])
+
+
 def test_an_id_in_the_spec_is_never_listed_as_retired() -> None:
     from conformance.engine.case import REPO_ROOT
 
