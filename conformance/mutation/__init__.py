@@ -39,9 +39,10 @@ DEFAULT_MODULES: tuple[str, ...] = (
     "reference_server/scheduling.py",
     "reference_server/http.py",
     "reference_server/ws.py",
+    "reference_server/driver.py",
 )
 """The files mutated by default (issue #31): the session state machines, the message and frame rules, the
-runtime, scheduler and both routes' adapters."""
+runtime, scheduler and both routes' adapters, and the one session driver they run on."""
 
 SURVIVORS = Path(__file__).resolve().parent / "survivors.toml"
 """The triage of surviving mutants: ``equivalent`` (with the reason) or ``killed`` by a case added since."""
