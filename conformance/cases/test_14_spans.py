@@ -267,9 +267,7 @@ _WORD_BREAKS = re.compile(r"[\s*_~`#\[\]()<>]+")
     "§14.4",
     Level.MUST,
     requirements=("R14.4-2c", "R14.4-1"),
-    requirement="For an utterance (§15), the offsets count in the concatenation of the `text` members of its "
-    "accepted `utterance`, `append`, `flush` and `end` messages in the order the server received them (a "
-    "surrogate pair split across two messages counts once)",
+    requirement="for utterances as for requests, an utterance's words counted over its texts joined",
     description="describe; an English utterance whose text arrives in "
     + ", ".join(kind for kind, _ in UTTERANCE)
     + f" messages, split inside words, markdown, a figure and an emoji's surrogate pair: {UTTERANCE_TEXT!r}",
