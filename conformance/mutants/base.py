@@ -210,22 +210,12 @@ def segment_source(text: str, segment: str, at: int = 0) -> tuple[SourceMap, int
     segment reads nothing. ``None`` when the text does not hold the segment so (a mutant's segment that is
     not the text's).
     """
-    starts: list[int] = []
-    ends: list[int] = []
-    position = at
-    for char in segment:
-        if char.isspace():
-            starts.append(position)
-            ends.append(position)
-            continue
-        while position < len(text) and text[position].isspace():
-            position += 1
-        if position >= len(text) or text[position] != char:
-            return None
-        starts.append(position)
-        ends.append(position + 1)
-        position += 1
-    return SourceMap(segment, tuple(starts), tuple(ends)), position
+    try:
+        (source,) = SourceMap.identity(text[at:], at).parts([segment])
+    except ValueError:
+        return None
+    read = [end for start, end in zip(source.starts, source.ends, strict=True) if end > start]
+    return source, max(read, default=at)
 
 
 @dataclass
