@@ -39,6 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
+from conformance.engine.deadline import TONE_CASE_TIMEOUT_S
 from conformance.mutants.catching import must_catch
 
 __all__ = [
@@ -77,6 +78,8 @@ def _suite_args(
     container_cmd: str | None, cases: tuple[str, ...], report: Path, extra: tuple[str, ...]
 ) -> list[str]:
     args = ["conformance", "-q", "-p", "no:cacheprovider", "--report", str(report), *extra]
+    if container_cmd is not None and "--case-timeout" not in extra:  # a tone-backed mutant
+        args += ["--case-timeout", f"{TONE_CASE_TIMEOUT_S:g}"]
     if container_cmd is not None:
         args += ["--container-cmd", container_cmd]
     if cases:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.engine.deadline import TONE_CASE_TIMEOUT_S
 from conformance.mutation import ROOT
 from conformance.mutation.tree import MUTANT_ENV
 
@@ -151,6 +152,7 @@ def certify(
         args += ["-x"] if fail_fast else []
         args += [] if selected is None else ["--cases", ",".join(selected)]
         args += ["--report", str(report), "--startup-timeout", "60"]
+        args += ["--case-timeout", f"{TONE_CASE_TIMEOUT_S:g}"]
         args += ["--container-cmd", server_command(tree, mutant)]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
         env.pop(MUTANT_ENV, None)  # the suite's own process is never a mutant
