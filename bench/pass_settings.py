@@ -1,4 +1,6 @@
 """Benchmark 1d: Kokoro's ONNX pass on this CPU per session setting, and the event loop beside it.
+Run alone with ``python -m bench pass_settings`` (20 cells, about 11 min on two idle cores; it prints its
+plan) or ``python -m bench pass_settings --smoke`` (two cells, under a minute).
 
 On two cores the first audio a client measures is within a few percent of the first segment's model pass
 (issue #26), so what is left to win is the pass itself. Each *cell* is one way of running it
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -318,6 +321,8 @@ def _measure(config: Config, log: Any) -> tuple[list[Cell], list[dict[str, Any]]
         "cells": [asdict(cell) for cell in cells],
         "planned_s": round(planned),
         "fp32_model": str(fp32 or ""),
+        # every cell's sessions stay open for the whole run: the memory this takes (Linux: KiB)
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
     return cells, trials, ran, notes
 
@@ -365,10 +370,15 @@ def default_cell() -> Cell:
     return Cell("int8", default.threads or usable_cpus(), default.spinning, graph, default.optimization)
 
 
-def settings_line(cell: dict[str, Any]) -> str:
-    """The line of reference_server/settings.py that makes ``cell`` the server's default."""
+def settings_line(cell: dict[str, Any], cpus: int | None = None) -> str:
+    """The line of reference_server/settings.py that makes ``cell`` the server's default; its threads
+    become ``None`` (every usable CPU, whatever the machine) when they are all of this machine's ``cpus``
+    (default: :func:`~reference_server.backends.onnx_backend.usable_cpus`)."""
+    from reference_server.backends.onnx_backend import usable_cpus
+
+    threads = None if cell["threads"] == (cpus or usable_cpus()) else cell["threads"]
     return (
-        f'DEFAULT_ONNX_PASS = PassSettings(threads={cell["threads"]}, spinning="{cell["spinning"]}", '
+        f'DEFAULT_ONNX_PASS = PassSettings(threads={threads}, spinning="{cell["spinning"]}", '
         f'graph="{cell["graph"]}", optimization="{cell["optimization"]}")'
     )
 
@@ -505,6 +515,12 @@ def notes(result: dict[str, Any]) -> list[str]:
         "fp32 is exported here from the weights rebuilt out of the int8 export (float kernels, the same "
         "weights up to int8 rounding), not the official fp32 checkpoint; its durations may differ from "
         "int8's by a frame here and there, so its long segment's audio length can differ slightly.",
+        f"Measured with onnxruntime {result['environment']['packages'].get('onnxruntime')}. One process "
+        "loads one onnxruntime, so versions cannot alternate within a run; to compare another that pip can "
+        "install, put it in front of the venv's and run this benchmark again into another folder: "
+        "`pip install --no-deps --target /tmp/ort-X onnxruntime==X`, then `PYTHONPATH=/tmp/ort-X:$PWD python "
+        "-m bench run pass_settings --results /tmp/ort-X-results` (the server it starts inherits it; the "
+        "result records the version).",
         "A `whole` graph gives up what the split one enables: `--lead-in early` and the durations before "
         "the decoder runs (`OnnxBackend.align`).",
     ]

@@ -53,10 +53,11 @@ def test_medians_xrt_and_the_choice_take_the_fastest_int8_cell() -> None:
 
 def test_the_printed_default_line_builds_the_chosen_settings() -> None:
     cell = Cell(threads=1, spinning="pass", graph="whole", optimization="extended")
-    line = settings_line(asdict(cell))
     namespace: dict[str, object] = {"PassSettings": PassSettings}
-    exec(line, namespace)  # what the lead pastes into reference_server/settings.py
+    exec(settings_line(asdict(cell), cpus=2), namespace)  # what goes into reference_server/settings.py
     assert namespace["DEFAULT_ONNX_PASS"] == PassSettings(1, "pass", "whole", "extended")
+    exec(settings_line(asdict(cell), cpus=1), namespace)  # all the CPUs there are: "every usable CPU"
+    assert namespace["DEFAULT_ONNX_PASS"] == PassSettings(None, "pass", "whole", "extended")
     assert cell.flags() == [
         *("--onnx-threads", "1", "--onnx-spinning", "pass"),
         *("--onnx-graph", "whole", "--onnx-optimization", "extended"),
@@ -75,7 +76,7 @@ def test_tables_mark_the_chosen_cell_and_show_the_server_probe() -> None:
     probe |= {"accept_ms": {"median": 4.0, "p95": 9.0}, "accept_max_ms": 12.0}
     figures = {"cells": summary, "chosen": fast.label, "default": slow.label, "server": [probe]}
     figures["settings_line"] = settings_line(summary[fast.label])
-    result = {"figures": figures, "trials": []}
+    result = {"figures": figures, "trials": [], "environment": {"packages": {"onnxruntime": "1.32.0"}}}
     (_, rows), (_, probes) = pass_settings.tables(result)
     assert rows[0][0] == f"{fast.label} **(chosen)**" and rows[1][0] == f"{slow.label} (current default)"
     assert rows[1][2] == "+19 %" and probes == [
