@@ -521,6 +521,8 @@ def notes(result: dict[str, Any]) -> list[str]:
         "`pip install --no-deps --target /tmp/ort-X onnxruntime==X`, then `PYTHONPATH=/tmp/ort-X:$PWD python "
         "-m bench run pass_settings --results /tmp/ort-X-results` (the server it starts inherits it; the "
         "result records the version).",
+        "With the `split` graph each of the two sessions has its own intra-op threads: with spinning `on` "
+        "the text side's threads may still spin while the decoder runs; `pass` stops them after each run.",
         "A `whole` graph gives up what the split one enables: `--lead-in early` and the durations before "
         "the decoder runs (`OnnxBackend.align`).",
     ]
