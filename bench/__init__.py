@@ -15,6 +15,8 @@ then one module per benchmark, in the order of the issue:
    1b. :mod:`bench.first_audio`: a reply's first audio, lead-in sent early vs with its segment;
    1c. :mod:`bench.barge_in`: a cancel during a pass, then the next reply's first audio, the pass
    aborted vs run to its end (issue #26);
+   1d. :mod:`bench.pass_settings`: Kokoro's ONNX pass per session setting (threads, spinning, split or
+   whole graph, optimization level, int8 or fp32) and the event loop's ``/ping`` and accepts beside it;
 2. :mod:`bench.agent_latency`: the agent's first audio and playback underrun, bidi, stream and batch;
 3. :mod:`bench.transport_sizes`: bytes on the wire per audio encoding;
    3b. :mod:`bench.audio_formats`: bytes per second and first audio per session encoding (PCM16, G.711

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from websockets import exceptions as websockets_exceptions
 from websockets.asyncio.client import connect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,11 +83,29 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _sample(pid: int, port: int, stop: Any, out: Any) -> None:
+def _accept_ms(port: int, ws_path: str) -> float:
+    """One WebSocket opening handshake to ``ws_path``: ms until the server accepted it (closed at once
+    after); a refused or failed one, or one over 2 s, counts as :data:`PING_FAIL_MS`."""
+    from websockets.sync.client import connect as connect_sync
+
+    started = time.perf_counter()
+    try:
+        with connect_sync(
+            f"ws://127.0.0.1:{port}{ws_path}", open_timeout=PING_FAIL_MS / 1000, close_timeout=1
+        ):
+            ms = (time.perf_counter() - started) * 1000
+    except (OSError, TimeoutError, websockets_exceptions.WebSocketException):
+        ms = PING_FAIL_MS
+    return min(ms, PING_FAIL_MS)
+
+
+def _sample(pid: int, port: int, stop: Any, out: Any, ws_path: str | None = None) -> None:
     """In a child process (so that the flooding client cannot starve it): every 0.1 s, the server's RSS
-    and one ``GET /ping``, until ``stop`` is set; then send both lists through ``out``."""
+    and one ``GET /ping`` (and with ``ws_path`` one WebSocket accept, :func:`_accept_ms`), until ``stop``
+    is set; then send the lists through ``out``."""
     rss: list[float] = []
     pings: list[float] = []
+    accepts: list[float] = []
     while not stop.is_set():
         rss.append(_rss_mb(pid))
         started = time.perf_counter()
@@ -99,27 +118,33 @@ def _sample(pid: int, port: int, stop: Any, out: Any) -> None:
         except OSError:
             ms = PING_FAIL_MS
         pings.append(min(ms, PING_FAIL_MS))
+        if ws_path is not None:
+            accepts.append(_accept_ms(port, ws_path))
         stop.wait(0.1)
-    out.send((rss, pings))
+    out.send((rss, pings, accepts))
 
 
 class Watch:
-    """Samples RSS and ``/ping`` latency in a child process while a probe runs."""
+    """Samples RSS and ``/ping`` latency (and, given ``ws_path``, WebSocket accept latency) in a child
+    process while a probe runs: :attr:`rss` in MB, :attr:`pings` and :attr:`accepts` in ms."""
 
-    def __init__(self, pid: int, port: int) -> None:
-        self.pid, self.port = pid, port
+    def __init__(self, pid: int, port: int, ws_path: str | None = None) -> None:
+        self.pid, self.port, self.ws_path = pid, port, ws_path
         self.rss: list[float] = []
         self.pings: list[float] = []
+        self.accepts: list[float] = []
 
     def start(self) -> None:
         self._stop = multiprocessing.Event()
         self._receive, send = multiprocessing.Pipe(duplex=False)
-        self._process = multiprocessing.Process(target=_sample, args=(self.pid, self.port, self._stop, send))
+        self._process = multiprocessing.Process(
+            target=_sample, args=(self.pid, self.port, self._stop, send, self.ws_path)
+        )
         self._process.start()
 
     async def stop(self) -> None:
         self._stop.set()
-        self.rss, self.pings = await asyncio.to_thread(self._receive.recv)
+        self.rss, self.pings, self.accepts = await asyncio.to_thread(self._receive.recv)
         self._process.join()
 
 

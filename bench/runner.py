@@ -37,6 +37,7 @@ BENCHMARKS = (
     "transport_latency",
     "first_audio",
     "barge_in",
+    "pass_settings",
     "agent_latency",
     "transport_sizes",
     "audio_formats",

@@ -16,7 +16,7 @@ import shlex
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from protocol.limits import Limits
@@ -54,6 +54,7 @@ class ReferenceServer:
         abort_on_cancel: the server's ``--abort-on-cancel`` (``yes`` or ``no``); ``None`` keeps its default.
         first_audio_budget_s: the server's ``--first-audio-budget-s`` (admission by latency, PROTOCOL.md
             §10.2); ``None`` keeps its default.
+        extra_args: more command-line flags, as given (``("--onnx-threads", "1")``).
 
     Use ``async with ReferenceServer(...) as server``; :attr:`url` is ``http://127.0.0.1:PORT``.
     """
@@ -69,8 +70,10 @@ class ReferenceServer:
         lead_in: str | None = None,
         abort_on_cancel: str | None = None,
         first_audio_budget_s: float | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.backend = backend
+        self.extra_args = tuple(extra_args)
         self.first_audio_budget_s = first_audio_budget_s
         self.lead_in = lead_in
         self.abort_on_cancel = abort_on_cancel
@@ -93,6 +96,7 @@ class ReferenceServer:
             argv += ["--abort-on-cancel", abort_on_cancel]
         if first_audio_budget_s is not None:
             argv += ["--first-audio-budget-s", f"{first_audio_budget_s:g}"]
+        argv += self.extra_args
         self.command = shlex.join(argv)
         self._container = CommandContainer(self.command, self.url, startup_timeout_s=STARTUP_TIMEOUT_S)
         self.startup_s: float | None = None
@@ -112,8 +116,14 @@ class ReferenceServer:
             "lead_in": self.lead_in,
             "abort_on_cancel": self.abort_on_cancel,
             "first_audio_budget_s": self.first_audio_budget_s,
+            "extra_args": list(self.extra_args),
             "command": self.command,
         }
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id, while it runs."""
+        return self._container.pid
 
     async def start(self) -> None:
         """Start the process and wait until the model is loaded and warmed up (``/ping`` 200).

@@ -65,7 +65,7 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
 
         if settings.backend != "tone":  # the tone backend loads no weights
             preflight(settings.model_dir, backend=settings.backend)
-        backend = create_backend(settings.backend, model_dir=settings.model_dir)
+        backend = create_backend(settings.backend, model_dir=settings.model_dir, onnx=settings.onnx_pass)
     runtime = Runtime(settings, backend)
 
     @contextlib.asynccontextmanager

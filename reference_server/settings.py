@@ -20,12 +20,14 @@ from typing import Any
 
 from protocol.limits import AUDIO_FRAME_HARD_LIMIT, Limits
 from protocol.logs import LOG_FORMATS, LOG_LEVELS
+from reference_server.backends.onnx_backend import GRAPHS, OPTIMIZATIONS, SPINNINGS, PassSettings
 
 __all__ = [
     "ABORT_ON_CANCELS",
     "BACKENDS",
     "DEFAULT_HOST",
     "DEFAULT_MAX_HEADER_BYTES",
+    "DEFAULT_ONNX_PASS",
     "DEFAULT_PORT",
     "ENV_PREFIX",
     "LEAD_INS",
@@ -67,6 +69,11 @@ OPENAI_MODES = PLAYGROUND_MODES
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 """Addresses only this machine can reach: the playground and the OpenAI routes are served there unless
 turned off."""
+
+DEFAULT_ONNX_PASS = PassSettings(threads=None, spinning="off", graph="auto", optimization="all")
+"""How the onnx backend runs Kokoro's pass unless told otherwise (:class:`PassSettings`; the ``--onnx-*``
+settings override each field). ``bench/pass_settings.py`` measures the candidates and prints this line
+for its winner: changing the server's default is changing this one line."""
 
 DEFAULT_MAX_HEADER_BYTES = 16_384
 """Largest request head read (request line plus headers), bytes: h11's and Node's default; PROTOCOL.md §13."""
@@ -149,6 +156,17 @@ class Settings:
             pass running for the request (onnxruntime's ``RunOptions.terminate``, torch between layers), so
             the next request gets the model at once (PROTOCOL.md §4.2, §7.4); ``"no"``: the pass finishes
             and its audio is dropped, the server before issue #26, kept to compare against.
+        onnx_threads: the onnx backend's intra-op threads; ``None``: every CPU the process may use.
+        onnx_spinning: how its idle intra-op threads wait: ``off`` (sleep), ``on`` (spin before
+            sleeping, during and after a pass) or ``pass`` (spin only during a pass)
+            (:data:`~reference_server.backends.onnx_backend.SPINNINGS`). Spinning threads hold a core that
+            the event loop needs to answer ``/ping`` and accept sessions.
+        onnx_graph: ``split`` (text side and decoder as two sessions; needed for ``lead_in`` early and
+            timings before the decoder), ``whole`` (one session) or ``auto`` (split when ``onnx`` is
+            installed).
+        onnx_optimization: onnxruntime's graph optimization level: ``basic``, ``extended`` or ``all``.
+            The four ``onnx_*`` defaults are :data:`DEFAULT_ONNX_PASS`; ``bench/pass_settings.py``
+            measures them (bench/RESULTS.md).
         limits: the protocol limits of §10.
     """
 
@@ -172,6 +190,10 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     abort_on_cancel: str = "yes"
+    onnx_threads: int | None = DEFAULT_ONNX_PASS.threads
+    onnx_spinning: str = DEFAULT_ONNX_PASS.spinning
+    onnx_graph: str = DEFAULT_ONNX_PASS.graph
+    onnx_optimization: str = DEFAULT_ONNX_PASS.optimization
     limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
@@ -201,6 +223,10 @@ class Settings:
         if self.abort_on_cancel not in ABORT_ON_CANCELS:
             choices = ", ".join(ABORT_ON_CANCELS)
             raise SettingsError(f"abort_on_cancel must be one of {choices}, not {self.abort_on_cancel!r}")
+        try:
+            self.onnx_pass  # noqa: B018 (PassSettings checks its fields)
+        except ValueError as exc:
+            raise SettingsError(f"onnx_{exc}") from None
         if self.lead_in not in LEAD_INS:
             raise SettingsError(f"lead_in must be one of {', '.join(LEAD_INS)}, not {self.lead_in!r}")
         if not self.first_audio_target_s >= 0:
@@ -217,6 +243,15 @@ class Settings:
                 f"transport_max_message_bytes ({limit}) must be at least "
                 f"max_message_bytes ({self.limits.max_message_bytes})"
             )
+
+    @property
+    def onnx_pass(self) -> PassSettings:
+        """The onnx backend's session options from the four ``onnx_*`` settings.
+
+        Raises:
+            ValueError: one is out of its range.
+        """
+        return PassSettings(self.onnx_threads, self.onnx_spinning, self.onnx_graph, self.onnx_optimization)
 
     @property
     def serves_playground(self) -> bool:
@@ -386,6 +421,31 @@ _OPTIONS: tuple[_Option, ...] = (
         "yes: a cancel or disconnect aborts the model pass running for the request; no: the pass "
         "finishes and its audio is dropped (default yes; PROTOCOL.md §4.2)",
         choices=ABORT_ON_CANCELS,
+    ),
+    _Option(
+        "onnx_threads",
+        int,
+        "onnx backend: intra-op threads of a model pass (default: every CPU this process may use)",
+    ),
+    _Option(
+        "onnx_spinning",
+        str,
+        "onnx backend: idle intra-op threads sleep (off), spin (on) or spin only during a pass (pass) "
+        f"(default {DEFAULT_ONNX_PASS.spinning}; bench/RESULTS.md, the pass settings)",
+        choices=SPINNINGS,
+    ),
+    _Option(
+        "onnx_graph",
+        str,
+        "onnx backend: run the text side and the decoder as two sessions (split) or one (whole); auto: "
+        f"split when the onnx package is installed (default {DEFAULT_ONNX_PASS.graph})",
+        choices=GRAPHS,
+    ),
+    _Option(
+        "onnx_optimization",
+        str,
+        f"onnx backend: onnxruntime's graph optimization level (default {DEFAULT_ONNX_PASS.optimization})",
+        choices=OPTIMIZATIONS,
     ),
     _limit("max_message_bytes", "longest client message in bytes"),
     _limit("max_text_chars", "longest text in characters"),

@@ -12,6 +12,7 @@ share the text cutting and per-language G2P of :mod:`reference_server.backends.g
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reference_server.backends.base import (
     ENGLISH_VOICES,
@@ -21,6 +22,9 @@ from reference_server.backends.base import (
     Segment,
     UnknownVoiceError,
 )
+
+if TYPE_CHECKING:
+    from reference_server.backends.onnx_backend import PassSettings
 
 __all__ = [
     "BACKEND_NAMES",
@@ -47,7 +51,11 @@ def default_backend_name() -> str:
 
 
 def create_backend(
-    name: str | None = None, *, model_dir: Path | str | None = None, **options: object
+    name: str | None = None,
+    *,
+    model_dir: Path | str | None = None,
+    onnx: PassSettings | None = None,
+    **options: object,
 ) -> Backend:
     """A backend, not yet loaded (call ``load()`` then ``warm_up()`` off the event loop).
 
@@ -55,6 +63,9 @@ def create_backend(
         name: ``"onnx"``, ``"torch"``, ``"tone"`` (:mod:`reference_server.backends.tone`: the shipped
             server without a model) or ``None`` (:func:`default_backend_name`).
         model_dir: asset directory; ``None`` lets :func:`reference_server.assets.locate` choose.
+        onnx: the onnx backend's session options (the server's ``--onnx-*`` settings); ignored by the
+            other backends; ``None``: the defaults of
+            :class:`~reference_server.backends.onnx_backend.PassSettings`.
         options: backend keyword arguments (``threads``; ``device`` for torch).
 
     Raises:
@@ -64,7 +75,7 @@ def create_backend(
     if name == "onnx":
         from reference_server.backends.onnx_backend import OnnxBackend
 
-        return OnnxBackend(model_dir, **options)  # type: ignore[arg-type]
+        return OnnxBackend(model_dir, settings=onnx, **options)  # type: ignore[arg-type]
     if name == "torch":
         from reference_server.backends.torch_backend import TorchBackend
 

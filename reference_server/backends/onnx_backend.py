@@ -29,8 +29,11 @@ that for you right away, okay?", af_heart). Only the lead-in silence can go out 
 Threads: ``InferenceSession.run`` is thread-safe and this backend keeps no per-call state, so
 ``synthesize`` may run on several threads at once; G2P is serialized (:mod:`reference_server.backends.g2p`).
 The session's intra-op pool is ``threads`` wide (default: the CPUs this process may use, 2 on the CI
-machine); concurrent calls share it. Its idle threads sleep rather than spin (``allow_spinning`` 0), so that
-they leave the cores to the server's event loop and its neighbours between two model calls.
+machine); concurrent calls share it. How the pool waits (spinning or sleeping), the split or whole graph and
+the graph optimization level are :class:`PassSettings` (the server's ``--onnx-*`` settings,
+:mod:`reference_server.settings`); ``bench/pass_settings.py`` measures them. By default idle threads sleep
+rather than spin (``allow_spinning`` 0), so that they leave the cores to the server's event loop and its
+neighbours between two model calls.
 
 Abort (issue #26): a run made under :func:`reference_server.backends.base.aborting` carries its own
 ``RunOptions``; when the request is cancelled the event loop sets their ``terminate`` flag and the run
@@ -42,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +58,13 @@ from reference_server.backends.g2p import PhonemeSegment
 __all__ = [
     "DECODER_INPUTS",
     "DURATIONS_TENSOR",
+    "GRAPHS",
+    "OPTIMIZATIONS",
+    "SPINNINGS",
     "OnnxBackend",
+    "PassSettings",
+    "open_sessions",
+    "run_pass",
     "split_model",
     "usable_cpus",
     "with_durations_output",
@@ -71,6 +81,80 @@ aligned text features float32 ``[1, 512, F]`` (``F = sum(durations)`` frames of 
 predicted F0 curve and the noise (energy) curve, float32 ``[1, 2F]`` each."""
 
 _INT64 = 7  # onnx TensorProto.INT64
+
+SPINNINGS = ("off", "on", "pass")
+"""How the intra-op threads wait for work (:attr:`PassSettings.spinning`): ``off``: they sleep
+(``session.intra_op.allow_spinning`` 0); ``on``: they spin (busy-wait) before sleeping, during a pass and
+after it; ``pass``: they spin during a pass and stop as soon as it returns (``session.force_spinning_stop``
+1), so that nothing spins between two passes."""
+GRAPHS = ("auto", "split", "whole")
+"""How the graph runs (:attr:`PassSettings.graph`): ``split``: text side and decoder as two sessions
+(:func:`split_model`, needs ``onnx``); ``whole``: one session; ``auto``: split when ``onnx`` is installed."""
+OPTIMIZATIONS = ("basic", "extended", "all")
+"""onnxruntime's graph optimization levels (``GraphOptimizationLevel.ORT_ENABLE_*``); ``all`` is
+onnxruntime's own default."""
+
+
+@dataclass(frozen=True)
+class PassSettings:
+    """How onnxruntime runs Kokoro's pass: the session options the server's ``--onnx-*`` settings choose.
+
+    Every value leaves the audio as it is up to onnxruntime's float rounding (the same kernels on the
+    same inputs; the optimization level may fuse nodes), and changes only how fast a pass runs and what
+    the other threads of the host get meanwhile (``bench/pass_settings.py`` measures both).
+
+    Attributes:
+        threads: intra-op threads (the calling thread included); ``None``: :func:`usable_cpus`.
+        spinning: one of :data:`SPINNINGS`.
+        graph: one of :data:`GRAPHS`.
+        optimization: one of :data:`OPTIMIZATIONS`.
+
+    Raises:
+        ValueError: a value outside its choices, or ``threads`` below 1.
+    """
+
+    threads: int | None = None
+    spinning: str = "off"
+    graph: str = "auto"
+    optimization: str = "all"
+
+    def __post_init__(self) -> None:
+        if self.threads is not None and (isinstance(self.threads, bool) or self.threads < 1):
+            raise ValueError(f"threads must be at least 1, not {self.threads!r}")
+        for name, choices in (("spinning", SPINNINGS), ("graph", GRAPHS), ("optimization", OPTIMIZATIONS)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}, not {getattr(self, name)!r}")
+
+    @property
+    def split(self) -> bool:
+        """Whether the graph runs as two sessions (``auto``: when the ``onnx`` package is installed)."""
+        if self.graph == "auto":
+            import importlib.util
+
+            return importlib.util.find_spec("onnx") is not None
+        return self.graph == "split"
+
+    def session_options(self) -> Any:
+        """The ``onnxruntime.SessionOptions`` of these settings (one inter-op thread: the graph is one
+        chain, and parallel branches would only compete)."""
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self.threads if self.threads is not None else usable_cpus()
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = getattr(
+            onnxruntime.GraphOptimizationLevel, f"ORT_ENABLE_{self.optimization.upper()}"
+        )
+        # Sleeping idle threads (the default, "off") leave the cores to the event loop, the encoders and
+        # the host's other processes between two model calls. Measured on two cores, the whole
+        # conformance run (the model beside the suite's client and the simulator): long requests at
+        # 1.88-2.04x real time against 1.59-1.61x spinning, the run 179 s against 192 s; alone the model
+        # ran at about the same speed either way. bench/pass_settings.py measures the pass alone.
+        spin = "0" if self.spinning == "off" else "1"
+        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+        if self.spinning == "pass":
+            options.add_session_config_entry("session.force_spinning_stop", "1")
+        return options
 
 
 def usable_cpus() -> int:
@@ -128,16 +212,62 @@ def split_model(model: bytes) -> tuple[bytes, bytes]:
     return text.SerializeToString(), decoder.SerializeToString()
 
 
+def open_sessions(
+    model: bytes, settings: PassSettings, *, parts: tuple[bytes, bytes] | None = None
+) -> tuple[Any, ...]:
+    """onnxruntime sessions of the Kokoro graph ``model`` as ``settings`` run it (CPU provider).
+
+    Returns ``(whole,)``, the whole graph with the durations as a second output
+    (:func:`with_durations_output`), or with ``settings.split`` ``(text_side, decoder)``
+    (:func:`split_model`; pass ``parts``, its result for ``model``, to skip splitting again).
+
+    Raises:
+        ImportError: the graph is to be split and ``onnx`` is not installed.
+        onnxruntime's errors: ``model`` is not a loadable graph.
+    """
+    import onnxruntime
+
+    options = settings.session_options()
+    if settings.split:
+        models = parts or split_model(model)
+    else:
+        models = (with_durations_output(model),)
+    return tuple(
+        onnxruntime.InferenceSession(part, sess_options=options, providers=["CPUExecutionProvider"])
+        for part in models
+    )
+
+
+def run_pass(sessions: Sequence[Any], inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One model pass on :func:`open_sessions`' sessions, as :class:`OnnxBackend` runs it (without the
+    abort hook): ``(audio, durations)``, float32 samples at 24 kHz and int64 frames per token.
+
+    ``inputs`` are the graph's (:meth:`OnnxBackend.model_inputs`); with two sessions the text side's
+    :data:`DECODER_INPUTS` and ``style`` feed the decoder.
+    """
+    if len(sessions) == 1:
+        audio, durations = sessions[0].run(None, inputs)
+        return np.asarray(audio).ravel(), np.asarray(durations).ravel()
+    text_side, decoder = sessions
+    *features, durations = text_side.run(None, inputs)
+    (audio,) = decoder.run(
+        None, dict(zip([*DECODER_INPUTS, "style"], [*features, inputs["style"]], strict=True))
+    )
+    return np.asarray(audio).ravel(), np.asarray(durations).ravel()
+
+
 class OnnxBackend(Backend):
     """Kokoro-82M int8 on onnxruntime's CPU provider.
 
     Args:
         model_dir: asset directory; ``None`` uses :func:`reference_server.assets.locate` (SageMaker
             model directory, then the cache).
-        threads: onnxruntime intra-op threads; ``None`` → :func:`usable_cpus`.
+        threads: onnxruntime intra-op threads; ``None`` → ``settings.threads``.
         languages: the language codes to serve; ``None``: every language whose G2P is installed.
         split: run the text side and the decoder as two sessions (:func:`split_model`) so that
-            :meth:`align` works; ``None``: when the ``onnx`` package is installed.
+            :meth:`align` works; ``None`` → ``settings.graph``.
+        settings: the session options (:class:`PassSettings`); ``None``: its defaults. ``threads`` and
+            ``split``, when given, override its ``threads`` and ``graph``.
     """
 
     name = "onnx"
@@ -149,51 +279,34 @@ class OnnxBackend(Backend):
         threads: int | None = None,
         languages: Iterable[str] | None = None,
         split: bool | None = None,
+        settings: PassSettings | None = None,
     ) -> None:
         super().__init__(languages)
+        settings = settings or PassSettings()
+        if threads is not None:
+            settings = replace(settings, threads=threads)
+        if split is not None:
+            settings = replace(settings, graph="split" if split else "whole")
+        self.settings = settings
         self.model_dir = model_dir
-        self.threads = threads if threads is not None else usable_cpus()
-        self._split = split
+        self.threads = settings.threads if settings.threads is not None else usable_cpus()
         self._session = None
         self._text_session = None
         self._decoder_session = None
         self._vocab: dict[str, int] = {}
 
     def load(self) -> None:
-        import onnxruntime
-
         found = assets_module.locate(self.model_dir)
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1  # the graph is one chain; parallel branches would only compete
-        # Idle intra-op threads sleep instead of spinning: a spinning thread holds a core the event loop, the
-        # encoders and the other processes of the host need between two model calls. Measured on two cores,
-        # the whole conformance run (the model beside the suite's client and the simulator): long requests
-        # at 1.88-2.04x real time against 1.59-1.61x spinning, the run 179 s against 192 s; alone the model
-        # runs at the same speed either way.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        raw = found.onnx_model.read_bytes()
-        split = self._split
-        if split is None:
-            import importlib.util
-
-            split = importlib.util.find_spec("onnx") is not None
+        split = self.settings.split
+        sessions = open_sessions(found.onnx_model.read_bytes(), replace(self.settings, threads=self.threads))
         if split:
-            text_model, decoder_model = split_model(raw)
-            text_session = onnxruntime.InferenceSession(
-                text_model, sess_options=options, providers=["CPUExecutionProvider"]
-            )
-            decoder_session = onnxruntime.InferenceSession(
-                decoder_model, sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            text_session, decoder_session = sessions
             outputs = [output.name for output in text_session.get_outputs()]
             if outputs != [*DECODER_INPUTS, DURATIONS_TENSOR]:
                 raise assets_module.AssetError(f"{found.onnx_model}: unexpected text-side outputs {outputs}")
             session = None
         else:
-            session = onnxruntime.InferenceSession(
-                with_durations_output(raw), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            (session,) = sessions
             outputs = [output.name for output in session.get_outputs()]
             if outputs != ["audio", DURATIONS_TENSOR]:
                 raise assets_module.AssetError(f"{found.onnx_model}: unexpected outputs {outputs}")
@@ -237,6 +350,17 @@ class OnnxBackend(Backend):
                 if signal.is_set:  # "Exiting due to terminate flag being set to true."
                     raise signal.stopped() from exc
                 raise
+
+    def model_inputs(self, text: str, voice: str, speed: float = 1.0) -> list[dict[str, np.ndarray]]:
+        """The graph's inputs (``tokens``, ``style``, ``speed``; module docstring) for each pass of
+        :meth:`synthesize` of the same arguments, in order: what a benchmark of the pass alone feeds.
+
+        Raises:
+            UnknownVoiceError, ValueError, BackendNotLoadedError: as :meth:`synthesize`.
+        """
+        voice, speed, phonemizer = self._check(voice, speed)
+        pack, _ = self.resolve_voice(voice)
+        return [self._inputs(segment, pack, speed) for segment in phonemizer.segments(text, voice)]
 
     def _inputs(self, segment: PhonemeSegment, pack: np.ndarray, speed: float) -> dict[str, np.ndarray]:
         tokens = [self._vocab[symbol] for symbol in segment.phonemes]
