@@ -290,7 +290,7 @@ def _require_cancel(errors: list[ErrorView]) -> None:
     "15.5.1",
     "§15.5",
     Level.MUST,
-    requirements=("R15.5-4", "R4.2-5"),
+    requirements=("R15.5-4", "R4.2-5a"),
     requirement="A cancelled utterance is no longer open: the server MUST refuse a later `append`, `flush` "
     "or `end` for it with `unknown_request`.",
     description="open an utterance, append three sentences (no end), at its first audio cancel it by id, "

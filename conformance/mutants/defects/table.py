@@ -26,6 +26,7 @@ from conformance.mutants.defects.audio import (
     _with_session,
 )
 from conformance.mutants.defects.conditions import CONDITION_DEFECTS
+from conformance.mutants.defects.conditions2 import CONDITION2_DEFECTS
 from conformance.mutants.defects.controls import (
     _bad_marks_ignored,
     _capabilities_unasked,
@@ -220,7 +221,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "cancelled-without-start",
         "A request cancelled while queued gets its synthesis_complete without a synthesis_start (§4.2)",
-        ("R4.2-5",),
+        ("R4.2-5a",),
         where=("R4.2-7a",),
         outgoing=_drop_cancelled_start,
     ),
@@ -309,7 +310,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "error-without-id",
         "Leaves request_id null in every error frame, even when the message had a valid one (§6.3)",
-        ("R6.3-3",),
+        ("R6.3-3b",),
         outgoing=map_controls(lambda o: {**o, "request_id": None} if o.get("type") == "error" else o),
     ),
     Defect(
@@ -695,6 +696,7 @@ DEFECTS: tuple[Defect, ...] = (
     *RUN_LEVEL_DEFECTS,
     *SPAN_DEFECTS,
     *CONDITION_DEFECTS,
+    *CONDITION2_DEFECTS,
 )
 """Every one-defect mutant of the table, in spec order, then :data:`RUN_LEVEL_DEFECTS`, then
 :data:`~conformance.mutants.defects.conditions.CONDITION_DEFECTS`."""

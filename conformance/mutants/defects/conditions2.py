@@ -1,0 +1,168 @@
+"""Defects that each break one condition of the sentences split last (issue 31 point 5): a cancelled request's
+one ``synthesis_complete`` (R4.2-5b), the session lexicon's reach (R4.5-1b, R4.5-1c, R4.5-1d), a refused
+lexicon changing nothing (R4.5-2b, R4.5-2c), an error frame's ``code`` (R6.3-3a) and an ``invalid_lexicon``
+message naming its entry (R9.1-1b). Each row names its condition ids; the cases that must catch it are those
+citing them (:func:`conformance.mutants.catching.must_catch`). Every defect answers wrongly, never not at all,
+so no case waits out its deadline on one of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from conformance.mutants.defects.core import Defect, DefectConnection, Frame, dump, is_request, json_object
+from conformance.mutants.defects.run_level import _on_cancelled
+from protocol.lexicon import Lexicon, LexiconError, lexicon_json, parse_lexicon
+from protocol.messages.client import SynthesisRequest
+
+__all__ = ["CONDITION2_DEFECTS"]
+
+
+def _session_over_request(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # Merges a request's own lexicon under the session's instead of over it: the session's entry wins (§4.5).
+    own = obj.get("lexicon")
+    if not is_request(obj) or not isinstance(own, dict) or not session.session.lexicon:
+        return None
+    return {**obj, "lexicon": {**own, **lexicon_json(session.session.lexicon)}}
+
+
+def _refused_lexicon_clears(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # A lexicon message it refuses (a rule of §14.3 broken) still clears the session's lexicon (§4.5).
+    if obj.get("type") != "lexicon":
+        return None
+    try:
+        parse_lexicon(obj.get("lexicon"), max_entries=session.server.limits.max_lexicon_entries)
+    except LexiconError:
+        session.session.lexicon = {}
+    return None
+
+
+class _LexiconAtSynthesis(DefectConnection):
+    """Takes the session's lexicon when it synthesizes a request, not when it accepted it: a request queued
+    while a ``lexicon`` message arrives is spoken with it (§4.5)."""
+
+    def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
+        if self.session.lexicon:
+            request = replace(request, lexicon={**self.session.lexicon, **(request.lexicon or {})})
+        return super().pronunciations(request)
+
+
+class _UtteranceWithoutSessionLexicon(DefectConnection):
+    """Speaks an utterance with its own lexicon entries only: the session's (§4.5) never reach it."""
+
+    def pronunciations(self, request: SynthesisRequest) -> tuple[SynthesisRequest, Lexicon | None]:
+        if request.request_id in self.utterances and request.lexicon:
+            session = self.session.lexicon
+            own = {w: e for w, e in request.lexicon.items() if session.get(w) != e}
+            request = replace(request, lexicon=own or None)
+        return super().pronunciations(request)
+
+
+class _EndsAfterLexiconRefusal(DefectConnection):
+    """Closes the session (1011) once it has refused a pronunciation with ``invalid_lexicon`` (§4.5: the
+    session goes on)."""
+
+    lexicon_refused = False
+
+    def outgoing(self, frames: list[Frame]) -> list[Frame]:
+        frames = super().outgoing(frames)
+        for frame in frames:
+            obj = json_object(frame)
+            if obj is not None and obj.get("type") == "error" and obj.get("code") == "invalid_lexicon":
+                self.lexicon_refused = True
+                self.kick()
+        return frames
+
+    def should_close(self) -> bool:
+        return self.lexicon_refused or super().should_close()
+
+    def closing_code(self) -> int:
+        return 1011 if self.lexicon_refused else super().closing_code()
+
+
+def _without_code(obj: dict[str, Any]) -> dict[str, Any]:
+    # Error frames name their code in the message only, without the code member (§6.3).
+    if obj.get("type") != "error" or obj.get("fatal"):
+        return obj
+    return {k: v for k, v in obj.items() if k != "code"}
+
+
+def _unnamed_lexicon_entry(obj: dict[str, Any]) -> dict[str, Any]:
+    # Every invalid_lexicon message says "invalid lexicon", naming no entry (§9.1).
+    if obj.get("type") == "error" and obj.get("code") == "invalid_lexicon":
+        return {**obj, "message": "invalid lexicon"}
+    return obj
+
+
+def _map(change: Any) -> Any:
+    """An ``outgoing`` hook rewriting each control frame with ``change`` (a frame kept or changed)."""
+
+    def hook(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
+        out: list[Frame] = []
+        for frame in frames:
+            obj = json_object(frame)
+            out.append(frame if obj is None else dump(change(obj)))
+        return out
+
+    return hook
+
+
+CONDITION2_DEFECTS: tuple[Defect, ...] = (
+    # §4.2 cancel
+    Defect(
+        "cancelled-also-completed",
+        "After a cancelled request's synthesis_complete (status cancelled) sends a second one with status "
+        "completed, as if its synthesis had finished too (§4.2: exactly one)",
+        ("R4.2-5b",),
+        outgoing=_on_cancelled(lambda s, o: [dump(o), dump({**o, "status": "completed"})]),
+    ),
+    # §4.5 lexicon
+    Defect(
+        "utterance-without-session-lexicon",
+        "Speaks an utterance accepted after a lexicon message without the session's lexicon (§4.5)",
+        ("R4.5-1b",),
+        server={"connection_class": _UtteranceWithoutSessionLexicon},
+    ),
+    Defect(
+        "session-entry-wins",
+        "Lets the session's lexicon entry win over the request's own entry for the same word (§4.5)",
+        ("R4.5-1c",),
+        incoming=_session_over_request,
+    ),
+    Defect(
+        "lexicon-at-synthesis",
+        "Applies the session's lexicon to a request accepted before the lexicon message and still queued "
+        "when it arrived (§4.5)",
+        ("R4.5-1d",),
+        server={"connection_class": _LexiconAtSynthesis},
+    ),
+    Defect(
+        "refused-lexicon-clears",
+        "Refuses a bad lexicon message with invalid_lexicon but clears the session's lexicon (§4.5)",
+        ("R4.5-2b",),
+        incoming=_refused_lexicon_clears,
+    ),
+    Defect(
+        "ends-after-lexicon-refusal",
+        "Closes the session (1011) after it refuses a pronunciation with invalid_lexicon (§4.5)",
+        ("R4.5-2c",),
+        server={"connection_class": _EndsAfterLexiconRefusal},
+    ),
+    # §6.3 error frames
+    Defect(
+        "error-without-code",
+        "Leaves the code member out of every per-message error frame (§6.3)",
+        ("R6.3-3a",),
+        outgoing=_map(_without_code),
+    ),
+    # §9.1 invalid_lexicon
+    Defect(
+        "lexicon-entry-unnamed",
+        "Says 'invalid lexicon' in every invalid_lexicon frame, naming no entry (§9.1)",
+        ("R9.1-1b",),
+        outgoing=_map(_unnamed_lexicon_entry),
+    ),
+)
+"""The rows appended to :data:`conformance.mutants.defects.table.DEFECTS` after
+:data:`~conformance.mutants.defects.conditions.CONDITION_DEFECTS`."""
