@@ -243,7 +243,7 @@ def _spoken(words: Any) -> list[str]:
     "5.3.2",
     "§5.3",
     Level.MUST,
-    requirements=("R5.3-4", "R5.3-3", "R1.5-6", "R4.2-1"),
+    requirements=("R5.3-4a", "R5.3-4b", "R5.3-3", "R1.5-6", "R4.2-1"),
     requirement="A server that lists `cancel_words` MUST put in the `synthesis_complete` of a cancelled "
     "request in a language with word timings whose `audio_bytes` is above 0 the `words` of the audio it "
     "sent: every word of that audio and no word whose audio it did not send.",

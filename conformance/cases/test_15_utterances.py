@@ -158,7 +158,7 @@ def test_one_bracket_per_utterance(conf: Probe) -> None:
     "15.3.1",
     "§15.3",
     Level.MUST,
-    requirements=("R15.3-3", "R15.2-2", "R15.2-3", "R15.2-5"),
+    requirements=("R15.3-3a", "R15.3-3b", "R15.2-2", "R15.2-3", "R15.2-5"),
     requirement="For the same text and the same `flush` positions, the server MUST speak the same words in "
     "the same order however the text was divided into messages",
     description=f"speak {REPLY!r} as three utterances: the whole text in one append; one append per token "
@@ -202,7 +202,7 @@ def test_fragmentation_does_not_change_the_speech(conf: Probe) -> None:
     "15.3.2",
     "§15.3",
     Level.MUST,
-    requirements=("R15.3-1",),
+    requirements=("R15.3-1a",),
     requirement="The server MUST NOT wait for `end` before it starts speaking",
     description="open an utterance and append a complete first sentence and the start of a second one, "
     "token by token; send nothing more until the utterance's audio starts",
@@ -432,7 +432,7 @@ def test_idle_utterance_times_out(conf: Probe) -> None:
     "15.6.1",
     "§15.6",
     Level.MUST,
-    requirements=("R15.6-1", "R15.2-4", "R15.1-1"),
+    requirements=("R15.6-1", "R15.2-4a", "R15.2-4e", "R15.1-1"),
     requirement="An `error` frame that refuses one of these four messages MUST carry `message_type` (§5.4), "
     "the refused message's `type`, whenever that could be read",
     description="on one session: an append naming no utterance; an utterance without request_id; an open "
@@ -607,3 +607,43 @@ def test_split_pair_is_joined_into_its_code_point(conf: Probe) -> None:
     words = {how: [w.word for w in a.complete.words or []] for how, a in (("whole", whole), ("split", split))}
     conf.observe(words=words)
     assert words["split"] == words["whole"], f"the words differ when the pair is split: {words}"
+
+
+@case(
+    "15.2.2",
+    "§15.2",
+    Level.MUST,
+    requirements=("R15.2-4a", "R15.2-4b", "R15.2-4c", "R15.2-4d"),
+    requirement="an `end` without `text` (or with empty `text`) while a half is held",
+    description="open an utterance; flush 'Hi ' ending with the high half of U+1F44D; append 'now' (no low "
+    "half); send end without text; send end whose text is the low half, ' and ' and a high half; then append "
+    "the low half and ' there.', and end",
+    expectation="the append and the two ends are each refused with invalid_json naming the utterance and "
+    "change nothing: the half stays held, the append completes the pair, the last end ends the "
+    "utterance, which speaks 'Hi 👍 there.'",
+)
+def test_an_end_is_refused_while_a_half_is_held_or_ends_on_one(conf: Probe) -> None:
+    high, low = _utf16_units("\U0001f44d")
+
+    async def scenario() -> tuple[list[ErrorView], Answer]:
+        async with conf.session("utterance-end-on-half") as s:
+            await _open(s, "u1", speed=FAST)
+            mark = s.observer.fed
+            await s.fragment("flush", "u1", "Hi " + high)
+            await s.fragment("append", "u1", "now")  # does not begin with the low half: refused
+            await s.fragment("end", "u1")  # a half is held: refused
+            await s.fragment("end", "u1", low + " and " + high)  # ends on a high half: refused
+            await s.fragment("append", "u1", low + " there.")  # the held half is completed
+            await s.fragment("end", "u1")
+            answer = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return s.observer.errors_since(mark), answer
+
+    errors, answer = conf.run(scenario())
+    seen = [(e.code, e.request_id, e.obj.get("message_type")) for e in errors]
+    conf.observe(errors=seen)
+    assert [(code, rid) for code, rid, _ in seen] == [("invalid_json", "u1")] * 3, (
+        f"error frames {seen}; expected invalid_json for the append and each of the two ends, naming u1"
+    )
+    expect.spoken(answer, "Hi \U0001f44d there.", speed=FAST)

@@ -181,9 +181,9 @@ MUTANTS: dict[str, Mutant] = {
         ),
         Mutant("marks-for-all", MarksForAll, ("R5.5-7",)),
         Mutant("finishes-abandoned", FinishesAbandoned, ("R7.4-1a",)),
-        Mutant("cancel-words-none", CancelWordsNone, ("R5.3-4",)),
-        Mutant("cancel-words-all", CancelWordsAll, ("R5.3-4",)),
-        Mutant("cancel-words-unsent", CancelWordsUnsent, ("R5.3-4",)),
+        Mutant("cancel-words-none", CancelWordsNone, ("R5.3-4a",)),
+        Mutant("cancel-words-all", CancelWordsAll, ("R5.3-4b",)),
+        Mutant("cancel-words-unsent", CancelWordsUnsent, ("R5.3-4b",)),
         # Pronunciations (§14.3): a server without them is the control, each other breaks one rule.
         Mutant(
             "no-lexicon",
@@ -201,8 +201,8 @@ MUTANTS: dict[str, Mutant] = {
             WithoutUtterances,
         ),  # conforming: utterances are OPTIONAL (§1.5)
         Mutant("flush-ends-utterance", FlushEndsUtterance, ("R15.4-2", "R15.3-4a")),
-        Mutant("fragment-segments", FragmentSegments, ("R15.3-3",)),
-        Mutant("waits-for-end", WaitsForEnd, ("R15.3-1",)),
+        Mutant("fragment-segments", FragmentSegments, ("R15.3-3a",)),
+        Mutant("waits-for-end", WaitsForEnd, ("R15.3-1a",)),
         Mutant("ignores-flush", IgnoresFlush, ("R15.3-4b",)),
         Mutant("cancel-ignores-utterance", CancelIgnoresUtterance, ("R15.5-4",)),
         Mutant("close-drops-open", CloseDropsUtterance, ("R15.5-1",)),

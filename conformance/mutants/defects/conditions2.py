@@ -1,9 +1,10 @@
 """Defects that each break one condition of the sentences split last (issue 31 point 5): a cancelled request's
 one ``synthesis_complete`` (R4.2-5b), the session lexicon's reach (R4.5-1b, R4.5-1c, R4.5-1d), a refused
-lexicon changing nothing (R4.5-2b, R4.5-2c), an error frame's ``code`` (R6.3-3a) and an ``invalid_lexicon``
-message naming its entry (R9.1-1b). Each row names its condition ids; the cases that must catch it are those
-citing them (:func:`conformance.mutants.catching.must_catch`). Every defect answers wrongly, never not at all,
-so no case waits out its deadline on one of them.
+lexicon changing nothing (R4.5-2b, R4.5-2c), an error frame's ``code`` (R6.3-3a), an ``invalid_lexicon``
+message naming its entry (R9.1-1b) and the surrogate halves an utterance holds (R15.2-4a to R15.2-4d). Each
+row names its condition ids; the cases that must catch it are those citing them
+(:func:`conformance.mutants.catching.must_catch`). Every defect answers wrongly, never not at all, so no case
+waits out its deadline on one of them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from conformance.mutants.defects.core import Defect, DefectConnection, Frame, dump, is_request, json_object
 from conformance.mutants.defects.run_level import _on_cancelled
+from conformance.mutants.defects.utterances import _fragment_text, _refuse_fragment
 from protocol.lexicon import Lexicon, LexiconError, lexicon_json, parse_lexicon
 from protocol.messages.client import SynthesisRequest
 
@@ -108,6 +110,48 @@ def _map(change: Any) -> Any:
     return hook
 
 
+def _held(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    """The utterance state of the message's ``request_id`` when it holds a surrogate half (§15.2), else
+    ``None``."""
+    pending = session.session._pending.get(obj.get("request_id"))
+    return pending if pending is not None and pending.held_half else None
+
+
+def _unpaired_text_drops_half(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # While a half is held, a text not beginning with the low half drops the half and is accepted (§15.2).
+    text, pending = _fragment_text(obj), _held(session, obj)
+    if pending is not None and text and not "\udc00" <= text[0] <= "\udfff":
+        pending.held_half = ""
+    return None
+
+
+def _end_drops_half(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # An end without text while a half is held drops the half and ends the utterance (§15.2).
+    pending = _held(session, obj)
+    if obj.get("type") == "end" and not _fragment_text(obj) and pending is not None:
+        pending.held_half = ""
+    return None
+
+
+def _end_strips_high_half(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # An end whose text ends with a high half is accepted, the half dropped (§15.2).
+    text = _fragment_text(obj)
+    if obj.get("type") == "end" and text and "\ud800" <= text[-1] <= "\udbff":
+        return {**obj, "text": text[:-1]}
+    return None
+
+
+def _refusal_drops_half(session: DefectConnection, obj: dict[str, Any]) -> Any:
+    # Refuses a text that does not complete the held half, or an end without text while a half is held,
+    # and forgets the half as it does (§15.2: a held half stays held).
+    text, pending = _fragment_text(obj), _held(session, obj)
+    unpaired = bool(text) and not "\udc00" <= text[0] <= "\udfff"  # type: ignore[index]
+    if pending is not None and (unpaired or (obj.get("type") == "end" and not text)):
+        pending.held_half = ""
+        return _refuse_fragment(session, obj, "invalid_json")
+    return None
+
+
 CONDITION2_DEFECTS: tuple[Defect, ...] = (
     # §4.2 cancel
     Defect(
@@ -162,6 +206,33 @@ CONDITION2_DEFECTS: tuple[Defect, ...] = (
         "Says 'invalid lexicon' in every invalid_lexicon frame, naming no entry (§9.1)",
         ("R9.1-1b",),
         outgoing=_map(_unnamed_lexicon_entry),
+    ),
+    # §15.2 surrogate halves
+    Defect(
+        "refusal-drops-held-half",
+        "Refuses a fragment that does not complete the held surrogate half, or an end while it is held, with "
+        "invalid_json, and drops the half: the refusal changed something (§15.2)",
+        ("R15.2-4a",),
+        incoming=_refusal_drops_half,
+    ),
+    Defect(
+        "unpaired-text-accepted",
+        "Accepts a fragment that does not begin with the low half while a high half is held, dropping the "
+        "half (§15.2)",
+        ("R15.2-4b",),
+        incoming=_unpaired_text_drops_half,
+    ),
+    Defect(
+        "end-drops-held-half",
+        "Accepts an end without text while a surrogate half is held, dropping the half (§15.2)",
+        ("R15.2-4c",),
+        incoming=_end_drops_half,
+    ),
+    Defect(
+        "end-on-high-half-accepted",
+        "Accepts an end whose text ends with a high surrogate half, dropping the half (§15.2)",
+        ("R15.2-4d",),
+        incoming=_end_strips_high_half,
     ),
 )
 """The rows appended to :data:`conformance.mutants.defects.table.DEFECTS` after

@@ -346,7 +346,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "ping-flaps",
         "Answers GET /ping 200 once (enough to be started), then 503 (§2.2)",
-        ("R2.2-1",),
+        ("R2.2-1a",),
         server={"ping_ok_times": 1},
     ),
     Defect(
@@ -587,7 +587,7 @@ DEFECTS: tuple[Defect, ...] = (
         "flood-holds-the-loop",
         "Parses each client message in 5 ms of CPU and reads every message waiting without handing the "
         "event loop back: one session's flood holds GET /ping and the other sessions (§10.3)",
-        ("R10.3-4",),
+        ("R10.3-4a", "R10.3-4b"),
         server={"greedy_parse_s": 0.005},
     ),
     Defect(
@@ -683,7 +683,7 @@ DEFECTS: tuple[Defect, ...] = (
         "accepts-lone-low-half",
         "Drops a low surrogate half that begins a fragment while no half is held instead of refusing it "
         "with invalid_json (§15.2)",
-        ("R15.2-4",),
+        ("R15.2-4e",),
         incoming=_lone_low_half_dropped,
     ),
     Defect(
