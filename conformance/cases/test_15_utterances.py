@@ -9,6 +9,7 @@ message with ``unknown_type`` does not offer them and the case is UNIMPLEMENTED,
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from conformance.engine import expect
@@ -35,6 +36,10 @@ IDLE_TIMEOUT_S = 20.0
 
 IDLE_GRACE_S = 15.0
 """How late past its ``utterance_idle_timeout_s`` an idle utterance may end (timers, a loaded machine)."""
+
+EARLY_S = 0.1
+"""How much sooner than ``utterance_idle_timeout_s`` after the last accepted message its notice may be read
+(clock granularity): the server counts from the message's arrival, after the client sent it."""
 
 SAME_LENGTH_SHARE = 0.1
 """Beyond one segment's padding, the audio of differently split texts may differ by this share of its
@@ -383,20 +388,23 @@ def test_utterance_left_open_at_close(conf: Probe) -> None:
     "15.5.3",
     "§15.5",
     Level.MUST,
-    requirements=("R15.5-3",),
+    requirements=("R15.5-3a", "R15.5-3b", "R15.5-3c"),
     requirement="If no message for it is accepted for `utterance_idle_timeout_s` seconds (§10), counted from "
     "its `synthesis_start` or from its last accepted message, whichever is later, the server MUST send an "
     "`error` frame with code `utterance_timeout`, `fatal: false` and the utterance's `request_id`, and then "
     "end the utterance as if `end` had arrived.",
     description="describe (§4.4) to learn the server's utterance_idle_timeout_s (20 s, the default, when it "
-    "does not say); open an utterance, append a few words, then send nothing for up to that timeout plus "
-    "15 s",
-    expectation="one utterance_timeout error frame naming it, not fatal, inside its bracket; the utterance "
-    "completes with status completed and the words spoken",
+    "does not say); open an utterance, append a few words, after 0.3 of that timeout append the rest (so the "
+    "last accepted message, not the synthesis_start, starts the count), then send nothing for up to that "
+    "timeout plus 15 s",
+    expectation="one utterance_timeout error frame naming it, not fatal, inside its bracket, read no sooner "
+    "than the timeout after the last append; the utterance completes with status completed and the words "
+    "spoken",
 )
 def test_idle_utterance_times_out(conf: Probe) -> None:
     text = "Spoken after a silence"
     timeouts: list[float] = []
+    waited: list[float] = []
 
     async def scenario() -> tuple[Answer, list[ErrorView]]:
         async with conf.session("utterance-idle") as s:
@@ -409,7 +417,23 @@ def test_idle_utterance_times_out(conf: Probe) -> None:
                 float(advertised) if advertised is not None and advertised > 0 else IDLE_TIMEOUT_S
             )
             await _open(s, "u1", speed=FAST)
-            await s.fragment("append", "u1", text)
+            first, rest = text.split(" a ")
+            await s.fragment("append", "u1", first)
+            await asyncio.sleep(timeouts[0] * 0.3)  # the count starts again at the next message
+            await s.fragment("append", "u1", " a " + rest)
+            last = time.monotonic()
+            mark = s.observer.fed
+
+            def noticed() -> bool:
+                return any(e.code == "utterance_timeout" for e in s.observer.errors_since(mark))
+
+            await _within(
+                timeouts[0] + IDLE_GRACE_S,
+                s.wait(noticed, "the utterance_timeout notice"),
+                f"no utterance_timeout within {timeouts[0]:g} s (utterance_idle_timeout_s) plus "
+                f"{IDLE_GRACE_S:g} s of the last append",
+            )
+            waited.append(time.monotonic() - last)
             await _within(
                 timeouts[0] + IDLE_GRACE_S,
                 s.answer("u1"),  # only the idle timeout can end it
@@ -422,7 +446,11 @@ def test_idle_utterance_times_out(conf: Probe) -> None:
             return answer, s.observer.errors_since(0)
 
     answer, errors = conf.run(scenario())
-    conf.observe(utterance_idle_timeout_s=timeouts[0] if timeouts else None)
+    conf.observe(utterance_idle_timeout_s=timeouts[0] if timeouts else None, notice_after_s=waited)
+    assert waited[0] >= timeouts[0] - EARLY_S, (
+        f"utterance_timeout came {waited[0]:.2f} s after the last accepted append, before the "
+        f"{timeouts[0]:g} s utterance_idle_timeout_s: counted from an earlier message or the synthesis_start"
+    )
     notice = expect.one_error(conf, errors, "utterance_timeout", "u1")
     assert notice.fatal is False
     expect.spoken(answer, text, speed=FAST)

@@ -206,7 +206,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("ignores-flush", IgnoresFlush, ("R15.3-4b",)),
         Mutant("cancel-ignores-utterance", CancelIgnoresUtterance, ("R15.5-4",)),
         Mutant("close-drops-open", CloseDropsUtterance, ("R15.5-1",)),
-        Mutant("no-idle-timeout", NoIdleTimeout, ("R15.5-3",)),
+        Mutant("no-idle-timeout", NoIdleTimeout, ("R15.5-3b", "R15.5-3c")),
         Mutant("no-message-type", RefusalWithoutMessageType, ("R15.6-1",)),
     )
 }

@@ -1,10 +1,10 @@
 """Defects that each break one condition of the sentences split last (issue 31 point 5): a cancelled request's
 one ``synthesis_complete`` (R4.2-5b), the session lexicon's reach (R4.5-1b, R4.5-1c, R4.5-1d), a refused
 lexicon changing nothing (R4.5-2b, R4.5-2c), an error frame's ``code`` (R6.3-3a), an ``invalid_lexicon``
-message naming its entry (R9.1-1b) and the surrogate halves an utterance holds (R15.2-4a to R15.2-4d). Each
-row names its condition ids; the cases that must catch it are those citing them
-(:func:`conformance.mutants.catching.must_catch`). Every defect answers wrongly, never not at all, so no case
-waits out its deadline on one of them.
+message naming its entry (R9.1-1b), the surrogate halves an utterance holds (R15.2-4a to R15.2-4d) and an
+idle utterance's deadline (R15.5-3a). Each row names its condition ids; the cases that must catch it are
+those citing them (:func:`conformance.mutants.catching.must_catch`). Every defect answers wrongly, never not
+at all, so no case waits out its deadline on one of them.
 """
 
 from __future__ import annotations
@@ -152,6 +152,17 @@ def _refusal_drops_half(session: DefectConnection, obj: dict[str, Any]) -> Any:
     return None
 
 
+class _IdleFromFirstMessage(DefectConnection):
+    """Counts an utterance's idle time from its first message only: a later append does not move the
+    deadline (§15.5: from the last accepted message)."""
+
+    def act(self, events: list[Any]) -> None:
+        super().act(events)
+        first: dict[str, float] = self.__dict__.setdefault("first_input", {})
+        for request_id, pending in self.session._pending.items():
+            pending.last_input = first.setdefault(request_id, pending.last_input)
+
+
 CONDITION2_DEFECTS: tuple[Defect, ...] = (
     # §4.2 cancel
     Defect(
@@ -233,6 +244,14 @@ CONDITION2_DEFECTS: tuple[Defect, ...] = (
         "Accepts an end whose text ends with a high surrogate half, dropping the half (§15.2)",
         ("R15.2-4d",),
         incoming=_end_strips_high_half,
+    ),
+    # §15.5 idle timeout
+    Defect(
+        "idle-from-first-message",
+        "Times an idle utterance out utterance_idle_timeout_s after its first message, however many "
+        "fragments came since (§15.5)",
+        ("R15.5-3a",),
+        server={"connection_class": _IdleFromFirstMessage},
     ),
 )
 """The rows appended to :data:`conformance.mutants.defects.table.DEFECTS` after
