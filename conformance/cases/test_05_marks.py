@@ -111,7 +111,7 @@ def test_marks_spans_in_order(conf: Probe, marked: Recording) -> None:
     "5.5.3",
     "§5.5",
     Level.MUST,
-    requirements=("R5.5-7",),
+    requirements=("R5.5-7a", "R5.5-7b"),
     requirement="MUST NOT send `marks` for a request that did not ask for them, nor outside that request's "
     "bracket.",
     description="the marks session: two requests without marks beside the one with them, and two refused",

@@ -346,7 +346,7 @@ def test_cancel_mid_utterance(conf: Probe) -> None:
     "15.5.2",
     "§15.5",
     Level.MUST,
-    requirements=("R15.5-1",),
+    requirements=("R15.5-1a", "R15.5-1b", "R15.5-1c"),
     requirement="the server MUST treat every utterance that is open when `close` arrives as if its `end` had "
     "arrived at that moment: the text it holds is spoken and its bracket completes with `status` "
     "`completed`, in order, before the server closes with 1000",

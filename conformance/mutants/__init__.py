@@ -179,7 +179,7 @@ MUTANTS: dict[str, Mutant] = {
             )
             for d in DEFECTS
         ),
-        Mutant("marks-for-all", MarksForAll, ("R5.5-7",)),
+        Mutant("marks-for-all", MarksForAll, ("R5.5-7a",)),
         Mutant("finishes-abandoned", FinishesAbandoned, ("R7.4-1a",)),
         Mutant("cancel-words-none", CancelWordsNone, ("R5.3-4a",)),
         Mutant("cancel-words-all", CancelWordsAll, ("R5.3-4b",)),
@@ -205,7 +205,7 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("waits-for-end", WaitsForEnd, ("R15.3-1a",)),
         Mutant("ignores-flush", IgnoresFlush, ("R15.3-4b",)),
         Mutant("cancel-ignores-utterance", CancelIgnoresUtterance, ("R15.5-4",)),
-        Mutant("close-drops-open", CloseDropsUtterance, ("R15.5-1",)),
+        Mutant("close-drops-open", CloseDropsUtterance, ("R15.5-1a",)),
         Mutant("no-idle-timeout", NoIdleTimeout, ("R15.5-3b", "R15.5-3c")),
         Mutant("no-message-type", RefusalWithoutMessageType, ("R15.6-1",)),
     )

@@ -1,10 +1,9 @@
-"""Defects that each break one condition of the sentences split last (issue 31 point 5): a cancelled request's
-one ``synthesis_complete`` (R4.2-5b), the session lexicon's reach (R4.5-1b, R4.5-1c, R4.5-1d), a refused
-lexicon changing nothing (R4.5-2b, R4.5-2c), an error frame's ``code`` (R6.3-3a), an ``invalid_lexicon``
-message naming its entry (R9.1-1b), the surrogate halves an utterance holds (R15.2-4a to R15.2-4d) and an
-idle utterance's deadline (R15.5-3a). Each row names its condition ids; the cases that must catch it are
-those citing them (:func:`conformance.mutants.catching.must_catch`). Every defect answers wrongly, never not
-at all, so no case waits out its deadline on one of them.
+"""Defects that each break one condition of the sentences split in the second pass of issue 31 point 5
+(§4.2 cancel, §4.5 lexicon, §5.5 marks, §6.3 error frames, §9.1 invalid_lexicon, §15.2 surrogate halves,
+§15.5 close and idle timeout): the conditions that no row of :mod:`conformance.mutants.defects.table` broke
+alone. Each row names its condition ids; the cases that must catch it are those citing them
+(:func:`conformance.mutants.catching.must_catch`). Every defect answers wrongly, never not at all, so no case
+waits out its deadline on one of them.
 """
 
 from __future__ import annotations
@@ -38,6 +37,22 @@ def _refused_lexicon_clears(session: DefectConnection, obj: dict[str, Any]) -> A
     except LexiconError:
         session.session.lexicon = {}
     return None
+
+
+def _marks_after_complete(session: DefectConnection, frames: list[Frame]) -> list[Frame]:
+    # Holds each marks frame back until its request's synthesis_complete has gone out (§5.5: inside the
+    # bracket).
+    held: dict[Any, list[Frame]] = session.__dict__.setdefault("held_marks", {})
+    out: list[Frame] = []
+    for frame in frames:
+        obj = json_object(frame)
+        if obj is not None and obj.get("type") == "marks":
+            held.setdefault(obj.get("request_id"), []).append(frame)
+            continue
+        out.append(frame)
+        if obj is not None and obj.get("type") == "synthesis_complete":
+            out += held.pop(obj.get("request_id"), [])
+    return out
 
 
 class _LexiconAtSynthesis(DefectConnection):
@@ -152,6 +167,46 @@ def _refusal_drops_half(session: DefectConnection, obj: dict[str, Any]) -> Any:
     return None
 
 
+class _CloseCancelsOpen(DefectConnection):
+    """Speaks the text an utterance open at ``close`` holds, but closes its bracket with status
+    ``cancelled`` (§15.5: ``completed``, as if ``end`` had arrived)."""
+
+    def on_utterance_end(self, job: Any, reason: str) -> None:
+        if reason == "close":
+            self.__dict__.setdefault("closed_open", set()).add(job.request_id)
+        super().on_utterance_end(job, reason)
+
+    def outgoing(self, frames: list[Frame]) -> list[Frame]:
+        closed: set[str] = self.__dict__.get("closed_open", set())
+        out: list[Frame] = []
+        for frame in super().outgoing(frames):
+            obj = json_object(frame)
+            if (
+                obj is not None
+                and obj.get("type") == "synthesis_complete"
+                and obj.get("request_id") in closed
+            ):
+                frame = dump({**obj, "status": "cancelled"})
+            out.append(frame)
+        return out
+
+
+class _ClosesBeforeOpenCompletes(DefectConnection):
+    """Closes the session (1000) as soon as ``close`` ends an open utterance, before its bracket completes
+    (§15.5)."""
+
+    closing_early = False
+
+    def on_utterance_end(self, job: Any, reason: str) -> None:
+        super().on_utterance_end(job, reason)
+        if reason == "close":
+            self.closing_early = True
+            self.kick()
+
+    def should_close(self) -> bool:
+        return self.closing_early or super().should_close()
+
+
 class _IdleFromFirstMessage(DefectConnection):
     """Counts an utterance's idle time from its first message only: a later append does not move the
     deadline (§15.5: from the last accepted message)."""
@@ -171,6 +226,13 @@ CONDITION2_DEFECTS: tuple[Defect, ...] = (
         "completed, as if its synthesis had finished too (§4.2: exactly one)",
         ("R4.2-5b",),
         outgoing=_on_cancelled(lambda s, o: [dump(o), dump({**o, "status": "completed"})]),
+    ),
+    # §5.5 marks
+    Defect(
+        "marks-after-complete",
+        "Sends a request's marks frames after its synthesis_complete, outside its bracket (§5.5)",
+        ("R5.5-7b",),
+        outgoing=_marks_after_complete,
     ),
     # §4.5 lexicon
     Defect(
@@ -245,7 +307,20 @@ CONDITION2_DEFECTS: tuple[Defect, ...] = (
         ("R15.2-4d",),
         incoming=_end_strips_high_half,
     ),
-    # §15.5 idle timeout
+    # §15.5 close with an utterance open, idle timeout
+    Defect(
+        "close-cancels-open",
+        "Speaks what an utterance open at close holds but completes it with status cancelled (§15.5)",
+        ("R15.5-1b",),
+        server={"connection_class": _CloseCancelsOpen},
+    ),
+    Defect(
+        "closes-before-open-completes",
+        "Closes the session with 1000 as soon as close ends an open utterance, before its bracket "
+        "completes (§15.5)",
+        ("R15.5-1c",),
+        server={"connection_class": _ClosesBeforeOpenCompletes},
+    ),
     Defect(
         "idle-from-first-message",
         "Times an idle utterance out utterance_idle_timeout_s after its first message, however many "
