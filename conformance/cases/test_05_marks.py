@@ -91,7 +91,7 @@ def test_marks_cover_every_segment(conf: Probe, marked: Recording) -> None:
     "5.5.2",
     "§5.5",
     Level.MUST,
-    requirements=("R5.5-6",),
+    requirements=("R5.5-6a", "R5.5-6b"),
     requirement="MUST keep every `start_s` at most its `end_s` and at least the previous segment's `end_s`.",
     description="the marks of 5.5.1's request",
     expectation="every span has start_s <= end_s and starts no earlier than the previous one ends (observer)",

@@ -112,6 +112,13 @@ def _unnamed_lexicon_entry(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def _span_reversed(obj: dict[str, Any]) -> dict[str, Any]:
+    # Writes each marks frame's span end first: start_s is the segment's end, end_s its start (§5.5).
+    if obj.get("type") != "marks":
+        return obj
+    return {**obj, "start_s": obj.get("end_s"), "end_s": obj.get("start_s")}
+
+
 def _map(change: Any) -> Any:
     """An ``outgoing`` hook rewriting each control frame with ``change`` (a frame kept or changed)."""
 
@@ -228,6 +235,12 @@ CONDITION2_DEFECTS: tuple[Defect, ...] = (
         outgoing=_on_cancelled(lambda s, o: [dump(o), dump({**o, "status": "completed"})]),
     ),
     # §5.5 marks
+    Defect(
+        "marks-span-reversed",
+        "Gives each marks frame start_s after its end_s: the segment's span written end first (§5.5)",
+        ("R5.5-6a",),
+        outgoing=_map(_span_reversed),
+    ),
     Defect(
         "marks-after-complete",
         "Sends a request's marks frames after its synthesis_complete, outside its bracket (§5.5)",

@@ -528,7 +528,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "marks-spans-from-zero",
         "Gives every segment's marks start_s 0, overlapping the segments before it (§5.5)",
-        ("R5.5-6",),
+        ("R5.5-6b",),
         outgoing=map_controls(lambda o: {**o, "start_s": 0.0} if _later_segment(o) else o),
     ),
     Defect(
