@@ -39,7 +39,7 @@ def test_unknown_query_string_is_ignored(conf: Probe) -> None:
     "2.2.1",
     "§2.2",
     Level.MUST,
-    requirements=("R2.2-1",),
+    requirements=("R2.2-1a",),
     requirement="The server MUST answer `200` once it can synthesize (model loaded)",
     description="GET /ping on the container once the suite's first session works",
     expectation="HTTP 200",

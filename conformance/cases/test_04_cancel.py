@@ -40,7 +40,7 @@ def _cancelled_or_crossed(conf: Probe, answer: Answer, errors: list[Any]) -> str
     "4.2.1",
     "§4.2",
     Level.MUST,
-    requirements=("R4.2-6b", "R4.2-5", "R4.2-1", "R1.5-2"),
+    requirements=("R4.2-6b", "R4.2-5a", "R4.2-1", "R1.5-2"),
     requirement="an **active** request: the server MUST stop synthesizing it and send at most the audio it "
     "has already produced for the current chunk",
     description="send a two-sentence request; at its first audio frame send cancel naming it",
@@ -66,7 +66,7 @@ def test_cancel_active_request(conf: Probe) -> None:
     "4.2.2",
     "§4.2",
     Level.MUST,
-    requirements=("R4.2-7a", "R4.2-7b", "R4.2-7c", "R4.2-5", "R4.2-1", "R1.5-2", "R4.2-2a"),
+    requirements=("R4.2-7a", "R4.2-7b", "R4.2-7c", "R4.2-5a", "R4.2-1", "R1.5-2", "R4.2-2a"),
     requirement="a **queued** request: in its turn, the server MUST send its `synthesis_start` immediately "
     "followed by its `synthesis_complete` with `status` `cancelled` and `audio_bytes` 0",
     description="send a two-sentence request, then a short one; cancel the short one at once",
@@ -132,7 +132,7 @@ def test_cancel_all_when_idle(conf: Probe) -> None:
     "7.2.1",
     "§7.2",
     Level.MUST,
-    requirements=("R4.2-5", "R7.1-3a", "R7.1-3b", "R4.2-1", "R1.5-2"),
+    requirements=("R4.2-5a", "R7.1-3a", "R7.1-3b", "R4.2-1", "R1.5-2"),
     requirement="Every request is answered at once with its (possibly empty) cancelled bracket (§4.2), and "
     "the session closes with 1000.",
     description="send a two-sentence request and a second one; at the first audio frame send cancel (no id), "
@@ -243,7 +243,7 @@ def _spoken(words: Any) -> list[str]:
     "5.3.2",
     "§5.3",
     Level.MUST,
-    requirements=("R5.3-4", "R5.3-3", "R1.5-6", "R4.2-1"),
+    requirements=("R5.3-4a", "R5.3-4b", "R5.3-3", "R1.5-6", "R4.2-1"),
     requirement="A server that lists `cancel_words` MUST put in the `synthesis_complete` of a cancelled "
     "request in a language with word timings whose `audio_bytes` is above 0 the `words` of the audio it "
     "sent: every word of that audio and no word whose audio it did not send.",
@@ -371,3 +371,45 @@ def test_cancelled_audio_bytes(conf: Probe) -> None:
         f"audio_bytes {answer.complete.audio_bytes if answer.complete else None}; the bracket carried "
         f"{sum(answer.frames)} audio bytes"
     )
+
+
+@case(
+    "4.2.43",
+    "§4.2",
+    Level.MUST,
+    requirements=("R4.2-5a", "R4.2-5b"),
+    requirement="**Every cancelled request MUST still get exactly one `synthesis_start` and one "
+    '`synthesis_complete`**, the latter with `"status": "cancelled"`',
+    description="send the long text of 4.1.10 at speed 2 and a short request behind it; at the first's first "
+    "audio frame (it is active, the second queued) send cancel naming each; then a third request; close and "
+    "read to the end",
+    expectation="each cancelled request got exactly one synthesis_start and exactly one synthesis_complete, "
+    "with status cancelled; the third completes",
+)
+def test_a_cancelled_request_gets_one_bracket_active_or_queued(conf: Probe) -> None:
+    async def scenario() -> tuple[dict[str, int], dict[str, Answer], list[str | None], list[Any]]:
+        async with conf.session("cancel-one-bracket") as s:
+            await s.request(LONG, request_id="c43a", speed=FAST)
+            await s.request(SHORT, request_id="c43q", speed=FAST)
+            await s.wait(lambda: _streaming(s, "c43a"), "c43a's audio began")
+            await s.cancel("c43a")
+            await s.cancel("c43q")
+            await s.request(SHORT, request_id="c43n", speed=FAST)
+            answers = {rid: await s.answer(rid) for rid in ("c43a", "c43q", "c43n")}
+            await s.close()
+            await s.drain()
+            starts = {rid: sum(a.request_id == rid for a in s.observer.history) for rid in answers}
+            return starts, answers, list(s.observer.orphans), s.observer.errors_since(0)
+
+    starts, answers, orphans, errors = conf.run(scenario())
+    _require_cancel(errors)
+    conf.observe(starts=starts, orphan_completes=orphans)
+    problems = [f"{rid} got {n} synthesis_start frames" for rid, n in starts.items() if n != 1]
+    problems += [f"{rid} got a second synthesis_complete" for rid in ("c43a", "c43q") if rid in orphans]
+    for rid in ("c43a", "c43q"):
+        complete = answers[rid].complete
+        status = None if complete is None else complete.status
+        if status != "cancelled":
+            problems.append(f"{rid}'s synthesis_complete says status {status!r}, not cancelled")
+    assert not problems, "; ".join(problems)
+    expect.completed(answers["c43n"])

@@ -91,7 +91,7 @@ def test_marks_cover_every_segment(conf: Probe, marked: Recording) -> None:
     "5.5.2",
     "§5.5",
     Level.MUST,
-    requirements=("R5.5-6",),
+    requirements=("R5.5-6a", "R5.5-6b"),
     requirement="MUST keep every `start_s` at most its `end_s` and at least the previous segment's `end_s`.",
     description="the marks of 5.5.1's request",
     expectation="every span has start_s <= end_s and starts no earlier than the previous one ends (observer)",
@@ -111,7 +111,7 @@ def test_marks_spans_in_order(conf: Probe, marked: Recording) -> None:
     "5.5.3",
     "§5.5",
     Level.MUST,
-    requirements=("R5.5-7",),
+    requirements=("R5.5-7a", "R5.5-7b"),
     requirement="MUST NOT send `marks` for a request that did not ask for them, nor outside that request's "
     "bracket.",
     description="the marks session: two requests without marks beside the one with them, and two refused",

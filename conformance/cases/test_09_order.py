@@ -57,7 +57,7 @@ LONGEST_ID = "r" * 128
     "9.2.10",
     "§9.2",
     Level.MUST,
-    requirements=("R6.3-3",),
+    requirements=("R6.3-3b",),
     requirement="the `error` frame's `request_id` is the message's `request_id` whenever that was a valid "
     "id, and `null` otherwise",
     description="send a message of an unknown type whose request_id has 128 characters (the longest valid "

@@ -523,7 +523,7 @@ def test_error_message_never_quotes_text(conf: Probe, refusals: Recording) -> No
     "id, and `null` otherwise",
     description="send five refused messages, each with a valid request_id (m1 ... m5), then close",
     expectation="each error frame carries a code and names its message's request_id, in order",
-    requirements=("R6.3-3",),
+    requirements=("R6.3-3a", "R6.3-3b"),
 )
 def test_error_frame_names_the_refused_request(conf: Probe, refusals: Recording) -> None:
     conf.use(refusals)

@@ -32,7 +32,7 @@ which relays the flood too)."""
     "10.3.1",
     "§10.3",
     Level.MUST,
-    requirements=("R10.3-4",),
+    requirements=("R10.3-4a", "R10.3-4b"),
     requirement="A server MUST NOT let reading one session's messages delay `GET /ping` or the other "
     "sessions",
     description=f"one session sends {FLOOD} malformed messages and reads nothing; meanwhile GET /ping on the "

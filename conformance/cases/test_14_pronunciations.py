@@ -11,6 +11,8 @@ gets UNIMPLEMENTED: the feature is optional (§1.7).
 
 from __future__ import annotations
 
+import json
+
 from conformance.engine.case import Level, Unimplemented, case
 from conformance.engine.describe import ask, require_features
 from conformance.engine.probe import Probe
@@ -31,10 +33,11 @@ the two apart."""
 _PUNCTUATION = ".,;:!?\"'()"
 
 
-async def _offer(session: ObservedStream) -> str:
-    """``describe``; the English voice to speak in. UNIMPLEMENTED without describe, ``lexicon`` or English."""
+async def _offer(session: ObservedStream, *also: str) -> str:
+    """``describe``; the English voice to speak in. UNIMPLEMENTED without describe, ``lexicon`` (or a feature
+    of ``also``) or English."""
     offer = await ask(session, "lex-caps")
-    require_features(None if offer is None else offer.features, "lexicon")
+    require_features(None if offer is None else offer.features, "lexicon", *also)
     voices = [v.id for v in offer.capabilities().voices if v.language == "a"]
     if not voices:
         raise Unimplemented("the server has no American English voice to compare pronunciations in")
@@ -74,7 +77,7 @@ def _compare(plain: Answer, fixed: Answer, label: str, *, changed: int, same: tu
     "14.3.1",
     "§14.3",
     Level.MUST,
-    requirements=("R14.3-2", "R4.5-1", "R4.1-20", "R4.5-3"),
+    requirements=("R14.3-2", "R4.5-1a", "R4.1-20", "R4.5-3"),
     requirement="A server MUST speak every matching word with the entry's phonemes, or with the G2P's "
     "phonemes of the respelling, and MUST leave every other word as it speaks it without the lexicon; the "
     "word stays one word of `words` (§5.3), its text the word as written.",
@@ -154,7 +157,7 @@ BAD = {
     "14.3.3",
     "§14.3",
     Level.MUST,
-    requirements=("R14.3-1", "R9.1-1", "R4.5-2", "R10-2", "R4.1-5v"),
+    requirements=("R14.3-1", "R9.1-1a", "R4.5-2a", "R4.5-2c", "R10-2", "R4.1-5v"),
     requirement="A server that offers the feature MUST refuse with `invalid_lexicon` a lexicon whose word is "
     "empty or holds whitespace or no letter or digit, whose phonemes are empty or hold a symbol outside the "
     "alphabet, whose respelling is empty, whose entry has another shape, or that breaks a limit of §10",
@@ -198,4 +201,210 @@ def test_bad_pronunciations_are_refused_and_the_session_goes_on(conf: Probe) -> 
     assert after.complete is not None and after.complete.status in ("completed", None), (
         "the request after the refusals did not complete: the session did not go on"
     )
+    assert not problems, "; ".join(problems)
+
+
+OWN = "kˈOkəɹO"
+"""A request's own entry for "Kokoro": about the word's own length, far shorter than :data:`LONG`."""
+
+
+def _grew(plain: Answer, fixed: Answer, label: str) -> list[str]:
+    """What is wrong when ``fixed`` should speak 'Kokoro' with :data:`LONG` (``plain``: without)."""
+    return _compare(plain, fixed, label, changed=WORD, same=(LONGER,))
+
+
+def _kept(plain: Answer, fixed: Answer, label: str) -> list[str]:
+    """What is wrong when ``fixed`` should speak 'Kokoro' as long as ``plain`` does (within :data:`SAME_S`;
+    the audio's length within :data:`GREW_S` where English has no word timings)."""
+    if not plain.complete.words or not fixed.complete.words:
+        moved = abs(fixed.duration_s - plain.duration_s)
+        return [] if moved < GREW_S else [f"{label}: the audio changed by {moved:.2f} s"]
+    if len(fixed.complete.words) != len(plain.complete.words):
+        return [f"{label}: {len(fixed.complete.words)} words, not {len(plain.complete.words)} as without"]
+    moved = abs(_length(fixed, WORD) - _length(plain, WORD))
+    return [] if moved <= SAME_S else [f"{label}: 'Kokoro' changed by {moved:.2f} s"]
+
+
+def _session_lexicon(entries: dict[str, object], request_id: str | None = None) -> bytes:
+    """A ``lexicon`` message (§4.5) with ``entries`` as given (valid or not) and ``request_id`` when set."""
+    message: dict[str, object] = {"type": "lexicon", "lexicon": entries}
+    if request_id is not None:
+        message["request_id"] = request_id
+    return json.dumps(message, ensure_ascii=False).encode()
+
+
+@case(
+    "4.5.1",
+    "§4.5",
+    Level.MUST,
+    requirements=("R4.5-1c",),
+    requirement="the request's own `lexicon` entries taking precedence word by word",
+    description=f'describe; {TEXT!r} in English without a lexicon; the message lexicon {{"Kokoro": LONG}}; '
+    f'then the text with the request lexicon {{"Kokoro": "{OWN}"}}, and with the request lexicon '
+    '{"Tokyo": ...} (a word the text lacks)',
+    expectation="with its own entry for 'Kokoro' the request speaks it as without a lexicon (the request's "
+    f"entry wins), with its entry for another word 'Kokoro' lasts {GREW_S} s longer (the session's entry "
+    "still applies to every word the request's lexicon does not name); a server that does not list lexicon "
+    "is UNIMPLEMENTED",
+)
+def test_a_request_entry_wins_over_the_session_entry_word_by_word(conf: Probe) -> None:
+    async def scenario() -> dict[str, Answer]:
+        async with conf.session("lexicon-precedence") as s:
+            voice = await _offer(s)
+            await s.request(TEXT, request_id="pr-plain", voice=voice)
+            await s.send(_session_lexicon({"Kokoro": LONG}))
+            await s.request(TEXT, request_id="pr-own", voice=voice, lexicon={"Kokoro": OWN})
+            await s.request(TEXT, request_id="pr-other", voice=voice, lexicon={"Tokyo": "tˈOkiO"})
+            return {rid: await s.answer(rid) for rid in ("pr-plain", "pr-own", "pr-other")}
+
+    answers = conf.run(scenario())
+    plain = answers["pr-plain"]
+    problems = _kept(plain, answers["pr-own"], "the request's own entry under the session's")
+    problems += _grew(plain, answers["pr-other"], "the session entry beside a request entry for another word")
+    assert not problems, "; ".join(problems)
+
+
+FILLER = " ".join([TEXT] * 3)
+"""Three sentences: the request that is active while the lexicon message arrives."""
+
+
+@case(
+    "4.5.2",
+    "§4.5",
+    Level.MUST,
+    requirements=("R4.5-1d",),
+    requirement="MUST NOT apply it to a request accepted before",
+    description=f"describe; {TEXT!r} in English (the reference), {FILLER!r}, and, once the second is active "
+    f'(its synthesis_start read), {TEXT!r} again (queued behind it), then the message lexicon {{"Kokoro": '
+    f"LONG}}, then {TEXT!r} a last time",
+    expectation="the lexicon message is sent while the second request is active and the third queued; "
+    "neither speaks 'Kokoro' with the entry (each occurrence as long as in the reference, within "
+    f"{SAME_S} s); the last request does ({GREW_S} s longer); a server that does not list lexicon is "
+    "UNIMPLEMENTED",
+)
+def test_the_session_lexicon_spares_requests_accepted_before_it(conf: Probe) -> None:
+    async def scenario() -> tuple[dict[str, Answer], bool]:
+        async with conf.session("lexicon-before") as s:
+            voice = await _offer(s)
+            await s.request(TEXT, request_id="bf-plain", voice=voice)
+            await s.request(FILLER, request_id="bf-active", voice=voice)
+            await s.wait(lambda: "bf-active" in s.observer.answers, "'bf-active' started")
+            await s.request(TEXT, request_id="bf-queued", voice=voice)
+            await s.send(_session_lexicon({"Kokoro": LONG}))
+            # Driven, not left to chance: the queued request cannot start before bf-active completes.
+            driven = not s.observer.completed("bf-active") and "bf-queued" not in s.observer.answers
+            await s.request(TEXT, request_id="bf-after", voice=voice)
+            ids = ("bf-plain", "bf-active", "bf-queued", "bf-after")
+            return {rid: await s.answer(rid) for rid in ids}, driven
+
+    answers, driven = conf.run(scenario())
+    conf.observe(sent_while_active_and_queued=driven)
+    plain = answers["bf-plain"]
+    problems = _kept(plain, answers["bf-queued"], "a request queued when the lexicon arrived")
+    active = answers["bf-active"]
+    if plain.complete.words and active.complete.words:
+        longest = _length(plain, WORD) + SAME_S
+        spoken = [w for w in active.complete.words if w.word.strip(_PUNCTUATION) == "Kokoro"]
+        problems += [
+            f"the request active when the lexicon arrived: 'Kokoro' lasts {w.end_s - w.start_s:.2f} s"
+            for w in spoken
+            if w.end_s - w.start_s > longest
+        ]
+    problems += _grew(plain, answers["bf-after"], "the request accepted after the lexicon")
+    assert not problems, "; ".join(problems)
+
+
+@case(
+    "4.5.3",
+    "§4.5",
+    Level.MUST,
+    requirements=("R4.5-1b",),
+    requirement="every utterance it accepts after it as well",
+    description=f'describe; {TEXT!r} in English without a lexicon; the message lexicon {{"Kokoro": LONG}}; '
+    f"then an utterance whose one fragment is {TEXT!r}, ended",
+    expectation=f"the utterance speaks 'Kokoro' {GREW_S} s longer than the request and 'Kokoros' as long; a "
+    "server that does not list lexicon and utterance is UNIMPLEMENTED",
+)
+def test_the_session_lexicon_reaches_utterances(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, Answer]:
+        async with conf.session("lexicon-utterance") as s:
+            voice = await _offer(s, "utterance")
+            await s.request(TEXT, request_id="ut-plain", voice=voice)
+            await s.send(_session_lexicon({"Kokoro": LONG}))
+            await s.utterance("ut-lexicon", voice=voice)
+            await s.fragment("append", "ut-lexicon", TEXT)
+            await s.fragment("end", "ut-lexicon")
+            return await s.answer("ut-plain"), await s.answer("ut-lexicon")
+
+    plain, spoken = conf.run(scenario())
+    problems = _grew(plain, spoken, "an utterance accepted after the lexicon")
+    assert not problems, "; ".join(problems)
+
+
+@case(
+    "4.5.4",
+    "§4.5",
+    Level.MUST,
+    requirements=("R4.5-2b",),
+    requirement="the session's lexicon stays as it was",
+    description=f'describe; {TEXT!r} in English without a lexicon; the message lexicon {{"Kokoro": LONG}}; '
+    'then the message lexicon {"Kokoro": "9"} (a symbol outside the alphabet) and {"": ...} (an empty word); '
+    f"then {TEXT!r} again",
+    expectation="both bad messages are refused with invalid_lexicon; the last request still speaks 'Kokoro' "
+    f"{GREW_S} s longer: the refused messages changed nothing; a server that does not list lexicon is "
+    "UNIMPLEMENTED",
+)
+def test_a_refused_lexicon_message_keeps_the_session_lexicon(conf: Probe) -> None:
+    async def scenario() -> tuple[Answer, Answer, list[object]]:
+        async with conf.session("lexicon-kept") as s:
+            voice = await _offer(s)
+            await s.request(TEXT, request_id="kp-plain", voice=voice)
+            await s.send(_session_lexicon({"Kokoro": LONG}))
+            since = len(s.observer.errors)
+            await s.send(_session_lexicon({"Kokoro": "9"}, "kp-bad-symbol"))
+            await s.send(_session_lexicon({"": OWN}, "kp-bad-word"))
+            await s.request(TEXT, request_id="kp-after", voice=voice)
+            plain, after = await s.answer("kp-plain"), await s.answer("kp-after")
+            return plain, after, [s.refusal(rid, since) for rid in ("kp-bad-symbol", "kp-bad-word")]
+
+    plain, after, refusals = conf.run(scenario())
+    codes = [None if e is None else e.code for e in refusals]  # type: ignore[attr-defined]
+    assert codes == ["invalid_lexicon", "invalid_lexicon"], f"the bad lexicon messages were answered {codes}"
+    problems = _grew(plain, after, "after two refused lexicon messages")
+    assert not problems, "; ".join(problems)
+
+
+@case(
+    "9.1.100",  # hand-written: the bad-input rows number 9.1.1 up
+    "§9.1",
+    Level.SHOULD,
+    requirements=("R9.1-1b",),
+    requirement="the frame's `message` SHOULD name the entry at fault",
+    description="describe; requests whose lexicon has a symbol outside Kokoro's alphabet, empty phonemes, a "
+    "word with a space and an entry of another shape",
+    expectation="each is refused with invalid_lexicon whose message names the word of the entry at fault; a "
+    "server that does not list lexicon is UNIMPLEMENTED",
+)
+def test_an_invalid_lexicon_message_names_the_entry(conf: Probe) -> None:
+    named = {name: (entries, word) for name, (entries, word) in BAD.items() if word is not None}
+
+    async def scenario() -> dict[str, object]:
+        async with conf.session("lexicon-named") as s:
+            voice = await _offer(s)
+            sent = {}
+            for name, (entries, _) in named.items():
+                sent[name] = len(s.observer.errors)
+                await s.request(TEXT, request_id=f"nm-{name}", voice=voice, lexicon=entries)
+            await s.request(TEXT, request_id="nm-after", voice=voice)
+            await s.answer("nm-after")
+            return {name: s.refusal(f"nm-{name}", since) for name, since in sent.items()}
+
+    refusals = conf.run(scenario())
+    problems = []
+    for name, error in refusals.items():
+        word = named[name][1]
+        if error is None or error.code != "invalid_lexicon":  # type: ignore[attr-defined]
+            problems.append(f"{name}: {'no refusal' if error is None else error.code}")  # type: ignore[attr-defined]
+        elif word not in error.message:  # type: ignore[attr-defined]
+            problems.append(f"{name}: the message {error.message!r} does not name {word!r}")  # type: ignore[attr-defined]
     assert not problems, "; ".join(problems)

@@ -9,6 +9,7 @@ message with ``unknown_type`` does not offer them and the case is UNIMPLEMENTED,
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from conformance.engine import expect
@@ -35,6 +36,10 @@ IDLE_TIMEOUT_S = 20.0
 
 IDLE_GRACE_S = 15.0
 """How late past its ``utterance_idle_timeout_s`` an idle utterance may end (timers, a loaded machine)."""
+
+EARLY_S = 0.1
+"""How much sooner than ``utterance_idle_timeout_s`` after the last accepted message its notice may be read
+(clock granularity): the server counts from the message's arrival, after the client sent it."""
 
 SAME_LENGTH_SHARE = 0.1
 """Beyond one segment's padding, the audio of differently split texts may differ by this share of its
@@ -158,7 +163,7 @@ def test_one_bracket_per_utterance(conf: Probe) -> None:
     "15.3.1",
     "§15.3",
     Level.MUST,
-    requirements=("R15.3-3", "R15.2-2", "R15.2-3", "R15.2-5"),
+    requirements=("R15.3-3a", "R15.3-3b", "R15.2-2", "R15.2-3", "R15.2-5"),
     requirement="For the same text and the same `flush` positions, the server MUST speak the same words in "
     "the same order however the text was divided into messages",
     description=f"speak {REPLY!r} as three utterances: the whole text in one append; one append per token "
@@ -202,7 +207,7 @@ def test_fragmentation_does_not_change_the_speech(conf: Probe) -> None:
     "15.3.2",
     "§15.3",
     Level.MUST,
-    requirements=("R15.3-1",),
+    requirements=("R15.3-1a",),
     requirement="The server MUST NOT wait for `end` before it starts speaking",
     description="open an utterance and append a complete first sentence and the start of a second one, "
     "token by token; send nothing more until the utterance's audio starts",
@@ -290,7 +295,7 @@ def _require_cancel(errors: list[ErrorView]) -> None:
     "15.5.1",
     "§15.5",
     Level.MUST,
-    requirements=("R15.5-4", "R4.2-5"),
+    requirements=("R15.5-4", "R4.2-5a"),
     requirement="A cancelled utterance is no longer open: the server MUST refuse a later `append`, `flush` "
     "or `end` for it with `unknown_request`.",
     description="open an utterance, append three sentences (no end), at its first audio cancel it by id, "
@@ -341,7 +346,7 @@ def test_cancel_mid_utterance(conf: Probe) -> None:
     "15.5.2",
     "§15.5",
     Level.MUST,
-    requirements=("R15.5-1",),
+    requirements=("R15.5-1a", "R15.5-1b", "R15.5-1c"),
     requirement="the server MUST treat every utterance that is open when `close` arrives as if its `end` had "
     "arrived at that moment: the text it holds is spoken and its bracket completes with `status` "
     "`completed`, in order, before the server closes with 1000",
@@ -383,20 +388,23 @@ def test_utterance_left_open_at_close(conf: Probe) -> None:
     "15.5.3",
     "§15.5",
     Level.MUST,
-    requirements=("R15.5-3",),
+    requirements=("R15.5-3a", "R15.5-3b", "R15.5-3c"),
     requirement="If no message for it is accepted for `utterance_idle_timeout_s` seconds (§10), counted from "
     "its `synthesis_start` or from its last accepted message, whichever is later, the server MUST send an "
     "`error` frame with code `utterance_timeout`, `fatal: false` and the utterance's `request_id`, and then "
     "end the utterance as if `end` had arrived.",
     description="describe (§4.4) to learn the server's utterance_idle_timeout_s (20 s, the default, when it "
-    "does not say); open an utterance, append a few words, then send nothing for up to that timeout plus "
-    "15 s",
-    expectation="one utterance_timeout error frame naming it, not fatal, inside its bracket; the utterance "
-    "completes with status completed and the words spoken",
+    "does not say); open an utterance, append a few words, after 0.3 of that timeout append the rest (so the "
+    "last accepted message, not the synthesis_start, starts the count), then send nothing for up to that "
+    "timeout plus 15 s",
+    expectation="one utterance_timeout error frame naming it, not fatal, inside its bracket, read no sooner "
+    "than the timeout after the last append; the utterance completes with status completed and the words "
+    "spoken",
 )
 def test_idle_utterance_times_out(conf: Probe) -> None:
     text = "Spoken after a silence"
     timeouts: list[float] = []
+    waited: list[float] = []
 
     async def scenario() -> tuple[Answer, list[ErrorView]]:
         async with conf.session("utterance-idle") as s:
@@ -409,7 +417,23 @@ def test_idle_utterance_times_out(conf: Probe) -> None:
                 float(advertised) if advertised is not None and advertised > 0 else IDLE_TIMEOUT_S
             )
             await _open(s, "u1", speed=FAST)
-            await s.fragment("append", "u1", text)
+            first, rest = text.split(" a ")
+            await s.fragment("append", "u1", first)
+            await asyncio.sleep(timeouts[0] * 0.3)  # the count starts again at the next message
+            await s.fragment("append", "u1", " a " + rest)
+            last = time.monotonic()
+            mark = s.observer.fed
+
+            def noticed() -> bool:
+                return any(e.code == "utterance_timeout" for e in s.observer.errors_since(mark))
+
+            await _within(
+                timeouts[0] + IDLE_GRACE_S,
+                s.wait(noticed, "the utterance_timeout notice"),
+                f"no utterance_timeout within {timeouts[0]:g} s (utterance_idle_timeout_s) plus "
+                f"{IDLE_GRACE_S:g} s of the last append",
+            )
+            waited.append(time.monotonic() - last)
             await _within(
                 timeouts[0] + IDLE_GRACE_S,
                 s.answer("u1"),  # only the idle timeout can end it
@@ -422,7 +446,11 @@ def test_idle_utterance_times_out(conf: Probe) -> None:
             return answer, s.observer.errors_since(0)
 
     answer, errors = conf.run(scenario())
-    conf.observe(utterance_idle_timeout_s=timeouts[0] if timeouts else None)
+    conf.observe(utterance_idle_timeout_s=timeouts[0] if timeouts else None, notice_after_s=waited)
+    assert waited[0] >= timeouts[0] - EARLY_S, (
+        f"utterance_timeout came {waited[0]:.2f} s after the last accepted append, before the "
+        f"{timeouts[0]:g} s utterance_idle_timeout_s: counted from an earlier message or the synthesis_start"
+    )
     notice = expect.one_error(conf, errors, "utterance_timeout", "u1")
     assert notice.fatal is False
     expect.spoken(answer, text, speed=FAST)
@@ -432,7 +460,7 @@ def test_idle_utterance_times_out(conf: Probe) -> None:
     "15.6.1",
     "§15.6",
     Level.MUST,
-    requirements=("R15.6-1", "R15.2-4", "R15.1-1"),
+    requirements=("R15.6-1", "R15.2-4a", "R15.2-4e", "R15.1-1"),
     requirement="An `error` frame that refuses one of these four messages MUST carry `message_type` (§5.4), "
     "the refused message's `type`, whenever that could be read",
     description="on one session: an append naming no utterance; an utterance without request_id; an open "
@@ -607,3 +635,43 @@ def test_split_pair_is_joined_into_its_code_point(conf: Probe) -> None:
     words = {how: [w.word for w in a.complete.words or []] for how, a in (("whole", whole), ("split", split))}
     conf.observe(words=words)
     assert words["split"] == words["whole"], f"the words differ when the pair is split: {words}"
+
+
+@case(
+    "15.2.2",
+    "§15.2",
+    Level.MUST,
+    requirements=("R15.2-4a", "R15.2-4b", "R15.2-4c", "R15.2-4d"),
+    requirement="an `end` without `text` (or with empty `text`) while a half is held",
+    description="open an utterance; flush 'Hi ' ending with the high half of U+1F44D; append 'now' (no low "
+    "half); send end without text; send end whose text is the low half, ' and ' and a high half; then append "
+    "the low half and ' there.', and end",
+    expectation="the append and the two ends are each refused with invalid_json naming the utterance and "
+    "change nothing: the half stays held, the append completes the pair, the last end ends the "
+    "utterance, which speaks 'Hi 👍 there.'",
+)
+def test_an_end_is_refused_while_a_half_is_held_or_ends_on_one(conf: Probe) -> None:
+    high, low = _utf16_units("\U0001f44d")
+
+    async def scenario() -> tuple[list[ErrorView], Answer]:
+        async with conf.session("utterance-end-on-half") as s:
+            await _open(s, "u1", speed=FAST)
+            mark = s.observer.fed
+            await s.fragment("flush", "u1", "Hi " + high)
+            await s.fragment("append", "u1", "now")  # does not begin with the low half: refused
+            await s.fragment("end", "u1")  # a half is held: refused
+            await s.fragment("end", "u1", low + " and " + high)  # ends on a high half: refused
+            await s.fragment("append", "u1", low + " there.")  # the held half is completed
+            await s.fragment("end", "u1")
+            answer = await s.answer("u1")
+            await s.close()
+            await s.drain()
+            return s.observer.errors_since(mark), answer
+
+    errors, answer = conf.run(scenario())
+    seen = [(e.code, e.request_id, e.obj.get("message_type")) for e in errors]
+    conf.observe(errors=seen)
+    assert [(code, rid) for code, rid, _ in seen] == [("invalid_json", "u1")] * 3, (
+        f"error frames {seen}; expected invalid_json for the append and each of the two ends, naming u1"
+    )
+    expect.spoken(answer, "Hi \U0001f44d there.", speed=FAST)

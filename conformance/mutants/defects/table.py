@@ -26,6 +26,7 @@ from conformance.mutants.defects.audio import (
     _with_session,
 )
 from conformance.mutants.defects.conditions import CONDITION_DEFECTS
+from conformance.mutants.defects.conditions2 import CONDITION2_DEFECTS
 from conformance.mutants.defects.controls import (
     _bad_marks_ignored,
     _capabilities_unasked,
@@ -220,7 +221,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "cancelled-without-start",
         "A request cancelled while queued gets its synthesis_complete without a synthesis_start (§4.2)",
-        ("R4.2-5",),
+        ("R4.2-5a",),
         where=("R4.2-7a",),
         outgoing=_drop_cancelled_start,
     ),
@@ -309,7 +310,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "error-without-id",
         "Leaves request_id null in every error frame, even when the message had a valid one (§6.3)",
-        ("R6.3-3",),
+        ("R6.3-3b",),
         outgoing=map_controls(lambda o: {**o, "request_id": None} if o.get("type") == "error" else o),
     ),
     Defect(
@@ -345,7 +346,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "ping-flaps",
         "Answers GET /ping 200 once (enough to be started), then 503 (§2.2)",
-        ("R2.2-1",),
+        ("R2.2-1a",),
         server={"ping_ok_times": 1},
     ),
     Defect(
@@ -527,7 +528,7 @@ DEFECTS: tuple[Defect, ...] = (
     Defect(
         "marks-spans-from-zero",
         "Gives every segment's marks start_s 0, overlapping the segments before it (§5.5)",
-        ("R5.5-6",),
+        ("R5.5-6b",),
         outgoing=map_controls(lambda o: {**o, "start_s": 0.0} if _later_segment(o) else o),
     ),
     Defect(
@@ -586,7 +587,7 @@ DEFECTS: tuple[Defect, ...] = (
         "flood-holds-the-loop",
         "Parses each client message in 5 ms of CPU and reads every message waiting without handing the "
         "event loop back: one session's flood holds GET /ping and the other sessions (§10.3)",
-        ("R10.3-4",),
+        ("R10.3-4a", "R10.3-4b"),
         server={"greedy_parse_s": 0.005},
     ),
     Defect(
@@ -682,7 +683,7 @@ DEFECTS: tuple[Defect, ...] = (
         "accepts-lone-low-half",
         "Drops a low surrogate half that begins a fragment while no half is held instead of refusing it "
         "with invalid_json (§15.2)",
-        ("R15.2-4",),
+        ("R15.2-4e",),
         incoming=_lone_low_half_dropped,
     ),
     Defect(
@@ -695,6 +696,7 @@ DEFECTS: tuple[Defect, ...] = (
     *RUN_LEVEL_DEFECTS,
     *SPAN_DEFECTS,
     *CONDITION_DEFECTS,
+    *CONDITION2_DEFECTS,
 )
 """Every one-defect mutant of the table, in spec order, then :data:`RUN_LEVEL_DEFECTS`, then
 :data:`~conformance.mutants.defects.conditions.CONDITION_DEFECTS`."""
