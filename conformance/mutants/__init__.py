@@ -129,9 +129,20 @@ CANCEL_OBSERVERS = ("4.2.1", "7.2.1")
 """Cases that cancel an active request: where a server that streams a cancelled request's audio after its
 ``synthesis_complete`` shows audio outside any bracket (R6.1-2), a clause none of them owns."""
 
-MUTANTS: dict[str, Mutant] = {
-    m.name: m
-    for m in (
+
+def _by_name(mutants: tuple[Mutant, ...]) -> dict[str, Mutant]:
+    """Name -> mutant. Raises ValueError on a name given twice: a dict would keep the second silently (a
+    condition mutant once replaced a run-level one of the same name, and its checks went with it)."""
+    by_name: dict[str, Mutant] = {}
+    for mutant in mutants:
+        if mutant.name in by_name:
+            raise ValueError(f"two mutants are named {mutant.name!r}")
+        by_name[mutant.name] = mutant
+    return by_name
+
+
+MUTANTS: dict[str, Mutant] = _by_name(
+    (
         Mutant(
             "base",
             ToneServer,
@@ -209,5 +220,5 @@ MUTANTS: dict[str, Mutant] = {
         Mutant("no-idle-timeout", NoIdleTimeout, ("R15.5-3b", "R15.5-3c")),
         Mutant("no-message-type", RefusalWithoutMessageType, ("R15.6-1",)),
     )
-}
+)
 """Every mutant by name; ``base`` is the unbroken control."""

@@ -82,3 +82,13 @@ def test_every_rule_of_the_reader_has_a_requirement_some_case_tests() -> None:
     untested = {rule.name: rid for rule, rid in clauses.RULES.items() if rid not in tested}
     # The describe and marks rules are judged by their cases once they exist (issues 14, 15).
     assert set(untested.values()) <= {"R4.4-4", "R5.5-4", "R5.5-6", "R5.5-7"}, untested
+
+
+def test_two_mutants_of_one_name_are_refused() -> None:
+    """A second mutant of a name would replace the first in :data:`MUTANTS` silently, its checks with it."""
+    from conformance.mutants import MUTANTS, _by_name
+
+    first = MUTANTS["start-twice"]
+    with pytest.raises(ValueError, match="two mutants are named 'start-twice'"):
+        _by_name((first, MUTANTS["base"], first))
+    assert list(_by_name((first, MUTANTS["base"]))) == ["start-twice", "base"]
