@@ -23,13 +23,13 @@ import contextlib
 import math
 import re
 import time
-import zlib
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -53,8 +53,8 @@ from protocol.server_session import ServerEvent, ServerSession, TextAppended
 from protocol.voices import KOKORO_VOICES, LANGUAGES, Voice, is_blend
 from reference_server import http as shipped_http
 from reference_server import ws
-from reference_server.app import create_app
-from reference_server.backends.tone import ToneBackend
+from reference_server.app import create_app, create_server
+from reference_server.backends.tone import ToneBackend, voice_pitch
 from reference_server.driver import AudioPiece, Job, SessionDriver, StarletteTransport
 from reference_server.encoders import MP3_AVAILABLE, available_formats
 from reference_server.runtime import Runtime
@@ -104,7 +104,7 @@ class ToneSynthesizer:
         if is_blend(voice):
             blend = Voice.parse(voice, KOKORO_VOICES)
             return sum(w * self.pitch(v) for v, w in zip(blend.voices, blend.weights, strict=True))
-        return 140.0 + zlib.crc32(voice.encode()) % 160
+        return voice_pitch(voice)  # the shipped tone backend's pitch of a plain voice
 
     def spoken(self, segment: str, voice: str) -> str:
         """What the segment says, as the reference front-end would have it spoken (§14.2: markdown not read
@@ -535,19 +535,30 @@ class ToneServer:
             ),
         )
 
-    def app(self) -> Starlette:
+    def settings(self, host: str = "127.0.0.1", port: int = 8080) -> Settings:
+        """The shipped server's settings for this server: the tone backend, :attr:`limits`, quiet logs."""
+        return Settings(host=host, port=port, backend="tone", limits=self.limits, log_level="warning")
+
+    def app(self, settings: Settings | None = None) -> Starlette:
         """The shipped server's app (:func:`reference_server.app.create_app`: its ``GET /ping``, ``POST
         /invocations``, HTTP error shape, Host and Origin guard, lifespan) on a :class:`Runtime` of the
         shipped tone backend (:class:`~reference_server.backends.tone.ToneBackend`, with this server's
-        :attr:`limits` and :attr:`voice_blends`); its three routes are this server's :meth:`ping`,
-        :meth:`invocations` and :meth:`websocket`, the hooks through which a mutant injects a defect."""
+        :attr:`voice_blends`) under ``settings`` (default :meth:`settings`); its three routes are this
+        server's :meth:`ping`, :meth:`invocations` and :meth:`websocket`, the hooks through which a mutant
+        injects a defect."""
         backend = ToneBackend()
         backend.voice_blends = self.voice_blends  # type: ignore[misc]  # a version 1 server's HTTP too
-        settings = Settings(backend="tone", limits=self.limits)
         endpoints = {"/ping": self.ping, "/invocations": self.invocations, ws.PATH: self.websocket}
-        app = create_app(settings, backend, endpoints=endpoints)
+        app = create_app(settings or self.settings(), backend, endpoints=endpoints)
         self.runtime = app.state.runtime
         return app
+
+    def shipped_server(self, host: str = "127.0.0.1", port: int = 8080) -> uvicorn.Server:
+        """The shipped server process for :meth:`app` on ``host:port``
+        (:func:`reference_server.app.create_server`: its WebSocket transport, close timeout, bounded HTTP
+        heads, shutdown closing sessions with 1001)."""
+        settings = self.settings(host, port)
+        return create_server(settings, self.app(settings))
 
     async def ping(self, request: Request) -> Response:
         """``GET /ping`` (§2.2): the shipped route's answer (503 until the tone backend is ready)."""

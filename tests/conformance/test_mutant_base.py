@@ -119,3 +119,13 @@ def test_sse_cuts_units_recuts_the_shipped_sse_audio() -> None:
     complete = events[-1]
     assert [e["seq"] for e in chunks] == list(range(len(chunks))) and complete["chunks"] == len(chunks)
     assert len(chunks) > 2 and all(len(e["data"]) == len(chunks[0]["data"]) for e in chunks[:-1])
+
+
+def test_a_mutant_is_served_by_the_shipped_uvicorn() -> None:
+    """``python -m conformance.mutants NAME`` runs :func:`reference_server.app.create_server`: the shipped
+    WebSocket transport (input in slices, the close timeout of the limits) and bounded HTTP heads."""
+    server = ToneServer()
+    served = server.shipped_server("127.0.0.1", 0)
+    assert served.config.ws.__name__ == "KokoroWebSocketProtocol"
+    assert served.config.host == "127.0.0.1" and served.config.port == 0
+    assert server.runtime is not None and server.runtime.settings.limits == server.limits

@@ -25,6 +25,7 @@ from starlette.websockets import WebSocket
 
 from conformance.mutants.base import ToneConnection, ToneServer, played
 from protocol.sse import encode_event
+from reference_server.settings import Settings
 
 __all__ = [
     "DROP",
@@ -369,8 +370,8 @@ class DefectServer(ToneServer):
             self.ping_ok_times -= 1  # only the healthy answers count (503 while the backend loads)
         return response
 
-    def app(self) -> Starlette:
-        app = super().app()
+    def app(self, settings: Settings | None = None) -> Starlette:
+        app = super().app(settings)
         if self.plain_http_errors:
             app.exception_handlers.pop(HTTPException, None)  # the framework's own plain-text 404 and 405
         return app
