@@ -26,6 +26,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -35,28 +36,24 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
-from protocol.encodings import ENCODINGS
 from protocol.errors import ErrorCode
 from protocol.lexicon import Lexicon, LexiconError, extract_inline, inline_index, strip_marks
 from protocol.limits import Limits
 from protocol.messages import (
-    FEATURES,
     Capabilities,
-    LanguageInfo,
-    ServerInfo,
     SynthesisRequest,
-    VoiceInfo,
     Word,
 )
 from protocol.pcm import float_to_pcm16
 from protocol.server_session import ServerEvent, ServerSession, TextAppended
-from protocol.voices import KOKORO_VOICES, LANGUAGES, Voice, is_blend
+from protocol.voices import KOKORO_VOICES, Voice, is_blend
 from reference_server import http as shipped_http
 from reference_server import ws
 from reference_server.app import create_app, create_server
 from reference_server.backends.tone import ToneBackend, voice_pitch
+from reference_server.capabilities import server_capabilities
 from reference_server.driver import AudioPiece, Job, SessionDriver, StarletteTransport
-from reference_server.encoders import MP3_AVAILABLE, available_formats
+from reference_server.encoders import MP3_AVAILABLE
 from reference_server.runtime import Runtime
 from reference_server.settings import Settings
 from speech.chunker import IncrementalSentenceChunker
@@ -487,9 +484,6 @@ class ToneServer:
     """Offer the utterances of §15 (a mutant turns them off to be a version 1 server)."""
     voice_blends = True
     """Offer voice blends (§4.1): a blend's tone lies at the weighted mean of its voices' pitches."""
-    formats: tuple[str, ...] = tuple(f for f in available_formats() if MP3_AVAILABLE or f != "mp3")
-    """``POST /invocations`` formats, as the shipped route serves them (:meth:`invocations`): WAV, PCM and,
-    where PyAV is installed, Ogg/Opus, FLAC and AAC (§11.7), MP3 where ``lameenc`` is (§11.5)."""
     marks = True
     """Offer the marks of §5.5."""
     lexicon = True
@@ -513,27 +507,24 @@ class ToneServer:
 
     @property
     def capabilities(self) -> Capabilities:
-        """The answer to ``describe`` (§4.4): its voices in Kokoro's nine languages, no word timings."""
-        return Capabilities.from_limits(
-            self.limits,
-            server=ServerInfo("tone", "1", "tone"),
-            voices=tuple(VoiceInfo.kokoro(voice) for voice in sorted(self.voices)),
-            languages=tuple(
-                LanguageInfo.kokoro(code, word_timings=code in self.word_timings)
-                for code in LANGUAGES
-                if any(Voice.parse(voice).code == code for voice in self.voices)
-            ),
-            encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.server_session)
-            formats=self.formats,
-            features=tuple(
-                f
-                for f in FEATURES
-                if (f != "utterance" or self.utterances)
-                and (f != "voice_blend" or self.voice_blends)
-                and (f != "marks" or self.marks)
-                and (f != "lexicon" or self.lexicon)
-            ),
+        """The answer to ``describe`` (§4.4), made as the shipped server makes its own
+        (:func:`reference_server.capabilities.server_capabilities`): its voices in Kokoro's nine languages,
+        :attr:`word_timings`, the formats the shipped ``POST /invocations`` encodes here, and the optional
+        features this server offers (:attr:`utterances`, :attr:`voice_blends`, :attr:`marks`,
+        :attr:`lexicon`)."""
+        offer = SimpleNamespace(
+            name="tone",
+            voices=self.voices,
+            word_timing_languages=self.word_timings,
+            voice_blends=self.voice_blends,
         )
+        shipped = server_capabilities(offer, self.limits, mp3=MP3_AVAILABLE)
+        dropped = {
+            "utterance": not self.utterances,
+            "marks": not self.marks,
+            "lexicon": not self.lexicon,
+        }
+        return replace(shipped, features=tuple(f for f in shipped.features if not dropped.get(f)))
 
     def settings(self, host: str = "127.0.0.1", port: int = 8080) -> Settings:
         """The shipped server's settings for this server: the tone backend, :attr:`limits`, quiet logs."""
@@ -548,6 +539,7 @@ class ToneServer:
         injects a defect."""
         backend = ToneBackend()
         backend.voice_blends = self.voice_blends  # type: ignore[misc]  # a version 1 server's HTTP too
+        backend.word_timing_languages = self.word_timings  # HTTP's describe and words as the WebSocket's
         endpoints = {"/ping": self.ping, "/invocations": self.invocations, ws.PATH: self.websocket}
         app = create_app(settings or self.settings(), backend, endpoints=endpoints)
         self.runtime = app.state.runtime

@@ -109,7 +109,7 @@ def test_played_keeps_the_answer_status_headers_and_chunks() -> None:
 def test_sse_cuts_units_recuts_the_shipped_sse_audio() -> None:
     (row,) = [d for d in DEFECTS if d.name == "sse-cuts-units"]
     server = DefectServer(row)
-    if "flac" not in server.formats:
+    if "flac" not in server.capabilities.formats:
         pytest.skip("PyAV is not installed: no FLAC")
     with _client(server) as client:
         _ready(client)
