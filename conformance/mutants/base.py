@@ -11,9 +11,14 @@ the tone's) or sets one flag of :class:`ToneServer` to break one rule. Speech is
 (:class:`ToneSynthesizer`) whose length follows the text, so every case that checks plausibility passes on
 the unbroken server: it is the control of the teeth test.
 A voice blend's tone lies at the weighted mean of its voices' pitches (§4.1). A mutant injects its defect
-through hooks: the driver's and the tone's (:class:`ToneConnection`), and the routes'
-(:meth:`ToneServer.ping`, :meth:`ToneServer.invocations`, :meth:`ToneServer.websocket`, each wrapping the
-shipped handler).
+through hooks: the driver's and the tone's (:class:`ToneConnection`), and the routes' handlers that
+:func:`~reference_server.app.create_app` takes (:meth:`ToneServer.ping` and :meth:`ToneServer.invocations`
+wrap the shipped ones, :meth:`ToneServer.websocket` opens the tone sessions). ``python -m
+conformance.mutants`` serves it in the shipped uvicorn (:meth:`ToneServer.shipped_server`).
+
+Not yet the shipped code: the WebSocket sessions' speech and pacing (:class:`ToneSynthesizer`, one request at
+a time, emulated work) and their admission (:attr:`ToneServer.sessions`), where the shipped server has its
+runtime's scheduler and the tone backend's G2P-timed words; many mutants are written against those.
 """
 
 from __future__ import annotations
