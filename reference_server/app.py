@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import uvicorn
@@ -36,7 +36,13 @@ __all__ = ["create_app", "create_server"]
 logger = logging.getLogger("reference_server")
 
 
-def create_app(settings: Settings, backend: Any = None) -> Starlette:
+Endpoint = Callable[..., Any]
+"""A route's handler: ``async (request) -> Response`` (HTTP) or ``async (websocket) -> None`` (WebSocket)."""
+
+
+def create_app(
+    settings: Settings, backend: Any = None, *, endpoints: Mapping[str, Endpoint] | None = None
+) -> Starlette:
     """Build the ASGI app: ``GET /ping``, ``POST /invocations`` and the WebSocket route (§2).
 
     Args:
@@ -45,6 +51,10 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
         backend: an object with the backend interface of :mod:`reference_server.backends` (``name``,
             ``sample_rate``, ``voices``, ``load()``, ``warm_up()``, ``synthesize()``); tests pass a
             double here.
+        endpoints: handlers to serve in place of the shipped ones, by path (``"/ping"``,
+            ``"/invocations"``, :data:`reference_server.ws.PATH`): the hook through which the conformance
+            suite's one-defect servers (:mod:`conformance.mutants.base`) inject a defect into this app;
+            each may call the shipped handler. A path not served raises :class:`ValueError`.
 
     With ``settings.serves_playground`` the app also serves the playground page at ``/playground/``
     (:mod:`reference_server.playground`), and with ``settings.serves_openai`` OpenAI-compatible speech
@@ -77,10 +87,19 @@ def create_app(settings: Settings, backend: Any = None) -> Starlette:
             await runtime.shutdown(timeout_s=settings.limits.close_timeout_s)
             preparing.cancel()
 
+    handlers: dict[str, Endpoint] = {
+        "/ping": http.ping,
+        "/invocations": http.invocations,
+        ws.PATH: ws.bidirectional_stream,
+    }
+    unknown = set(endpoints or {}) - set(handlers)
+    if unknown:
+        raise ValueError(f"no shipped route serves {sorted(unknown)}; choose among {sorted(handlers)}")
+    handlers.update(endpoints or {})
     routes: list[BaseRoute] = [
-        Route("/ping", http.ping, methods=["GET"]),
-        Route("/invocations", http.invocations, methods=["POST"]),
-        WebSocketRoute(ws.PATH, ws.bidirectional_stream),
+        Route("/ping", handlers["/ping"], methods=["GET"]),
+        Route("/invocations", handlers["/invocations"], methods=["POST"]),
+        WebSocketRoute(ws.PATH, handlers[ws.PATH]),
     ]
     if settings.serves_playground:
         routes += playground.routes()

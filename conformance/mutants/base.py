@@ -1,6 +1,8 @@
 """The mutants' common ancestor: a small, spec-correct server with a cheap tone synthesizer.
 
-:class:`ToneServer` serves the three routes of PROTOCOL.md §2 with Starlette and uvicorn. Its sessions run
+:class:`ToneServer` serves the three routes of PROTOCOL.md §2 in the shipped server's app
+(:func:`reference_server.app.create_app`): ``GET /ping`` and ``POST /invocations`` are the shipped routes on a
+runtime of the shipped tone backend (:mod:`reference_server.backends.tone`). Its WebSocket sessions run
 the team's sans-I/O :class:`protocol.server_session.ServerSession` (parsing, error codes, brackets, safe audio
 cutting, cancel, draining on close) on the reference server's own driver
 (:class:`reference_server.driver.SessionDriver`), so the server is correct by construction; each mutant
@@ -8,58 +10,62 @@ cutting, cancel, draining on close) on the reference server's own driver
 the tone's) or sets one flag of :class:`ToneServer` to break one rule. Speech is a deterministic tone
 (:class:`ToneSynthesizer`) whose length follows the text, so every case that checks plausibility passes on
 the unbroken server: it is the control of the teeth test.
-A voice blend's tone lies at the weighted mean of its voices' pitches (§4.1), and ``POST /invocations``
-encodes Ogg/Opus, FLAC and AAC with the reference server's encoders where PyAV is installed (§11.7).
+A voice blend's tone lies at the weighted mean of its voices' pitches (§4.1). A mutant injects its defect
+through hooks: the driver's and the tone's (:class:`ToneConnection`), and the routes' handlers that
+:func:`~reference_server.app.create_app` takes (:meth:`ToneServer.ping` and :meth:`ToneServer.invocations`
+wrap the shipped ones, :meth:`ToneServer.websocket` opens the tone sessions). ``python -m
+conformance.mutants`` serves it in the shipped uvicorn (:meth:`ToneServer.shipped_server`).
+
+Not yet the shipped code: the WebSocket sessions' speech and pacing (:class:`ToneSynthesizer`, one request at
+a time, emulated work) and their admission (:attr:`ToneServer.sessions`), where the shipped server has its
+runtime's scheduler and the tone backend's G2P-timed words; many mutants are written against those.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import math
 import re
 import time
-import zlib
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import uvicorn
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route, WebSocketRoute
+from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
-from protocol.encodings import DEFAULT_ENCODING, ENCODINGS, encode_pcm16
-from protocol.encodings import encoding as encoding_named
-from protocol.errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode
 from protocol.lexicon import Lexicon, LexiconError, extract_inline, inline_index, strip_marks
 from protocol.limits import Limits
 from protocol.messages import (
-    FEATURES,
     Capabilities,
-    LanguageInfo,
-    ServerInfo,
     SynthesisRequest,
-    VoiceInfo,
     Word,
-    parse_invocations_request,
 )
-from protocol.pcm import float_to_pcm16, wav_header
+from protocol.pcm import float_to_pcm16
 from protocol.server_session import ServerEvent, ServerSession, TextAppended
-from protocol.sse import encode_event
-from protocol.voices import KOKORO_VOICES, LANGUAGES, Voice, is_blend
+from protocol.voices import KOKORO_VOICES, Voice, is_blend
+from reference_server import http as shipped_http
+from reference_server import ws
+from reference_server.app import create_app, create_server
+from reference_server.backends.tone import ToneBackend, voice_pitch
+from reference_server.capabilities import server_capabilities
 from reference_server.driver import AudioPiece, Job, SessionDriver, StarletteTransport
-from reference_server.encoders import AV_FORMATS, MEDIA_TYPES, FormatEncoder
+from reference_server.encoders import MP3_AVAILABLE
+from reference_server.runtime import Runtime
+from reference_server.settings import Settings
 from speech.chunker import IncrementalSentenceChunker
 from speech.frontend import speech_pieces, speech_text
 from speech.spans import SourceMap
 
-__all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer"]
+__all__ = ["ToneConnection", "ToneServer", "ToneSynthesizer", "played"]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
@@ -100,7 +106,7 @@ class ToneSynthesizer:
         if is_blend(voice):
             blend = Voice.parse(voice, KOKORO_VOICES)
             return sum(w * self.pitch(v) for v, w in zip(blend.voices, blend.weights, strict=True))
-        return 140.0 + zlib.crc32(voice.encode()) % 160
+        return voice_pitch(voice)  # the shipped tone backend's pitch of a plain voice
 
     def spoken(self, segment: str, voice: str) -> str:
         """What the segment says, as the reference front-end would have it spoken (§14.2: markdown not read
@@ -433,6 +439,37 @@ class ToneConnection(SessionDriver):
         return self.closing and super().should_close()
 
 
+async def played(response: Response) -> Response:
+    """``response`` played through to the end and held, for an ``http`` hook to read and rewrite (§11).
+
+    The shipped route's streamed answer releases its invocation slot and closes its synthesis only when it
+    is sent (:mod:`reference_server.http`); this sends it into memory, so the slot is free again, and gives
+    an answer of the same kind (streamed, in the same chunks, or whole) with its status and headers.
+    """
+    status, headers, chunks = 200, [], []
+
+    async def receive() -> dict[str, Any]:  # pragma: no cover - ASGI 2.4: a response never listens
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status, headers = message["status"], message.get("headers", [])
+        elif message.get("body"):
+            chunks.append(message["body"])
+
+    await response({"type": "http", "asgi": {"spec_version": "2.4"}}, receive, send)
+    kept = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers if k.lower() != b"content-length"}
+    if not isinstance(response, StreamingResponse):
+        return Response(b"".join(chunks), status_code=status, headers=kept)
+
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    return StreamingResponse(body(), status_code=status, headers=kept)
+
+
 IDLE_TIMEOUT_S = 3.0
 """The tone servers' ``utterance_idle_timeout_s`` (§10; advertised by ``describe``): shorter than the default
 20 s so that the idle-timeout case takes seconds, far longer than any pause between an utterance's messages in
@@ -452,9 +489,6 @@ class ToneServer:
     """Offer the utterances of §15 (a mutant turns them off to be a version 1 server)."""
     voice_blends = True
     """Offer voice blends (§4.1): a blend's tone lies at the weighted mean of its voices' pitches."""
-    formats: tuple[str, ...] = ("wav", "pcm", *AV_FORMATS)
-    """``POST /invocations`` formats: WAV, PCM and, where PyAV is installed, Ogg/Opus, FLAC and AAC
-    (§11.7, encoded as the reference server encodes them); MP3 (§11.5) is not offered."""
     marks = True
     """Offer the marks of §5.5."""
     lexicon = True
@@ -473,53 +507,63 @@ class ToneServer:
         self.sessions = 0
         """Sessions open now; ``limits.max_sessions`` at most (§2.3, §9.4)."""
         self.live: set[ToneConnection] = set()
-        self._ids = 0
+        self.runtime: Runtime | None = None
+        """The shipped runtime behind the HTTP routes (:meth:`app` makes it)."""
 
     @property
     def capabilities(self) -> Capabilities:
-        """The answer to ``describe`` (§4.4): its voices in Kokoro's nine languages, no word timings."""
-        return Capabilities.from_limits(
-            self.limits,
-            server=ServerInfo("tone", "1", "tone"),
-            voices=tuple(VoiceInfo.kokoro(voice) for voice in sorted(self.voices)),
-            languages=tuple(
-                LanguageInfo.kokoro(code, word_timings=code in self.word_timings)
-                for code in LANGUAGES
-                if any(Voice.parse(voice).code == code for voice in self.voices)
-            ),
-            encodings=tuple(ENCODINGS),  # the session encodes G.711 itself (protocol.server_session)
-            formats=self.formats,
-            features=tuple(
-                f
-                for f in FEATURES
-                if (f != "utterance" or self.utterances)
-                and (f != "voice_blend" or self.voice_blends)
-                and (f != "marks" or self.marks)
-                and (f != "lexicon" or self.lexicon)
-            ),
+        """The answer to ``describe`` (§4.4), made as the shipped server makes its own
+        (:func:`reference_server.capabilities.server_capabilities`): its voices in Kokoro's nine languages,
+        :attr:`word_timings`, the formats the shipped ``POST /invocations`` encodes here, and the optional
+        features this server offers (:attr:`utterances`, :attr:`voice_blends`, :attr:`marks`,
+        :attr:`lexicon`)."""
+        offer = SimpleNamespace(
+            name="tone",
+            voices=self.voices,
+            word_timing_languages=self.word_timings,
+            voice_blends=self.voice_blends,
         )
+        shipped = server_capabilities(offer, self.limits, mp3=MP3_AVAILABLE)
+        dropped = {
+            "utterance": not self.utterances,
+            "marks": not self.marks,
+            "lexicon": not self.lexicon,
+        }
+        return replace(shipped, features=tuple(f for f in shipped.features if not dropped.get(f)))
 
-    def app(self) -> Starlette:
-        """The ASGI app: ``GET /ping``, ``POST /invocations``, the WebSocket route (§2); the HTTP layer's own
-        errors (404, 405) in the one error shape of §11.6."""
-        return Starlette(
-            routes=[
-                Route("/ping", self.ping, methods=["GET"]),
-                Route("/invocations", self.invocations, methods=["POST"]),
-                WebSocketRoute("/invocations-bidirectional-stream", self.websocket),
-            ],
-            exception_handlers={HTTPException: self.http_error},
-        )
+    def settings(self, host: str = "127.0.0.1", port: int = 8080) -> Settings:
+        """The shipped server's settings for this server: the tone backend, :attr:`limits`, quiet logs."""
+        return Settings(host=host, port=port, backend="tone", limits=self.limits, log_level="warning")
 
-    async def http_error(self, request: Request, exc: Exception) -> Response:
-        """Starlette's 404 and 405 as ``{"error": {"code", "message"}}`` (§11.6)."""
-        assert isinstance(exc, HTTPException)
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "invalid_request")
-        body = {"error": {"code": code, "message": f"{request.method} {request.url.path}: {exc.detail}"}}
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+    def app(self, settings: Settings | None = None) -> Starlette:
+        """The shipped server's app (:func:`reference_server.app.create_app`: its ``GET /ping``, ``POST
+        /invocations``, HTTP error shape, Host and Origin guard, lifespan) on a :class:`Runtime` of the
+        shipped tone backend (:class:`~reference_server.backends.tone.ToneBackend`, with this server's
+        :attr:`voice_blends`) under ``settings`` (default :meth:`settings`); its three routes are this
+        server's :meth:`ping`, :meth:`invocations` and :meth:`websocket`, the hooks through which a mutant
+        injects a defect."""
+        backend = ToneBackend()
+        backend.voice_blends = self.voice_blends  # type: ignore[misc]  # a version 1 server's HTTP too
+        backend.word_timing_languages = self.word_timings  # HTTP's describe and words as the WebSocket's
+        endpoints = {"/ping": self.ping, "/invocations": self.invocations, ws.PATH: self.websocket}
+        app = create_app(settings or self.settings(), backend, endpoints=endpoints)
+        self.runtime = app.state.runtime
+        return app
+
+    def shipped_server(self, host: str = "127.0.0.1", port: int = 8080) -> uvicorn.Server:
+        """The shipped server process for :meth:`app` on ``host:port``
+        (:func:`reference_server.app.create_server`: its WebSocket transport, close timeout, bounded HTTP
+        heads, shutdown closing sessions with 1001)."""
+        settings = self.settings(host, port)
+        return create_server(settings, self.app(settings))
 
     async def ping(self, request: Request) -> Response:
-        return JSONResponse({"status": "Healthy"})
+        """``GET /ping`` (§2.2): the shipped route's answer (503 until the tone backend is ready)."""
+        return await shipped_http.ping(request)
+
+    async def invocations(self, request: Request) -> Response:
+        """``POST /invocations`` (§11): the shipped route's answer, spoken by the shipped tone backend."""
+        return await shipped_http.invocations(request)
 
     reserve = True
     """Give a new session the slot of one idle ``idle_eviction_s`` when every slot is taken (§7.5)."""
@@ -563,112 +607,3 @@ class ToneServer:
             for frame in session.data_to_send():
                 await websocket.send_text(frame)  # type: ignore[arg-type]
             await websocket.close(session.close_code or 1013)
-
-    # -- POST /invocations (§11) -------------------------------------------------------------------------
-
-    async def invocations(self, request: Request) -> Response:
-        body = await request.body()
-        try:
-            parsed = parse_invocations_request(
-                body,
-                limits=self.limits,
-                known_voices=self.voices,
-                mp3_available=False,
-                formats=self.formats,
-                encodings=tuple(ENCODINGS),  # PCM16 and, for format pcm, G.711 bodies (§11.3)
-                voice_blends=self.voice_blends,
-            )
-        except ProtocolError as exc:
-            return JSONResponse(exc.http_body(), status_code=exc.code.http_status or 400)
-        speech = parsed.request
-        if speech.request_id is None:
-            self._ids += 1
-            request_id = f"h{self._ids}"
-        else:
-            request_id = speech.request_id
-        pieces = [
-            self.synth.render(s, speech.voice, speech.speed, speech.sample_rate)
-            for s in self.synth.segments(speech.text)
-        ]
-        pcm = b"".join(pieces)
-        await asyncio.sleep(self.synth.work_s(pcm, speech.sample_rate))
-        body = self.encode(
-            parsed.format, speech.sample_rate, pieces, stream=parsed.stream, encoding=speech.encoding
-        )
-        if parsed.transport == "sse":
-            return StreamingResponse(
-                self._sse(request_id, parsed.format, speech, pcm, body),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache"},
-            )
-        if parsed.format == "pcm" and speech.encoding != DEFAULT_ENCODING:
-            media_type = f"{encoding_named(speech.encoding).media_type};rate={speech.sample_rate}"
-        elif parsed.format == "pcm":
-            media_type = f"audio/pcm;rate={speech.sample_rate};encoding=s16le;channels=1"
-        else:
-            media_type = MEDIA_TYPES[parsed.format]
-        if not parsed.stream:
-            return Response(b"".join(body), media_type=media_type)
-        return StreamingResponse(self._chunks(body), media_type=media_type)
-
-    def encode(
-        self,
-        fmt: str,
-        sample_rate: int,
-        pieces: list[bytes],
-        *,
-        stream: bool,
-        encoding: str = DEFAULT_ENCODING,
-    ) -> list[bytes]:
-        """The body as the encoder hands it out, piece by piece: the WAV header (§11.2) and the PCM (G.711
-        codes for ``format: "pcm"`` with a G.711 ``encoding``, §11.3), or whole Ogg pages, FLAC frames or
-        ADTS frames (§11.7; the reference server's :class:`~reference_server.encoders.FormatEncoder`)."""
-        if fmt == "pcm" and encoding != DEFAULT_ENCODING:
-            return [encode_pcm16(b"".join(pieces), encoding)]
-        if fmt in ("wav", "pcm"):
-            pcm = b"".join(pieces)
-            header = wav_header(sample_rate, data_bytes=None if stream else len(pcm)) if fmt == "wav" else b""
-            return [header + pcm]
-        encoder = FormatEncoder(fmt, sample_rate, stream=stream)
-        return [part for part in (*(encoder.encode(p) for p in pieces), encoder.flush()) if part]
-
-    async def _chunks(self, body: list[bytes]) -> AsyncIterator[bytes]:
-        step = self.limits.max_audio_frame_bytes
-        for data in body:
-            for i in range(0, len(data), step):
-                yield data[i : i + step]
-
-    async def _sse(
-        self, request_id: str, fmt: str, speech: SynthesisRequest, pcm: bytes, body: list[bytes]
-    ) -> AsyncIterator[bytes]:
-        started = time.monotonic()
-        start: dict[str, Any] = {
-            "type": "synthesis_start",
-            "request_id": request_id,
-            "sample_rate": speech.sample_rate,
-            "encoding": {"wav": DEFAULT_ENCODING, "pcm": speech.encoding}.get(fmt, fmt),
-            "channels": 1,
-            "format": fmt,
-            "voice": speech.voice,
-            "speed": speech.speed,
-        }
-        yield encode_event(start, event="synthesis_start")
-        step = self.limits.max_audio_frame_bytes
-        # Whole container units per chunk, as the encoder hands them out (§11.4).
-        chunks = [data[i : i + step] for data in body for i in range(0, len(data), step)]
-        for seq, chunk in enumerate(chunks):
-            event: dict[str, Any] = {"type": "audio_chunk", "request_id": request_id, "seq": seq}
-            event["data"] = base64.b64encode(chunk).decode("ascii")
-            if fmt == "wav" and seq == 0:
-                event["header_bytes"] = 44  # the WAV header leads the first chunk (§11.4)
-            yield encode_event(event, event="audio_chunk")
-        complete = {
-            "type": "synthesis_complete",
-            "request_id": request_id,
-            "status": "completed",
-            "audio_bytes": sum(map(len, chunks)),
-            "chunks": len(chunks),
-            "total_duration_s": len(pcm) / 2 / speech.sample_rate,
-            "elapsed_s": time.monotonic() - started,
-        }
-        yield encode_event(complete, event="synthesis_complete")

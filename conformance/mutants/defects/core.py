@@ -10,6 +10,7 @@ docstring for what each hook may do). No row is defined here: they are in
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import Callable
@@ -19,10 +20,12 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
-from conformance.mutants.base import ToneConnection, ToneServer
+from conformance.mutants.base import ToneConnection, ToneServer, played
+from protocol.sse import encode_event
+from reference_server.settings import Settings
 
 __all__ = [
     "DROP",
@@ -288,6 +291,38 @@ class DefectConnection(ToneConnection):
         return code or super().closing_code()
 
 
+_UNITS = ("opus", "flac", "aac")
+"""The formats whose SSE audio chunks hold whole container units (§11.4, §11.7)."""
+
+
+async def _cut_units(response: Response, step: int) -> Response:
+    """An SSE answer (§11.4) whose audio is cut every ``step`` bytes, whatever the container units: its
+    ``audio_chunk`` events' data joined and cut again (``seq`` and ``chunks`` counted anew)."""
+    assert isinstance(response, StreamingResponse)
+    body = b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[misc]
+    events = [e for e in body.split(b"\n\n") if e.strip()]
+    audio = b""
+    out: list[bytes] = []
+    chunks: list[bytes] = []
+    for event in events:
+        data = json.loads(event.split(b"data: ", 1)[1])
+        if data.get("type") == "audio_chunk":
+            audio += base64.b64decode(data["data"])
+            continue
+        if data.get("type") == "synthesis_complete":
+            chunks = [audio[i : i + step] for i in range(0, len(audio), step)]
+            out += [
+                encode_event(
+                    {"type": "audio_chunk", "seq": seq, "data": base64.b64encode(c).decode("ascii")},
+                    event="audio_chunk",
+                )
+                for seq, c in enumerate(chunks)
+            ]
+            data["chunks"] = len(chunks)
+        out.append(encode_event(data, event=data["type"]))
+    return StreamingResponse(iter(out), status_code=response.status_code, headers=dict(response.headers))
+
+
 class DefectServer(ToneServer):
     """:class:`ToneServer` with one :class:`Defect` (see the module docstring)."""
 
@@ -300,6 +335,7 @@ class DefectServer(ToneServer):
     log_text = False
     require_json = False
     ping_ok_times: int | None = None
+    """Answer ``GET /ping`` healthy this many times, then 503 for ever (None: always as the shipped route)."""
     require_subprotocol = False
     plain_http_errors = False
     refuse_busy_handshake = False
@@ -308,7 +344,8 @@ class DefectServer(ToneServer):
     too_many_close_code: int | None = None
     """The Close frame's code after the fatal too_many_sessions frame (None: 1013, as §9.1 has it)."""
     cut_units_bytes = 0
-    """Cut Ogg/Opus, FLAC and AAC bodies every this many bytes, whatever the container units (0: not)."""
+    """Cut the audio of an SSE answer in Ogg/Opus, FLAC or AAC every this many bytes, whatever the container
+    units (0: not; :func:`_cut_units`)."""
     refused_close_code: int | None = None
     """The Close frame's code of a session that refused a message (None: 1000, as it should)."""
     greedy_parse_s = 0.0
@@ -326,24 +363,18 @@ class DefectServer(ToneServer):
     async def ping(self, request: Request) -> Response:
         if self.ping_delay_busy_s and self.busy:
             await asyncio.sleep(self.ping_delay_busy_s)
-        if self.ping_ok_times is not None:
-            self.ping_ok_times -= 1
-            if self.ping_ok_times < 0:
-                return Response(b'{"status":"Unhealthy"}', 503, media_type="application/json")
-        return await super().ping(request)
+        if self.ping_ok_times is not None and self.ping_ok_times <= 0:
+            return Response(b'{"status":"Unhealthy"}', 503, media_type="application/json")
+        response = await super().ping(request)
+        if self.ping_ok_times is not None and response.status_code == 200:
+            self.ping_ok_times -= 1  # only the healthy answers count (503 while the backend loads)
+        return response
 
-    def app(self) -> Starlette:
-        app = super().app()
+    def app(self, settings: Settings | None = None) -> Starlette:
+        app = super().app(settings)
         if self.plain_http_errors:
             app.exception_handlers.pop(HTTPException, None)  # the framework's own plain-text 404 and 405
         return app
-
-    def encode(self, fmt: str, sample_rate: int, pieces: list[bytes], **kwargs: Any) -> list[bytes]:
-        body = super().encode(fmt, sample_rate, pieces, **kwargs)
-        if not self.cut_units_bytes or fmt in ("wav", "pcm"):
-            return body
-        data, step = b"".join(body), self.cut_units_bytes
-        return [data[i : i + step] for i in range(0, len(data), step)]
 
     async def refuse_session(self, websocket: WebSocket) -> None:
         if self.too_many_serves:
@@ -388,10 +419,16 @@ class DefectServer(ToneServer):
             except (ValueError, AttributeError):
                 pass
         response = await super().invocations(request)
-        if self.defect.http is None:
+        if self.defect.http is None and not self.cut_units_bytes:
             return response
         try:
             parsed = json.loads(body)
         except ValueError:
             parsed = {}
-        return await self.defect.http(self, parsed if isinstance(parsed, dict) else {}, response)  # type: ignore[misc]
+        asked = parsed if isinstance(parsed, dict) else {}
+        response = await played(response)  # its slot released: the hooks read and rebuild it
+        if self.cut_units_bytes and asked.get("transport") == "sse" and asked.get("format") in _UNITS:
+            response = await _cut_units(response, self.cut_units_bytes)
+        if self.defect.http is None:
+            return response
+        return await self.defect.http(self, asked, response)  # type: ignore[misc]
