@@ -70,10 +70,21 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 """Addresses only this machine can reach: the playground and the OpenAI routes are served there unless
 turned off."""
 
-DEFAULT_ONNX_PASS = PassSettings(threads=None, spinning="off", graph="auto", optimization="all")
+DEFAULT_ONNX_PASS = PassSettings(threads=None, spinning="pass", graph="auto", optimization="all")
 """How the onnx backend runs Kokoro's pass unless told otherwise (:class:`PassSettings`; the ``--onnx-*``
 settings override each field). ``bench/pass_settings.py`` measures the candidates and prints this line
-for its winner: changing the server's default is changing this one line."""
+for its winner: changing the server's default is changing this one line.
+
+Chosen from bench §1d (bench/RESULTS.md, 2026-12-07, two idle cores, medians of 9 interleaved rounds):
+spinning during a pass only (``pass``) gave the fastest passes, 0.212 s for "Sure thing." and 0.400-0.405 s
+for a 2.75 s sentence, against 0.226 s and 0.427 s for the former default (idle threads always asleep):
+6 % sooner first audio. The bench's own pick ran the whole graph; the split graph with the same spinning
+came within 1 % (0.212 s, 0.405 s), inside the spread between rounds, and keeps what only the split graph
+offers (``--lead-in early``, :meth:`OnnxBackend.align`), so ``auto`` (split where ``onnx`` is installed)
+stays. One thread is 60 % slower; fp32 (exported from the int8 weights) 23 % slower; the optimization
+levels differ by less than the noise. With ``pass`` the threads stop spinning as soon as a pass returns,
+so the event loop keeps its budgets: ``/ping`` p95 4.1 ms and WebSocket accepts p95 11.3 ms while the
+server synthesized back to back."""
 
 DEFAULT_MAX_HEADER_BYTES = 16_384
 """Largest request head read (request line plus headers), bytes: h11's and Node's default; PROTOCOL.md §13."""

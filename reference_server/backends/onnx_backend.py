@@ -31,9 +31,10 @@ Threads: ``InferenceSession.run`` is thread-safe and this backend keeps no per-c
 The session's intra-op pool is ``threads`` wide (default: the CPUs this process may use, 2 on the CI
 machine); concurrent calls share it. How the pool waits (spinning or sleeping), the split or whole graph and
 the graph optimization level are :class:`PassSettings` (the server's ``--onnx-*`` settings,
-:mod:`reference_server.settings`); ``bench/pass_settings.py`` measures them. By default idle threads sleep
-rather than spin (``allow_spinning`` 0), so that they leave the cores to the server's event loop and its
-neighbours between two model calls.
+:mod:`reference_server.settings`); ``bench/pass_settings.py`` measures them. By default the threads spin
+during a pass and sleep as soon as it returns (``pass``: bench §1d's fastest, 6 % sooner first audio than
+sleeping), so that between two model calls they leave the cores to the server's event loop and its
+neighbours.
 
 Abort (issue #26): a run made under :func:`reference_server.backends.base.aborting` carries its own
 ``RunOptions``; when the request is cancelled the event loop sets their ``terminate`` flag and the run

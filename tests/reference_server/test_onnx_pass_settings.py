@@ -14,8 +14,8 @@ from reference_server.settings import DEFAULT_ONNX_PASS, Settings, SettingsError
 
 def test_the_defaults_come_from_one_line() -> None:
     assert Settings().onnx_pass == DEFAULT_ONNX_PASS
-    # Today's behaviour: threads from the CPUs, sleeping idle threads, split when onnx is installed.
-    assert DEFAULT_ONNX_PASS == PassSettings(threads=None, spinning="off", graph="auto", optimization="all")
+    # bench §1d's choice: threads from the CPUs, spinning only during a pass, split when onnx is installed.
+    assert DEFAULT_ONNX_PASS == PassSettings(threads=None, spinning="pass", graph="auto", optimization="all")
 
 
 def test_flags_and_environment_set_each_option() -> None:
