@@ -1,5 +1,5 @@
 """Benchmark 1d: Kokoro's ONNX pass on this CPU per session setting, and the event loop beside it.
-Run alone with ``python -m bench pass_settings`` (20 cells, about 11 min on two idle cores; it prints its
+Run alone with ``python -m bench pass_settings`` (20 cells, about 5 min on two idle cores; it prints its
 plan) or ``python -m bench pass_settings --smoke`` (two cells, under a minute).
 
 On two cores the first audio a client measures is within a few percent of the first segment's model pass
