@@ -78,9 +78,9 @@ def _suite_args(
     container_cmd: str | None, cases: tuple[str, ...], report: Path, extra: tuple[str, ...]
 ) -> list[str]:
     args = ["conformance", "-q", "-p", "no:cacheprovider", "--report", str(report), *extra]
-    if container_cmd is not None and "--case-timeout" not in extra:  # a tone-backed mutant
-        args += ["--case-timeout", f"{TONE_CASE_TIMEOUT_S:g}"]
-    if container_cmd is not None:
+    if container_cmd is not None:  # a tone-backed mutant
+        if "--case-timeout" not in extra:
+            args += ["--case-timeout", f"{TONE_CASE_TIMEOUT_S:g}"]
         args += ["--container-cmd", container_cmd]
     if cases:
         args += ["--cases", ",".join(cases)]

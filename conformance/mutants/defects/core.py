@@ -24,7 +24,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket
 
 from conformance.mutants.base import ToneConnection, ToneServer, played
-from protocol.sse import encode_event
+from protocol.sse import SSEDecoder, encode_event
 from reference_server.settings import Settings
 
 __all__ = [
@@ -297,15 +297,16 @@ _UNITS = ("opus", "flac", "aac")
 
 async def _cut_units(response: Response, step: int) -> Response:
     """An SSE answer (§11.4) whose audio is cut every ``step`` bytes, whatever the container units: its
-    ``audio_chunk`` events' data joined and cut again (``seq`` and ``chunks`` counted anew)."""
+    ``audio_chunk`` events' data joined and cut again (``seq`` and ``chunks`` counted anew). The answer is
+    read with the protocol's SSE decoder (:class:`protocol.sse.SSEDecoder`)."""
     assert isinstance(response, StreamingResponse)
-    body = b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[misc]
-    events = [e for e in body.split(b"\n\n") if e.strip()]
+    decoder = SSEDecoder()
+    body = response.body_iterator
+    events = [event async for chunk in body for event in decoder.feed(chunk)]  # type: ignore[misc]
     audio = b""
     out: list[bytes] = []
-    chunks: list[bytes] = []
     for event in events:
-        data = json.loads(event.split(b"data: ", 1)[1])
+        data = json.loads(event.data)
         if data.get("type") == "audio_chunk":
             audio += base64.b64decode(data["data"])
             continue
