@@ -363,6 +363,13 @@ class StreamReader:
     def _start(self, reading: ControlReading, out: Outcome) -> None:
         wire_id = reading.string("request_id")
         overlapped = self._open.get(self._active) if self._active is not None else None
+        if overlapped is not None and wire_id is not None and wire_id in (overlapped.wire_id, overlapped.key):
+            # The open bracket's own start again: a second start for one request, not a new bracket, so
+            # its audio and synthesis_complete still answer the request that the client is waiting for.
+            out.broke(
+                OutputRule.ONE_BRACKET, f"a second synthesis_start of {wire_id!r} while its bracket is open"
+            )
+            return
         if overlapped is not None:
             out.broke(
                 OutputRule.IN_ORDER,

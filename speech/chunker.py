@@ -296,6 +296,10 @@ class IncrementalSentenceChunker:
             chunks = self._push(clean)
         else:
             chunks = self._push(self._stripper.flush()) if self._stripper else []
+        while (end := self._overflow_cut()) is not None:  # the text ended while a boundary was undecided
+            chunk = self._cut(end, False)
+            if chunk is not None:
+                chunks.append(chunk)
         rest = _normalize(self._buf[self._start :])
         self._buf, self._start, self._scan = "", 0, 0
         if rest:
@@ -349,20 +353,32 @@ class IncrementalSentenceChunker:
         self._append(clean)
         chunks = []
         while (cut := self._next_cut()) is not None:
-            end, hard = cut
-            text = _normalize(self._buf[self._start : end])
-            start, buf = end, self._buf
-            while start < len(buf) and buf[start].isspace():
-                start += 1
-            self._start = start
-            self._scan = max(self._scan, start)
-            if text:
-                chunks.append(self._chunk(text, hard))
+            chunk = self._cut(*cut)
+            if chunk is not None:
+                chunks.append(chunk)
         if self._start > len(self._buf) // 2:  # drop consumed text, amortized O(1) per character
             self._buf = self._buf[self._start :]
             self._scan -= self._start
             self._start = 0
         return chunks
+
+    def _cut(self, end: int, hard: bool) -> Chunk | None:
+        """End the pending chunk at ``end`` (the whitespace after it is dropped); ``None`` if it is empty."""
+        text = _normalize(self._buf[self._start : end])
+        start, buf = end, self._buf
+        while start < len(buf) and buf[start].isspace():
+            start += 1
+        self._start = start
+        self._scan = max(self._scan, start)
+        return self._chunk(text, hard) if text else None
+
+    def _overflow_cut(self) -> int | None:
+        """A forced cut when the pending chunk holds more than ``max_chunk_chars`` characters (a single
+        space just past the cap does not count: it is dropped at the cut), else ``None``."""
+        buf, n = self._buf, len(self._buf)
+        limit = self._start + self.max_chunk_chars
+        overflow = n > limit and (n > limit + 1 or not buf[limit].isspace())
+        return self._forced_cut() if overflow else None
 
     def _append(self, text: str) -> None:
         """Append clean text, collapsing each whitespace run to one space, or one newline if it has one.
@@ -392,8 +408,8 @@ class IncrementalSentenceChunker:
                 i += 1
             self._scan = i
             if i == n:
-                overflow = n > limit and (n > limit + 1 or not buf[limit].isspace())
-                return (self._forced_cut(), False) if overflow else None
+                end = self._overflow_cut()
+                return None if end is None else (end, False)
             if i > limit:
                 return self._forced_cut(), False  # buf[i - 1] is text beyond the cap
             if buf[i] == "\n":

@@ -542,7 +542,7 @@ class ToneServer:
         :attr:`voice_blends`) under ``settings`` (default :meth:`settings`); its three routes are this
         server's :meth:`ping`, :meth:`invocations` and :meth:`websocket`, the hooks through which a mutant
         injects a defect."""
-        backend = ToneBackend()
+        backend = ToneBackend(lazy_g2p=True)  # a mutant's cases mostly speak one language: start sooner
         backend.voice_blends = self.voice_blends  # type: ignore[misc]  # a version 1 server's HTTP too
         backend.word_timing_languages = self.word_timings  # HTTP's describe and words as the WebSocket's
         endpoints = {"/ping": self.ping, "/invocations": self.invocations, ws.PATH: self.websocket}

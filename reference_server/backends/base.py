@@ -408,9 +408,9 @@ class Backend(abc.ABC):
         except InvalidVoiceError as exc:
             raise UnknownVoiceError(voice, self.voices, str(exc) if is_blend(voice) else None) from None
 
-    def _load_phonemizer(self, config: Path) -> None:
+    def _load_phonemizer(self, config: Path, *, lazy: bool = False) -> None:
         vocab: dict[str, Any] = json.loads(config.read_text(encoding="utf-8"))["vocab"]
-        self._phonemizer = Phonemizer(vocab, self.languages)
+        self._phonemizer = Phonemizer(vocab, self.languages, lazy=lazy)
 
     def warm_up(self) -> None:
         """Synthesize one short sentence, so no client pays for lazy initialisation.

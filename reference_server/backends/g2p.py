@@ -637,12 +637,16 @@ class Phonemizer:
 
     Args:
         vocab: Kokoro's phoneme vocabulary (symbol → token id).
-        languages: the language codes to load; ``None``: every language whose libraries are installed
+        languages: the language codes to serve; ``None``: every language whose libraries are installed
             (:func:`available_languages`).
         max_chunk_chars: the sentence chunker's character cap.
+        lazy: load each language's G2P when a text first needs it instead of at once. Loading all nine
+            takes about 1.2 s of CPU (jieba's dictionary most of it); a server that must answer at once
+            in every language loads them at once (the default), a short-lived test server need not.
 
     Raises:
-        G2PUnavailableError: a language named in ``languages`` cannot be loaded.
+        G2PUnavailableError: a language named in ``languages`` cannot be loaded (at once, lazy or not:
+            its libraries are looked for without importing them).
     """
 
     def __init__(
@@ -651,17 +655,46 @@ class Phonemizer:
         languages: Iterable[str] | None = None,
         *,
         max_chunk_chars: int = DEFAULT_MAX_CHUNK_CHARS,
+        lazy: bool = False,
     ) -> None:
-        codes = sorted(available_languages() if languages is None else set(languages))
-        self.g2p: dict[str, G2P] = {code: create_g2p(code, vocab) for code in codes}
+        codes = frozenset(available_languages() if languages is None else languages)
+        missing = sorted(codes - available_languages())
+        if missing:
+            create_g2p(missing[0], vocab)  # raises the error that names what is not installed
+        self._codes = codes
+        self._vocab = dict(vocab)
+        self._loading = threading.Lock()
+        self.g2p: dict[str, G2P] = {}
+        """The G2P of each language loaded so far (all of :attr:`languages` unless ``lazy``)."""
         self.max_chunk_chars = max_chunk_chars
-        for code, g2p in self.g2p.items():  # dictionaries load on first use (jieba takes seconds)
-            g2p.phonemize(WARM_UP_TEXTS[code])
+        if not lazy:
+            for code in sorted(codes):
+                self._g2p(code)
 
     @property
     def languages(self) -> frozenset[str]:
-        """The language codes loaded."""
-        return frozenset(self.g2p)
+        """The language codes served (loaded now, or on first use when ``lazy``)."""
+        return self._codes
+
+    def _g2p(self, code: str) -> G2P:
+        """Language ``code``'s G2P, loaded and run once on its warm-up text the first time (dictionaries load
+        on first use: jieba takes about a second).
+
+        Raises:
+            KeyError: ``code`` is not served.
+        """
+        found = self.g2p.get(code)
+        if found is not None:
+            return found
+        if code not in self._codes:
+            raise KeyError(code)
+        with self._loading:  # two threads asking for one language load it once
+            found = self.g2p.get(code)
+            if found is None:
+                found = create_g2p(code, self._vocab)
+                found.phonemize(WARM_UP_TEXTS[code])
+                self.g2p[code] = found
+        return found
 
     def segments(self, text: str, voice: str, lexicon: Lexicon | None = None) -> Iterator[PhonemeSegment]:
         """Cut ``text`` for ``voice`` into segments of at most :data:`MAX_TOKENS` tokens, lazily.
@@ -672,7 +705,7 @@ class Phonemizer:
         Raises:
             KeyError: the voice's language is not loaded.
         """
-        g2p = self.g2p[language_of(voice).code]
+        g2p = self._g2p(language_of(voice).code)
         chunker = sentence_chunker(g2p.language, self.max_chunk_chars)
         chunks = chunker.feed_chunks(text) + chunker.finish()
         for chunk in chunks:

@@ -170,6 +170,20 @@ def test_a_wrong_request_id_is_one_finding_and_the_bracket_answers_the_request_i
     assert observer.completed("a") and observer.completed("b")
 
 
+def test_a_second_start_of_the_open_bracket_is_one_finding_and_the_request_still_completes() -> None:
+    """A server that sends ``synthesis_start`` twice (R6.1-1a): one finding, and the audio and the
+    ``synthesis_complete`` that follow still answer the request, so a case waiting on it ends at once instead
+    of waiting out its deadline for an answer the reader had given to a second, phantom bracket."""
+    observer = observe(
+        [start("a"), start("a"), audio(b"\x01\x00"), complete(2, "a"), start("b"), complete(0, "b")],
+        faithful_data_types=True,
+        expect=["a", "b"],
+    )
+    assert clauses_of(observer) == [clauses.ONE_BRACKET]
+    assert observer.completed("a") and observer.completed("b")
+    assert observer.answers["a"].frames == [2]
+
+
 def test_a_wrong_audio_bytes_is_one_finding() -> None:
     observer = observe([start(), audio(b"\x01\x00"), complete(4)], faithful_data_types=True, expect=["a"])
     assert clauses_of(observer) == [clauses.AUDIO_BYTES]

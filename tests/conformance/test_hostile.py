@@ -41,10 +41,11 @@ writing its report entry."""
 
 RUN_TIMEOUT_S = 480.0
 
-SHARDS = 2
+SHARDS = 3
 """Runs per server, each over its share of the sections: the runs mostly wait out deadlines (the five
-whole-suite runs took 62 CPU-seconds in 173 s on two cores), so halving each one's cases about halves the
-test's time (109 s with 69 CPU-seconds)."""
+whole-suite runs took 62 CPU-seconds in 173 s on two cores; in two shares each, 109 s with 69 CPU-seconds;
+in three, 81 s on a machine loaded by other work). Four shares were slower (115 s): each run collects the
+suite again, and fifteen runs already keep two cores busy."""
 
 
 def _shards() -> list[list[str]]:

@@ -34,8 +34,10 @@ from conformance.mutants.teeth import (
 )
 from reference_server.encoders import MP3_AVAILABLE
 
-JOBS = 3
-"""Mutant workers at once: each a pytest process running one session per mutant, beside a mutant server."""
+JOBS = 5
+"""Mutant workers at once: each a pytest process running one session per mutant, beside a mutant server.
+The cases mostly wait on the tone server's paced audio: with three workers the whole caught check used 41 %
+of two cores (368 s wall, 304 CPU-seconds); with five it took 280 s for the same CPU time."""
 
 CAUGHT = [name for name in MUTANTS if MUTANTS[name].caught_by]
 RUN_CAUGHT = [name for name in MUTANTS if MUTANTS[name].observed_by]

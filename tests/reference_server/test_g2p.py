@@ -182,3 +182,26 @@ def test_a_word_count_mismatch_is_handled_not_logged(phonemizer, caplog):
     assert [w.text for w in segment.words] == text.split()
     assert all(w.start < w.end for w in segment.words[:-1])
     assert not [r for r in caplog.records if r.name.startswith("phonemizer")], caplog.text
+
+
+def test_a_lazy_phonemizer_loads_a_language_when_a_text_first_needs_it(phonemizer):
+    """``lazy=True`` (the mutant servers' tone backend): every language is served, none loaded until used,
+    and a loaded language speaks as the eager phonemizer's does."""
+    lazy = Phonemizer(VOCAB, "az", lazy=True)
+    assert lazy.languages == {"a", "z"} and lazy.g2p == {}
+    text = "The quick brown fox. It jumps."
+    assert list(lazy.segments(text, "af_heart")) == list(phonemizer.segments(text, "af_heart"))
+    assert set(lazy.g2p) == {"a"}
+    with pytest.raises(KeyError):
+        list(lazy.segments(text, "ef_dora"))  # Spanish is not served
+    assert set(lazy.g2p) == {"a"}
+
+
+def test_a_language_whose_libraries_are_missing_is_refused_at_once_lazy_or_not(monkeypatch):
+    from reference_server.backends import g2p
+
+    monkeypatch.setattr(g2p, "available_languages", lambda: frozenset("a"))
+    monkeypatch.setitem(g2p._REQUIREMENTS, "z", ("no_such_module_for_chinese",))
+    for lazy in (False, True):
+        with pytest.raises(g2p.G2PUnavailableError, match="no_such_module_for_chinese"):
+            Phonemizer(VOCAB, "az", lazy=lazy)

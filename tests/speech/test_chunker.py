@@ -8,7 +8,7 @@ import re
 
 import pytest
 import sentencex
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from speech.chunker import (
@@ -552,6 +552,8 @@ def test_fragmentation_does_not_change_realistic_chunks(case):
 
 @PROPERTY_SETTINGS
 @given(fragmentations(random_texts), st.integers(1, 40), st.booleans())
+@example(("Dr. —", ["Dr. —"]), 1, False)  # the text ended while a dash after "Dr." was undecided: one chunk
+@example(("Dr. —", ["Dr.", " —"]), 3, True)  # of five characters came out past the cap
 def test_fragmentation_does_not_change_random_chunks(case, cap, markdown):
     text, fragments = case
     whole = run(text, max_chunk_chars=cap, markdown=markdown)
