@@ -17,6 +17,8 @@ Matching brackets to requests: requests are answered in the order they were sent
 id, or, for a request sent without one, the id the server assigned (made unique if a server assigns the
 same id twice); the events carry it as ``request_id``. A ``synthesis_start`` naming an id the client did
 not send at that position is a violation, and the bracket still answers the request whose turn it is.
+A second ``synthesis_start`` of the open bracket's own request is a violation (§6.1: exactly one) and opens
+nothing: the audio and the ``synthesis_complete`` that follow still answer that request.
 """
 
 from __future__ import annotations
