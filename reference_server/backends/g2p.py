@@ -703,7 +703,7 @@ class Phonemizer:
         text is spoken with (:meth:`G2P.phonemize`, PROTOCOL.md §14.3).
 
         Raises:
-            KeyError: the voice's language is not loaded.
+            KeyError: the voice's language is not served (:attr:`languages`).
         """
         g2p = self._g2p(language_of(voice).code)
         chunker = sentence_chunker(g2p.language, self.max_chunk_chars)
