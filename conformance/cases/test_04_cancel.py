@@ -8,13 +8,8 @@ from conformance.engine import clauses, expect
 from conformance.engine.case import Level, Unimplemented, case
 from conformance.engine.describe import require_features
 from conformance.engine.probe import Probe, Recording
-from conformance.engine.stream import Answer, ObservedStream
+from conformance.engine.stream import Answer
 from conformance.engine.texts import FAST, LONG, SENTENCES, SHORT, TWO_SENTENCES
-
-
-def _streaming(session: ObservedStream, request_id: str) -> bool:
-    answer = session.answers.get(request_id)
-    return answer is not None and (bool(answer.frames) or answer.complete is not None)
 
 
 def _require_cancel(errors: list[Any]) -> None:
@@ -51,7 +46,7 @@ def test_cancel_active_request(conf: Probe) -> None:
     async def scenario() -> tuple[Answer, list[Any]]:
         async with conf.session("cancel-active") as s:
             await s.request(TWO_SENTENCES, request_id="c1", speed=FAST)
-            await s.wait(lambda: _streaming(s, "c1"), "c1's audio began")
+            await s.began("c1")
             await s.cancel("c1")
             answer = await s.answer("c1")
             await s.close()
@@ -147,7 +142,7 @@ def test_cancel_then_close_aborts(conf: Probe) -> None:
         async with conf.session("abort") as s:
             await s.request(TWO_SENTENCES, request_id="ab1")
             await s.request(SENTENCES[1], request_id="ab2")
-            await s.wait(lambda: _streaming(s, "ab1"), "ab1's audio began")
+            await s.began("ab1")
             await s.cancel()
             await s.close()
             await s.drain_after_close(["ab1", "ab2"])
@@ -196,7 +191,7 @@ def test_cancel_stops_synthesis(conf: Probe, long_text: Recording) -> None:
     async def scenario() -> tuple[Answer, list[Any]]:
         async with conf.session("cancel-stops") as s:
             await s.request(LONG, request_id="stop-1", speed=FAST)
-            await s.wait(lambda: _streaming(s, "stop-1"), "stop-1's audio began")
+            await s.began("stop-1")
             sent_at.append(len(s.answers["stop-1"].audio))
             await s.cancel("stop-1")
             answer = await s.answer("stop-1")
@@ -270,7 +265,7 @@ def test_cancel_says_the_words_sent(conf: Probe, long_text: Recording) -> None:
             if offer is None or "cancel_words" not in offer.features:
                 return s.answers.get("none"), []  # type: ignore[return-value]
             await s.request(LONG, request_id="cw-1", speed=FAST)
-            await s.wait(lambda: _streaming(s, "cw-1"), "cw-1's audio began")
+            await s.began("cw-1")
             await s.cancel("cw-1")
             answer = await s.answer("cw-1")
             await s.close()
@@ -357,7 +352,7 @@ def test_cancelled_audio_bytes(conf: Probe) -> None:
     async def scenario() -> tuple[Answer, list[Any]]:
         async with conf.session("cancel-bytes") as s:
             await s.request(LONG, request_id="c42", speed=FAST)
-            await s.wait(lambda: "c42" in s.answers and bool(s.answers["c42"].frames), "c42's audio began")
+            await s.began("c42", or_complete=False)
             await s.cancel("c42")
             answer = await s.answer("c42")
             await s.close()
@@ -391,7 +386,7 @@ def test_a_cancelled_request_gets_one_bracket_active_or_queued(conf: Probe) -> N
         async with conf.session("cancel-one-bracket") as s:
             await s.request(LONG, request_id="c43a", speed=FAST)
             await s.request(SHORT, request_id="c43q", speed=FAST)
-            await s.wait(lambda: _streaming(s, "c43a"), "c43a's audio began")
+            await s.began("c43a")
             await s.cancel("c43a")
             await s.cancel("c43q")
             await s.request(SHORT, request_id="c43n", speed=FAST)

@@ -93,7 +93,7 @@ def test_close_while_audio_streams(conf: Probe) -> None:
     async def scenario() -> Answer:
         async with conf.session("close-streaming") as s:
             await s.request(TWO_SENTENCES, request_id="cs1", speed=FAST)
-            await s.wait(lambda: "cs1" in s.answers and bool(s.answers["cs1"].frames), "cs1's audio began")
+            await s.began("cs1", or_complete=False)
             await s.close()
             await s.drain_after_close(["cs1"])
             return s.answers["cs1"]

@@ -558,7 +558,7 @@ def test_refusal_inside_a_bracket(conf: Probe) -> None:
     async def scenario() -> tuple[Any, list[Any], bool]:
         async with conf.session("refusal-inside") as s:
             await s.request(TWO_SENTENCES, request_id="in1", speed=FAST)
-            await s.wait(lambda: "in1" in s.answers and bool(s.answers["in1"].frames), "in1's audio began")
+            await s.began("in1", or_complete=False)
             await s.send(json.dumps({"text": " ", "request_id": "in2"}).encode())
             answer = await s.answer("in1")
             await s.close()

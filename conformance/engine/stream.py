@@ -410,6 +410,40 @@ class ObservedStream:
             None,
         )
 
+    async def began(self, request_id: str, *, or_complete: bool = True) -> None:
+        """Read until the request's audio began: its first audio frame, or (``or_complete``) its
+        ``synthesis_complete`` if that came first (a request can end before a cancel meant for it, §4.2).
+
+        Raises:
+            StreamEnded: the stream ended first.
+            AssertionError: an error frame refused the request (it will get no bracket, §6.3), or, without
+                ``or_complete``, it completed without audio: a case that needs its audio fails at once
+                instead of waiting out its deadline.
+        """
+
+        def answer() -> Answer | None:
+            return self.observer.answers.get(request_id)
+
+        def started() -> bool:
+            found = answer()
+            return found is not None and (bool(found.frames) or (or_complete and found.complete is not None))
+
+        def silent() -> bool:
+            found = answer()
+            return found is not None and found.complete is not None and not found.frames
+
+        def refused() -> bool:
+            return request_id not in self.observer.answers and self.refusal(request_id) is not None
+
+        await self.wait(lambda: started() or silent() or refused(), f"{request_id!r}'s audio began")
+        if started():
+            return
+        if silent():
+            raise AssertionError(f"{request_id!r} was completed without audio")
+        error = self.refusal(request_id)
+        assert error is not None  # the wait ended on it
+        raise AssertionError(f"{request_id!r} was refused: {error.code}: {error.message[:200]}")
+
     async def answer(self, request_id: str) -> Answer:
         """Read until the request's ``synthesis_complete``; return its :class:`Answer`.
 
