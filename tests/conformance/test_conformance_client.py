@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import json
 import struct
+import types
 from collections.abc import AsyncIterator
 
 import pytest
@@ -365,3 +366,66 @@ def test_a_recording_judged_by_several_cases_counts_its_findings_once() -> None:
     [row] = results.defects()
     assert (row["clause"], row["findings"], row["per_case"]) == ("R6.1-2", 1, {"3.3.1": 1, "3.3.2": 1})
     assert row["verdict"] == "FAILED" and not row["carried"] and results.failed()
+
+
+class _Scripted:
+    """A stream whose server sends ``script`` (whole messages, each one COMPLETE part) and then nothing."""
+
+    faithful_data_types = True
+
+    def __init__(self, script: list[bytes | str]) -> None:
+        self.script = list(script)
+
+    @contextlib.asynccontextmanager
+    async def bidi(self, **options: object) -> AsyncIterator[_Scripted]:
+        yield self
+
+    async def opened(self) -> None:
+        return None
+
+    async def send(self, data: bytes, **options: object) -> None:
+        return None
+
+    async def receive(self) -> object:
+        if not self.script:
+            await asyncio.sleep(3600)  # a server that never answers: only the case's deadline ends this
+        item = self.script.pop(0)
+        data, kind = (item.encode(), "UTF8") if isinstance(item, str) else (item, "BINARY")
+        return types.SimpleNamespace(data=data, data_type=kind, is_complete=True)
+
+
+def _began(script: list[bytes | str], **options: bool) -> str:
+    async def scenario() -> str:
+        async with open_stream(_Scripted(script), "s") as session:  # type: ignore[arg-type]
+            await session.request("Hello.", request_id="x")
+            try:
+                await asyncio.wait_for(session.began("x", **options), 5.0)
+            except AssertionError as exc:
+                return str(exc)
+            return "began"
+
+    return asyncio.run(scenario())
+
+
+START = json.dumps({"type": "synthesis_start", "request_id": "x", "sample_rate": 24000})
+COMPLETE = json.dumps(
+    {"type": "synthesis_complete", "request_id": "x", "status": "completed", "audio_bytes": 0}
+)
+
+
+def test_waiting_for_audio_ends_at_once_on_a_refusal_or_a_silent_answer() -> None:
+    """ObservedStream.began: a case waiting for a request's audio fails at once, with the reason, when the
+    server refuses the request or completes it without audio, instead of waiting out its deadline."""
+    refusal = json.dumps(
+        {
+            "type": "error",
+            "code": "invalid_voice",
+            "message": "invalid_voice: no",
+            "request_id": "x",
+            "fatal": False,
+        }
+    )
+    assert _began([START, b"\x01\x00"]) == "began"
+    assert _began([START, COMPLETE]) == "began"  # a request may end before a cancel meant for it
+    assert _began([START, COMPLETE], or_complete=False) == "'x' was completed without audio"
+    assert _began([refusal]) == "'x' was refused: invalid_voice: invalid_voice: no"
