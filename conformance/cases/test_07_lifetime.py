@@ -119,7 +119,7 @@ def test_disconnect_mid_synthesis(conf: Probe) -> None:
         async with open_stream(conf.target, f"gone-{n}") as session:
             conf.attach(session)
             request_id = await session.request(SENTENCES[1], speed=FAST)
-            await session.wait(lambda: request_id in session.answers, "synthesis_start arrived")
+            await session.started(request_id)
         # Leaving the block ends the input: the simulator drops the container's WebSocket (REFERENCE.md §1).
 
     async def scenario() -> Answer:

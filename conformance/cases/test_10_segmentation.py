@@ -21,12 +21,7 @@ server takes to synthesize 1,000 characters before its first byte."""
 async def _first_audio_s(session: ObservedStream, text: str, request_id: str) -> float:
     sent = time.monotonic()
     await session.request(text, request_id=request_id, speed=FAST)
-
-    def began() -> bool:
-        answer = session.answers.get(request_id)
-        return answer is not None and (bool(answer.audio) or answer.complete is not None)
-
-    await session.wait(began, f"{request_id}'s first audio")
+    await session.began(request_id)
     return time.monotonic() - sent
 
 

@@ -288,7 +288,7 @@ def test_the_session_lexicon_spares_requests_accepted_before_it(conf: Probe) -> 
             voice = await _offer(s)
             await s.request(TEXT, request_id="bf-plain", voice=voice)
             await s.request(FILLER, request_id="bf-active", voice=voice)
-            await s.wait(lambda: "bf-active" in s.observer.answers, "'bf-active' started")
+            await s.started("bf-active")
             await s.request(TEXT, request_id="bf-queued", voice=voice)
             await s.send(_session_lexicon({"Kokoro": LONG}))
             # Driven, not left to chance: the queued request cannot start before bf-active completes.

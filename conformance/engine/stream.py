@@ -410,6 +410,16 @@ class ObservedStream:
             None,
         )
 
+    async def started(self, request_id: str) -> None:
+        """Read until the request's ``synthesis_start`` arrived (its bracket opened, §6.1).
+
+        Raises:
+            StreamEnded: the stream ended first.
+            AssertionError: an error frame refused the request (it will get no bracket, §6.3): a case that
+                needs it started fails at once instead of waiting out its deadline.
+        """
+        await self._until(request_id, lambda answer: True, f"{request_id!r}'s synthesis_start")
+
     async def began(self, request_id: str, *, or_complete: bool = True) -> None:
         """Read until the request's audio began: its first audio frame, or (``or_complete``) its
         ``synthesis_complete`` if that came first (a request can end before a cancel meant for it, §4.2).
@@ -421,24 +431,27 @@ class ObservedStream:
                 instead of waiting out its deadline.
         """
 
-        def answer() -> Answer | None:
-            return self.observer.answers.get(request_id)
+        def ready(answer: Answer) -> bool:
+            return bool(answer.frames) or (or_complete and answer.complete is not None)
 
-        def started() -> bool:
-            found = answer()
-            return found is not None and (bool(found.frames) or (or_complete and found.complete is not None))
+        await self._until(request_id, ready, f"{request_id!r}'s audio began")
 
-        def silent() -> bool:
-            found = answer()
-            return found is not None and found.complete is not None and not found.frames
+    async def _until(self, request_id: str, ready: Callable[[Answer], bool], what: str) -> None:
+        """Read until the request's answer is ``ready``; raise AssertionError when it is refused, or completed
+        and still not ready."""
+
+        def answered() -> bool:
+            found = self.observer.answers.get(request_id)
+            return found is not None and (ready(found) or found.complete is not None)
 
         def refused() -> bool:
             return request_id not in self.observer.answers and self.refusal(request_id) is not None
 
-        await self.wait(lambda: started() or silent() or refused(), f"{request_id!r}'s audio began")
-        if started():
+        await self.wait(lambda: answered() or refused(), what)
+        found = self.observer.answers.get(request_id)
+        if found is not None and ready(found):
             return
-        if silent():
+        if found is not None:
             raise AssertionError(f"{request_id!r} was completed without audio")
         error = self.refusal(request_id)
         assert error is not None  # the wait ended on it

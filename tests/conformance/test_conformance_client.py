@@ -394,12 +394,12 @@ class _Scripted:
         return types.SimpleNamespace(data=data, data_type=kind, is_complete=True)
 
 
-def _began(script: list[bytes | str], **options: bool) -> str:
+def _began(script: list[bytes | str], *, method: str = "began", **options: bool) -> str:
     async def scenario() -> str:
         async with open_stream(_Scripted(script), "s") as session:  # type: ignore[arg-type]
             await session.request("Hello.", request_id="x")
             try:
-                await asyncio.wait_for(session.began("x", **options), 5.0)
+                await asyncio.wait_for(getattr(session, method)("x", **options), 5.0)
             except AssertionError as exc:
                 return str(exc)
             return "began"
@@ -414,8 +414,9 @@ COMPLETE = json.dumps(
 
 
 def test_waiting_for_audio_ends_at_once_on_a_refusal_or_a_silent_answer() -> None:
-    """ObservedStream.began: a case waiting for a request's audio fails at once, with the reason, when the
-    server refuses the request or completes it without audio, instead of waiting out its deadline."""
+    """ObservedStream.began and .started: a case waiting for a request's audio (or its start) fails at once,
+    with the reason, when the server refuses the request or completes it without audio, instead of waiting
+    out its deadline."""
     refusal = json.dumps(
         {
             "type": "error",
@@ -429,3 +430,5 @@ def test_waiting_for_audio_ends_at_once_on_a_refusal_or_a_silent_answer() -> Non
     assert _began([START, COMPLETE]) == "began"  # a request may end before a cancel meant for it
     assert _began([START, COMPLETE], or_complete=False) == "'x' was completed without audio"
     assert _began([refusal]) == "'x' was refused: invalid_voice: invalid_voice: no"
+    assert _began([START], method="started") == "began"  # ObservedStream.started: the bracket opened
+    assert _began([refusal], method="started") == "'x' was refused: invalid_voice: invalid_voice: no"
