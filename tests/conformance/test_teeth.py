@@ -3,11 +3,11 @@ only on a path its own cases do not take fails the run on that clause (issue 30)
 every case, and the reference server (real Kokoro-82M ONNX on the CPU) passes every MUST case.
 
 Each check runs ``python -m pytest conformance`` in a subprocess, exactly as a user certifies a container
-(``--container-cmd``), and reads the verdicts from the run's ``index.json``. The mutants run two at a time,
-each against only its own cases (a few seconds each); whether a mutant fails *only* its cases under the whole
-suite is the slow check ``python -m conformance.mutants.teeth --isolation``, whose record this module checks
-is current. The reference run is the expensive one (about three minutes on two CPU cores): it runs once and
-its report serves every assertion about it.
+(``--container-cmd``), and reads the verdicts from the run's ``index.json``. The mutants run :data:`JOBS` at
+a time, each against only its own cases (a few seconds each); whether a mutant fails *only* its cases under
+the whole suite is the slow check ``python -m conformance.mutants.teeth --isolation``, whose record this
+module checks is current. The reference run is the expensive one (about two minutes on two CPU cores): it
+runs once and its report serves every assertion about it.
 """
 
 from __future__ import annotations
