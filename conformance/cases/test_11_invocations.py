@@ -3,8 +3,10 @@ policies, and the service's errors (§11.6, §12.5)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +20,7 @@ from conformance.engine.audio import check_speech, rms
 from conformance.engine.bodies import decode_pcm, decode_sse, decode_wav
 from conformance.engine.case import Case, Level, Unimplemented, case, param
 from conformance.engine.probe import Probe
-from conformance.engine.texts import FAST, SHORT
+from conformance.engine.texts import FAST, SHORT, TWO_SENTENCES
 from protocol import schemas
 from protocol.encodings import decode_to_pcm16
 from protocol.reader import code_named_in
@@ -575,6 +577,115 @@ def test_http_layer_errors_in_the_one_shape(conf: Probe) -> None:
                 f"{response.content[:120]!r} (expected {status} with code {code})"
             )
     assert not problems, "; ".join(problems)
+
+
+MAX_INVOCATIONS_CHECKED = 256
+"""Most ``max_invocations`` the slot case counts through: a server that answers more at once is checked up to
+this many (each invocation is a short synthesis: about 0.15 s on Kokoro-82M's CPU reference)."""
+ABANDON_EVERY = 8
+"""Every this many invocations, one more whose caller leaves after the first bytes of the streamed answer."""
+AT_ONCE_TRIES = 5
+"""How many times the invocations sent at once are sent again while the server answers them all
+``server_busy`` (still busy with an earlier case's work), a second apart."""
+RELEASE_WAIT_S = 3.0
+"""How long a ``queue_full`` right after a left invocation is asked again: the server frees that slot when it
+sees its caller has gone, not at once."""
+
+
+def _max_invocations(url: str) -> int:
+    """``limits.max_invocations`` from ``POST /invocations`` ``describe`` (§4.4, §11.1); the default of §10
+    (64) when the server does not describe itself."""
+    response = httpx.post(f"{url}/invocations", json={"type": "describe"}, timeout=deadline.bound(10.0))
+    body = _json_or_none(response.content) if response.status_code == 200 else None
+    limits = body.get("limits") if isinstance(body, dict) else None
+    value = limits.get("max_invocations") if isinstance(limits, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 64
+
+
+@case(
+    "11.6.13",
+    "§11.6",
+    Level.MUST,
+    requirements=("R11.6-4a", "R11.6-4b"),
+    requirement="a server MUST NOT refuse a `POST /invocations` with it while fewer than `max_invocations` "
+    "invocations are being answered, and an invocation stops counting when its response has ended, however "
+    "it ended (sent whole, aborted, or left by its caller)",
+    description="straight to the container (max_invocations from describe, at most "
+    f"{MAX_INVOCATIONS_CHECKED}): max_invocations invocations at once; then max_invocations + 1 one after "
+    f"another, each read to its end, and every {ABANDON_EVERY}th one more whose caller closes the connection "
+    "after the first bytes",
+    expectation="no invocation is refused with 503 queue_full: at once, each is answered 200 or, when its "
+    "first audio would come too late, 503 server_busy (§10.2); one after another, each is answered 200 with "
+    "audio (at most one is in progress, so a queue_full means a slot was kept after its response)",
+)
+def test_invocation_slots_are_freed_when_responses_end(conf: Probe) -> None:
+    url = conf.require_container("count its invocation slots")
+    whole = {"text": SHORT, "speed": FAST, "format": "pcm", "stream": False}
+    left = {"text": TWO_SENTENCES, "speed": FAST, "format": "pcm", "stream": True}
+
+    async def at_once(limit: int) -> tuple[list[str], int]:
+        """The queue_full refusals of ``limit`` invocations sent at once, and how many were answered 200. A
+        server still busy with earlier work answers them all server_busy (§10.2), which shows nothing about
+        its slots: then they are sent again, up to :data:`AT_ONCE_TRIES` times."""
+        async with httpx.AsyncClient(
+            timeout=deadline.bound(30.0), limits=httpx.Limits(max_connections=None)
+        ) as client:
+            for _ in range(AT_ONCE_TRIES):
+                answers = await asyncio.gather(
+                    *(client.post(f"{url}/invocations", json=whole) for _ in range(limit))
+                )
+                codes = [_refusal_code(a.text) if a.status_code != 200 else None for a in answers]
+                full = [
+                    f"{a.status_code} {a.text[:120]!r}"
+                    for a, c in zip(answers, codes, strict=True)
+                    if c == "queue_full"
+                ]
+                spoken = codes.count(None)
+                if full or spoken >= min(2, limit):
+                    break
+                await asyncio.sleep(1.0)
+        return full, spoken
+
+    def run() -> tuple[int, list[str], int, list[str]]:
+        limit = min(_max_invocations(url), MAX_INVOCATIONS_CHECKED)
+        crowded, spoken = asyncio.run(at_once(limit))
+        refused: list[str] = []
+        abandoned = 0
+        with httpx.Client(timeout=deadline.bound(30.0)) as client:
+            for n in range(1, limit + 2):
+                after_left = n % ABANDON_EVERY == 0
+                if after_left:
+                    with client.stream("POST", f"{url}/invocations", json=left) as response:
+                        if response.status_code == 200:
+                            next(response.iter_raw(), None)  # the first bytes; then the caller is gone
+                            abandoned += 1
+                waited = 0.0
+                while True:
+                    response = client.post(f"{url}/invocations", json=whole)
+                    code = _refusal_code(response.text) if response.status_code != 200 else None
+                    if not (after_left and code == "queue_full" and waited < RELEASE_WAIT_S):
+                        break
+                    time.sleep(0.1)  # a left invocation's slot is freed when the server sees it left
+                    waited += 0.1
+                if response.status_code != 200 or not response.content:
+                    refused.append(f"invocation {n}: {response.status_code} {response.text[:120]!r}")
+                    if len(refused) >= 3:
+                        break
+        return limit, crowded, spoken, abandoned, refused
+
+    limit, crowded, spoken, abandoned, refused = conf.blocking(run, "the invocations were answered")
+    conf.observe(
+        max_invocations=limit, queue_full_at_once=len(crowded), answered_at_once=spoken, abandoned=abandoned
+    )
+    assert not crowded, (
+        f"{len(crowded)} of {limit} invocations sent at once (max_invocations {limit}) were refused with "
+        f"queue_full: {crowded[0]}"
+    )
+    assert not refused, (
+        f"with one invocation at a time, {len(refused)} of the {limit + 1} invocations read to their end "
+        f"were refused (max_invocations {limit}; {abandoned} left by their caller meanwhile): "
+        + "; ".join(refused)
+    )
 
 
 # --- faults as the service reports them (§12.2, §12.5) ------------------------------------------------------

@@ -11,7 +11,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from conformance.mutants.defects.core import Defect, DefectConnection, Frame, dump, is_request, json_object
+from starlette.responses import Response
+
+from conformance.mutants.defects.core import (
+    Defect,
+    DefectConnection,
+    DefectServer,
+    Frame,
+    dump,
+    is_request,
+    json_object,
+)
 from conformance.mutants.defects.run_level import _on_cancelled
 from conformance.mutants.defects.utterances import _fragment_text, _refuse_fragment
 from protocol.lexicon import Lexicon, LexiconError, lexicon_json, parse_lexicon
@@ -225,6 +235,14 @@ class _IdleFromFirstMessage(DefectConnection):
             pending.last_input = first.setdefault(request_id, pending.last_input)
 
 
+async def _slot_kept(server: DefectServer, request: dict[str, Any], response: Response) -> Response:
+    # Every POST /invocations answered 200 keeps its invocation slot: max_invocations answers later, every
+    # caller is refused with queue_full while GET /ping still answers 200 (§11.6).
+    if response.status_code == 200 and "text" in request and server.runtime is not None:
+        server.runtime.invocations += 1
+    return response
+
+
 CONDITION2_DEFECTS: tuple[Defect, ...] = (
     # §4.2 cancel
     Defect(
@@ -340,6 +358,21 @@ CONDITION2_DEFECTS: tuple[Defect, ...] = (
         "fragments came since (§15.5)",
         ("R15.5-3a",),
         server={"connection_class": _IdleFromFirstMessage},
+    ),
+    # §11.6 invocation slots
+    Defect(
+        "invocations-one-at-a-time",
+        "Refuses a POST /invocations with queue_full while another is being answered, though it advertises "
+        "max_invocations 64 (§11.6)",
+        ("R11.6-4a",),
+        server={"invocations_at_once": 1},
+    ),
+    Defect(
+        "invocation-slot-kept",
+        "Keeps the invocation slot of every POST /invocations it answers 200, so once max_invocations were "
+        "answered it refuses every caller with queue_full (§11.6)",
+        ("R11.6-4b",),
+        http=_slot_kept,  # type: ignore[arg-type]
     ),
 )
 """The rows appended to :data:`conformance.mutants.defects.table.DEFECTS` after

@@ -352,6 +352,9 @@ class DefectServer(ToneServer):
     greedy_parse_s = 0.0
     """CPU seconds each client message costs a reader that never yields while messages wait (0: the
     control's reader, one message per event-loop turn)."""
+    invocations_at_once: int | None = None
+    """Refuse a ``POST /invocations`` with ``queue_full`` while this many are being answered, whatever
+    ``max_invocations`` says (None: the shipped route's admission, §11.6)."""
 
     def __init__(self, defect: Defect) -> None:
         super().__init__()
@@ -413,6 +416,11 @@ class DefectServer(ToneServer):
     async def invocations(self, request: Request) -> Response:
         if self.require_json and request.headers.get("content-type", "").split(";")[0] != "application/json":
             return Response(b'{"error": {"code": "invalid_field", "message": "send application/json"}}', 415)
+        running = self.runtime.invocations if self.runtime is not None else 0
+        if self.invocations_at_once is not None and running >= self.invocations_at_once:
+            message = f"{running} invocations are being answered"
+            refusal = {"error": {"code": "queue_full", "message": message}}
+            return Response(json.dumps(refusal).encode(), 503, media_type="application/json")
         body = await request.body()
         if self.log_text:
             try:
