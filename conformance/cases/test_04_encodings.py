@@ -17,7 +17,7 @@ from conformance.engine.case import Level, Unimplemented, case
 from conformance.engine.observer import Answer
 from conformance.engine.probe import Probe, Recording
 from conformance.engine.recordings import ENCODED
-from conformance.engine.texts import FAST, SENTENCES
+from conformance.engine.texts import FAST, SENTENCES, TWO_SENTENCES
 from protocol.encodings import decode_to_pcm16
 
 RATE = 8000
@@ -90,6 +90,73 @@ def test_mulaw(conf: Probe, encodings: Recording) -> None:
 )
 def test_alaw(conf: Probe, encodings: Recording) -> None:
     _g711(conf, encodings, "pcm_alaw")
+
+
+# Requests whose passes need not hold an even number of samples: at speed 1 and at 22,050 Hz a pass's
+# length is whatever the model and the resampler make it, so a G.711 answer (one byte a sample) comes in
+# odd-length pieces. The encodings session (4.1.14, 4.1.15) asks at speed 2 and 8 kHz only, where every
+# pass of the tone-backed reference server is an even number of samples: a server that cut G.711 audio
+# as two-byte samples (and so failed on a pass of odd length) passed it.
+ODD_PASSES = (
+    ("pcm_mulaw", 8000, TWO_SENTENCES),
+    ("pcm_alaw", 22050, SENTENCES[1]),
+)
+
+
+@case(
+    "4.1.42",
+    "§4.1",
+    Level.MUST,
+    requirements=("R4.1-14a", "R4.1-13a", "R4.1-13b", "R3.3.1-5"),
+    requirement="A server MUST send a request's audio in the request's `encoding`",
+    description="in one session ask at speed 1 for two sentences in pcm_mulaw at 8 kHz, then one in pcm_alaw "
+    "at 22,050 Hz: rates and speeds whose synthesis passes hold an odd number of samples, so the G.711 "
+    "audio (one byte a sample) comes in odd-length pieces",
+    expectation="each request completes (no error frame) with synthesis_start declaring its encoding; "
+    "audio_bytes counts the bytes sent; decoded with a G.711 decoder each is plausible speech of its text; "
+    "a server without G.711 refuses it with unsupported_encoding or answers PCM16 (UNIMPLEMENTED)",
+)
+def test_g711_of_odd_length_passes(conf: Probe) -> None:
+    async def scenario() -> tuple[dict[str, Answer], list[tuple[str | None, str, str]]]:
+        async with conf.session("g711-odd") as s:
+            ids = []
+            for name, rate, text in ODD_PASSES:
+                ids.append(await s.request(text, request_id=f"odd-{name}", sample_rate=rate, encoding=name))
+            await s.wait(
+                lambda: (
+                    all(s.observer.completed(i) or s.refusal(i) is not None for i in ids)
+                    or any(e.fatal for _, e in s.observer.errors)
+                ),
+                "every request was answered",
+            )
+            answers = {i: s.observer.answers[i] for i in ids if s.observer.completed(i)}
+            errors = [(e.request_id, e.code or "", e.message) for _, e in s.observer.errors]
+            await s.close()
+            await s.drain()
+            return answers, errors
+
+    answers, errors = conf.run(scenario())
+    conf.observe(errors=[(rid, code) for rid, code, _ in errors])
+    for name, rate, text in ODD_PASSES:
+        request_id = f"odd-{name}"
+        refused = [(code, message) for rid, code, message in errors if rid == request_id]
+        if refused and refused[0][0] == "unsupported_encoding":
+            raise Unimplemented(f"the server does not offer {name} (unsupported_encoding)")
+        assert not refused, f"the {name} request at {rate} Hz, speed 1, was refused: {refused[0]}"
+        answer = answers.get(request_id)
+        assert answer is not None, f"no answer to the {name} request at {rate} Hz ({errors or 'no error'})"
+        declared = answer.start.obj.get("encoding") or name
+        if declared == "pcm_s16le":
+            raise Unimplemented(f"the server ignored encoding {name} and answered in pcm_s16le (version 1)")
+        assert declared == name, f"asked for {name}, synthesis_start says encoding {declared!r}"
+        assert answer.complete is not None
+        sent = answer.complete.obj.get("audio_bytes", len(answer.audio))
+        assert sent == len(answer.audio), f"{name}: audio_bytes {sent}, {len(answer.audio)} bytes sent"
+        conf.observe(
+            **{f"{name}_bytes": len(answer.audio), f"{name}_odd_frames": sum(n % 2 for n in answer.frames)}
+        )
+        problems = check_speech(decode_to_pcm16(bytes(answer.audio), name), rate, text, speed=1.0)
+        assert not problems, f"{name} at {rate} Hz decoded with a G.711 decoder: " + "; ".join(problems)
 
 
 @case(

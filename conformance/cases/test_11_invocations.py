@@ -145,7 +145,8 @@ def test_wav_streamed(conf: Probe) -> None:
     requirement="`stream: false`: the sizes MUST be exact (RIFF size = 36 + data bytes) and the "
     "response MUST have a `Content-Length`.",
     description="InvokeEndpoint with format wav and stream false, 8 kHz",
-    expectation="a 44-byte header with exact RIFF and data sizes, then plausible speech",
+    expectation="Content-Type audio/wav (as streamed, 11.2.1); a 44-byte header with exact RIFF and data "
+    "sizes, then plausible speech",
 )
 def test_wav_whole(conf: Probe) -> None:
     def call() -> tuple[str, bytes]:
@@ -158,6 +159,7 @@ def test_wav_whole(conf: Probe) -> None:
 
     content_type, body = conf.blocking(call, "InvokeEndpoint answered")
     conf.observe(content_type=content_type, bytes=len(body))
+    assert content_type.split(";")[0].strip() == "audio/wav", f"Content-Type {content_type!r}"
     _check_pcm(conf, decode_wav([body], sample_rate=RATE, streamed=False))
 
 
