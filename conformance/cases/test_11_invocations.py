@@ -625,6 +625,8 @@ def test_invocation_slots_are_freed_when_responses_end(conf: Probe) -> None:
     whole = {"text": SHORT, "speed": FAST, "format": "pcm", "stream": False}
     left = {"text": TWO_SENTENCES, "speed": FAST, "format": "pcm", "stream": True}
 
+    stop_at = time.monotonic() + deadline.remaining()  # a thread the case's deadline left stops too
+
     async def at_once(limit: int) -> tuple[list[str], int]:
         """The queue_full refusals of ``limit`` invocations sent at once, and how many were answered 200. A
         server still busy with earlier work answers them all server_busy (§10.2), which shows nothing about
@@ -643,7 +645,7 @@ def test_invocation_slots_are_freed_when_responses_end(conf: Probe) -> None:
                     if c == "queue_full"
                 ]
                 spoken = codes.count(None)
-                if full or spoken >= min(2, limit):
+                if full or spoken >= min(2, limit) or time.monotonic() >= stop_at:
                     break
                 await asyncio.sleep(1.0)
         return full, spoken
@@ -655,6 +657,8 @@ def test_invocation_slots_are_freed_when_responses_end(conf: Probe) -> None:
         abandoned = 0
         with httpx.Client(timeout=deadline.bound(30.0)) as client:
             for n in range(1, limit + 2):
+                if time.monotonic() >= stop_at:
+                    raise AssertionError(f"the deadline ran out after {n - 1} of {limit + 1} invocations")
                 after_left = n % ABANDON_EVERY == 0
                 if after_left:
                     with client.stream("POST", f"{url}/invocations", json=left) as response:

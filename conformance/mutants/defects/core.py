@@ -353,7 +353,8 @@ class DefectServer(ToneServer):
     """CPU seconds each client message costs a reader that never yields while messages wait (0: the
     control's reader, one message per event-loop turn)."""
     invocations_at_once: int | None = None
-    """Refuse a ``POST /invocations`` with ``queue_full`` while this many are being answered, whatever
+    """Refuse a ``POST /invocations`` with ``queue_full`` while this many are being answered (counted from the
+    request's arrival to the route's answer, so invocations sent at once overlap), whatever
     ``max_invocations`` says (None: the shipped route's admission, §11.6)."""
 
     def __init__(self, defect: Defect) -> None:
@@ -361,6 +362,8 @@ class DefectServer(ToneServer):
         self.defect = defect
         self.name = defect.name
         self.busy = 0
+        self.answering = 0
+        """``POST /invocations`` requests between their arrival and their route's answer."""
         for key, value in defect.server.items():
             setattr(self, "close_code_override" if key == "close_code" else key, value)
 
@@ -414,13 +417,21 @@ class DefectServer(ToneServer):
         await super().websocket(websocket)
 
     async def invocations(self, request: Request) -> Response:
-        if self.require_json and request.headers.get("content-type", "").split(";")[0] != "application/json":
-            return Response(b'{"error": {"code": "invalid_field", "message": "send application/json"}}', 415)
-        running = self.runtime.invocations if self.runtime is not None else 0
-        if self.invocations_at_once is not None and running >= self.invocations_at_once:
-            message = f"{running} invocations are being answered"
+        if self.invocations_at_once is None:
+            return await self._invocation(request)
+        if self.answering >= self.invocations_at_once:
+            message = f"{self.answering} invocations are being answered"
             refusal = {"error": {"code": "queue_full", "message": message}}
             return Response(json.dumps(refusal).encode(), 503, media_type="application/json")
+        self.answering += 1
+        try:
+            return await self._invocation(request)
+        finally:
+            self.answering -= 1
+
+    async def _invocation(self, request: Request) -> Response:
+        if self.require_json and request.headers.get("content-type", "").split(";")[0] != "application/json":
+            return Response(b'{"error": {"code": "invalid_field", "message": "send application/json"}}', 415)
         body = await request.body()
         if self.log_text:
             try:
