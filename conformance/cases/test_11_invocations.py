@@ -594,6 +594,11 @@ RELEASE_WAIT_S = 3.0
 sees its caller has gone, not at once."""
 
 
+def _queue_full(response: httpx.Response) -> bool:
+    """Whether ``response`` refuses its invocation with ``queue_full`` (§11.6)."""
+    return response.status_code != 200 and _refusal_code(response.text) == "queue_full"
+
+
 def _max_invocations(url: str) -> int:
     """``limits.max_invocations`` from ``POST /invocations`` ``describe`` (§4.4, §11.1); the default of §10
     (64) when the server does not describe itself."""
@@ -638,19 +643,25 @@ def test_invocation_slots_are_freed_when_responses_end(conf: Probe) -> None:
                 answers = await asyncio.gather(
                     *(client.post(f"{url}/invocations", json=whole) for _ in range(limit))
                 )
-                codes = [_refusal_code(a.text) if a.status_code != 200 else None for a in answers]
-                full = [
-                    f"{a.status_code} {a.text[:120]!r}"
-                    for a, c in zip(answers, codes, strict=True)
-                    if c == "queue_full"
-                ]
-                spoken = codes.count(None)
+                full = [f"{a.status_code} {a.text[:120]!r}" for a in answers if _queue_full(a)]
+                spoken = sum(a.status_code == 200 for a in answers)
                 if full or spoken >= min(2, limit) or time.monotonic() >= stop_at:
                     break
                 await asyncio.sleep(1.0)
         return full, spoken
 
-    def run() -> tuple[int, list[str], int, list[str]]:
+    def one_after_another(client: httpx.Client, after_left: bool) -> httpx.Response:
+        """One invocation read to its end; right after a left one, a queue_full is asked again for up to
+        :data:`RELEASE_WAIT_S` (the server frees that slot when it sees its caller has gone)."""
+        waited = 0.0
+        while True:
+            response = client.post(f"{url}/invocations", json=whole)
+            if not (after_left and _queue_full(response) and waited < RELEASE_WAIT_S):
+                return response
+            time.sleep(0.1)
+            waited += 0.1
+
+    def run() -> tuple[int, list[str], int, int, list[str]]:
         limit = min(_max_invocations(url), MAX_INVOCATIONS_CHECKED)
         crowded, spoken = asyncio.run(at_once(limit))
         refused: list[str] = []
@@ -665,14 +676,7 @@ def test_invocation_slots_are_freed_when_responses_end(conf: Probe) -> None:
                         if response.status_code == 200:
                             next(response.iter_raw(), None)  # the first bytes; then the caller is gone
                             abandoned += 1
-                waited = 0.0
-                while True:
-                    response = client.post(f"{url}/invocations", json=whole)
-                    code = _refusal_code(response.text) if response.status_code != 200 else None
-                    if not (after_left and code == "queue_full" and waited < RELEASE_WAIT_S):
-                        break
-                    time.sleep(0.1)  # a left invocation's slot is freed when the server sees it left
-                    waited += 0.1
+                response = one_after_another(client, after_left)
                 if response.status_code != 200 or not response.content:
                     refused.append(f"invocation {n}: {response.status_code} {response.text[:120]!r}")
                     if len(refused) >= 3:

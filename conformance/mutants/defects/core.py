@@ -20,11 +20,12 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.websockets import WebSocket
 
 from conformance.mutants.base import ToneConnection, ToneServer, played
 from protocol.sse import SSEDecoder, encode_event
+from reference_server.http import busy_error
 from reference_server.settings import Settings
 
 __all__ = [
@@ -420,9 +421,8 @@ class DefectServer(ToneServer):
         if self.invocations_at_once is None:
             return await self._invocation(request)
         if self.answering >= self.invocations_at_once:
-            message = f"{self.answering} invocations are being answered"
-            refusal = {"error": {"code": "queue_full", "message": message}}
-            return Response(json.dumps(refusal).encode(), 503, media_type="application/json")
+            refusal = busy_error()  # the shipped route's own queue_full
+            return JSONResponse(refusal.http_body(), status_code=refusal.code.http_status or 503)
         self.answering += 1
         try:
             return await self._invocation(request)
